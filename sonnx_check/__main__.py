@@ -1,0 +1,3 @@
+from sonnx_check.cli import main
+
+main()

@@ -1,0 +1,201 @@
+"""Graph-level rules: the operator set, domains, control flow, and the structure of the dataflow graph
+(SONNX graph.md restrictions, REQ-TO-000, REQ-GR-000, REQ-FO-020)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+
+import onnx
+
+from sonnx_check.profile import profile_operators
+from sonnx_check.registry import Violation, graph_check, node_check
+from sonnx_check.view import ModelView, TensorType
+
+CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+_GRAPH_ATTRIBUTE_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+@node_check("GRAPH.operator")
+def operator_in_profile(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    if view.domain(index):
+        return  # a custom-domain operator is GRAPH.domain's finding
+    if node.op_type not in profile_operators():
+        yield Violation(
+            f"operator {node.op_type} is not in the SONNX profile (no published SONNX specification)",
+            actual=node.op_type,
+        )
+
+
+@node_check("GRAPH.domain")
+def default_domain(view: ModelView, index: int) -> Iterator[Violation]:
+    domain = view.domain(index)
+    if domain:
+        yield Violation(
+            f"operator domain '{domain}' is not the default ONNX domain; "
+            "custom operators are outside the SONNX profile",
+            actual=domain,
+            expected="",
+        )
+
+
+@node_check("GRAPH.control-flow")
+def no_control_flow(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    subgraphs = [a.name for a in node.attribute if a.type in _GRAPH_ATTRIBUTE_TYPES]
+    if node.op_type in CONTROL_FLOW_OPS or subgraphs:
+        detail = f" (subgraph attributes: {', '.join(subgraphs)})" if subgraphs else ""
+        yield Violation(
+            f"control flow and subgraphs are not in the SONNX profile{detail}; "
+            "subgraphs are not checked further",
+            attribute=subgraphs[0] if subgraphs else None,
+        )
+
+
+@node_check("GRAPH.opset")
+def operator_version(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    spec = profile_operators().get(node.op_type)
+    schema = view.schema(index)
+    if view.domain(index) or spec is None or schema is None:
+        return
+    version = schema.since_version
+    if version not in spec.equivalent_versions:
+        basis = "" if spec.stated else " (the specification states no version; this is the assumed basis)"
+        same = ", ".join(str(v) for v in spec.equivalent_versions)
+        yield Violation(
+            f"resolves to {node.op_type}-{version} (opset "
+            f"{view.opset_version(index)}), whose semantics differ from {node.op_type}-{spec.spec_version} "
+            f"that the SONNX specification is written for{basis}; versions with the same semantics: {same}",
+            actual=version,
+            expected=list(spec.equivalent_versions),
+        )
+
+
+@graph_check("GRAPH.acyclic")
+def acyclic(view: ModelView) -> Iterator[Violation]:
+    remaining = _nodes_on_cycles(view)
+    if remaining:
+        shown = ", ".join(view.refs[i].label() for i in remaining[:5])
+        more = f" and {len(remaining) - 5} more" if len(remaining) > 5 else ""
+        yield Violation(
+            f"the graph has a cycle through {len(remaining)} node(s): {shown}{more}",
+            node=remaining[0],
+            actual=remaining,
+        )
+
+
+def _nodes_on_cycles(view: ModelView) -> list[int]:
+    """Kahn's algorithm over node-to-node edges; what never becomes ready lies on (or behind) a cycle."""
+    indegree = [0] * len(view.nodes)
+    successors: list[list[int]] = [[] for _ in view.nodes]
+    for consumer, node in enumerate(view.nodes):
+        for name in set(node.input):
+            for producer in view.producers.get(name, ()):
+                successors[producer].append(consumer)
+                indegree[consumer] += 1
+    ready = deque(i for i, d in enumerate(indegree) if d == 0)
+    while ready:
+        for nxt in successors[ready.popleft()]:
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                ready.append(nxt)
+    return [i for i, d in enumerate(indegree) if d > 0]
+
+
+@graph_check("GRAPH.ssa")
+def single_assignment(view: ModelView) -> Iterator[Violation]:
+    sources = set(view.graph_inputs) | set(view.initializers)
+    for name, producers in view.producers.items():
+        if len(producers) > 1 or name in sources:
+            what = "graph input or initializer" if name in sources else ""
+            writers = ", ".join(view.refs[i].label() for i in producers)
+            also = f" and it is also a {what}" if what else ""
+            yield Violation(
+                f"tensor '{name}' is assigned more than once: by {writers}{also}",
+                node=producers[-1],
+                tensor=name,
+            )
+
+
+@node_check("GRAPH.undefined-input")
+def inputs_defined(view: ModelView, index: int) -> Iterator[Violation]:
+    for name in view.nodes[index].input:
+        if name and not view.is_defined(name):
+            yield Violation(
+                f"reads tensor '{name}', which no node produces and which is "
+                "neither a graph input nor an initializer",
+                tensor=name,
+            )
+
+
+@graph_check("GRAPH.dead-node")
+def no_dead_nodes(view: ModelView) -> Iterator[Violation]:
+    live = [False] * len(view.nodes)
+    pending = deque(name for name in view.graph_outputs)
+    seen: set[str] = set()
+    while pending:
+        name = pending.popleft()
+        if name in seen:
+            continue
+        seen.add(name)
+        for producer in view.producers.get(name, ()):
+            if not live[producer]:
+                live[producer] = True
+                pending.extend(n for n in view.nodes[producer].input if n)
+    for index, is_live in enumerate(live):
+        if not is_live:
+            yield Violation(
+                "does not contribute to any graph output",
+                node=index,
+            )
+
+
+@graph_check("GRAPH.shapes")
+def static_explicit_shapes(view: ModelView) -> Iterator[Violation]:
+    for name, node, role in declared_tensors(view):
+        declared = view.declared.get(name)
+        problem = _shape_problem(declared)
+        if problem is None:
+            continue
+        inferred = view.inferred.get(name)
+        hint = inferred.static_shape if inferred is not None else None
+        suffix = f"; shape inference gives {list(hint)}" if hint is not None else ""
+        yield Violation(
+            f"{role} '{name}' {problem}{suffix}",
+            node=node,
+            tensor=name,
+            actual=list(declared.shape) if declared is not None and declared.shape is not None else None,
+            expected=list(hint) if hint is not None else None,
+        )
+
+
+def _shape_problem(declared: TensorType | None) -> str | None:
+    if declared is None or declared.shape is None:
+        return "has no declared shape"
+    for axis, dim in enumerate(declared.shape):
+        if isinstance(dim, str):
+            return f"has a symbolic dimension '{dim}' at axis {axis}"
+        if dim is None:
+            return f"has an unknown dimension at axis {axis}"
+    return None
+
+
+def declared_tensors(view: ModelView) -> Iterator[tuple[str, int | None, str]]:
+    """Every tensor the profile requires to be declared: graph inputs, graph outputs, node outputs.
+    Yields (name, producing node or None, how to call it in a message)."""
+    seen: set[str] = set()
+    for name in view.graph_inputs:
+        if name not in view.initializers and name not in seen:
+            seen.add(name)
+            yield name, None, "graph input"
+    for index, node in enumerate(view.nodes):
+        for name in node.output:
+            if name and name not in seen:
+                seen.add(name)
+                yield name, index, "output"
+    for name in view.graph_outputs:
+        if name not in seen:
+            seen.add(name)
+            yield name, None, "graph output"

@@ -1,0 +1,299 @@
+"""MaxPool rules (seed 003: restrictions R1-R5 and the attribute, input and output constraints).
+
+Each rule reads only what it needs and stays silent when its inputs are unreadable (a wrong-typed attribute
+is MODEL.onnx's finding, a missing shape GRAPH.shapes'), so one defect gives one finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import onnx
+
+from sonnx_check.checks.attributes import get_int, get_ints, get_str
+from sonnx_check.checks.general import missing_attributes
+from sonnx_check.registry import Violation, node_check
+from sonnx_check.shapes import dilated_extent, pool_output_shape
+from sonnx_check.view import ModelView, elem_type_name
+
+OP = "MaxPool"
+AUTO_PAD_VALUES = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
+T = onnx.TensorProto
+PROFILE_TYPES = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.INT8, T.UINT8)
+SPATIAL_AXES = 2
+
+
+def _rank(view: ModelView, name: str) -> int | None:
+    tt = view.type_of(name)
+    return len(tt.shape) if tt is not None and tt.shape is not None else None
+
+
+def _spatial_axes(view: ModelView, index: int) -> int | None:
+    """Spatial axes of X (rank - 2); the kernel's length when X's rank is unknown."""
+    rank = _rank(view, view.nodes[index].input[0]) if view.nodes[index].input else None
+    if rank is not None:
+        return rank - 2
+    kernel = get_ints(view.nodes[index], "kernel_shape")
+    return len(kernel) if kernel is not None else None
+
+
+@node_check("MaxPool.R1", OP)
+def two_spatial_axes(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    rank = _rank(view, node.input[0]) if node.input else None
+    if rank is not None and rank != SPATIAL_AXES + 2:
+        yield Violation(
+            f"X '{node.input[0]}' has rank {rank} ({rank - 2} spatial axes); "
+            "SONNX MaxPool requires rank 4 (N, C, H, W)",
+            tensor=node.input[0],
+            actual=rank,
+            expected=4,
+        )
+
+
+@node_check("MaxPool.R2", OP)
+def all_attributes_explicit(view: ModelView, index: int) -> Iterator[Violation]:
+    schema = view.schema(index)
+    if schema is not None:
+        yield from missing_attributes(view, index, schema)
+
+
+@node_check("MaxPool.R3", OP)
+def auto_pad_notset(view: ModelView, index: int) -> Iterator[Violation]:
+    value = get_str(view.nodes[index], "auto_pad")
+    if value is not None and value in AUTO_PAD_VALUES and value != "NOTSET":
+        yield Violation(
+            f"auto_pad={value!r}; SONNX requires 'NOTSET' with explicit pads",
+            attribute="auto_pad",
+            actual=value,
+            expected="NOTSET",
+        )
+
+
+@node_check("MaxPool.auto_pad.C1", OP)
+def auto_pad_domain(view: ModelView, index: int) -> Iterator[Violation]:
+    value = get_str(view.nodes[index], "auto_pad")
+    if value is not None and value not in AUTO_PAD_VALUES:
+        yield Violation(
+            f"auto_pad={value!r} is not one of {', '.join(AUTO_PAD_VALUES)}",
+            attribute="auto_pad",
+            actual=value,
+            expected=list(AUTO_PAD_VALUES),
+        )
+
+
+@node_check("MaxPool.R4", OP)
+def ceil_mode_zero(view: ModelView, index: int) -> Iterator[Violation]:
+    if get_int(view.nodes[index], "ceil_mode") == 1:
+        yield Violation(
+            "ceil_mode=1; SONNX requires ceil_mode=0 (floor)",
+            attribute="ceil_mode",
+            actual=1,
+            expected=0,
+        )
+
+
+@node_check("MaxPool.ceil_mode.C1", OP)
+def ceil_mode_domain(view: ModelView, index: int) -> Iterator[Violation]:
+    value = get_int(view.nodes[index], "ceil_mode")
+    if value is not None and value not in (0, 1):
+        yield Violation(
+            f"ceil_mode={value} is neither 0 nor 1",
+            attribute="ceil_mode",
+            actual=value,
+            expected=[0, 1],
+        )
+
+
+@node_check("MaxPool.R5", OP)
+def storage_order_zero(view: ModelView, index: int) -> Iterator[Violation]:
+    value = get_int(view.nodes[index], "storage_order")
+    if value is not None and value != 0:
+        yield Violation(
+            f"storage_order={value}; SONNX requires 0 (row major)",
+            attribute="storage_order",
+            actual=value,
+            expected=0,
+        )
+
+
+def _positive_list_rules(attribute: str, length_rule: str, value_rule: str) -> None:
+    """dilations, kernel_shape and strides share two constraints: strictly positive, one per spatial axis."""
+
+    @node_check(value_rule, OP)
+    def strictly_positive(view: ModelView, index: int) -> Iterator[Violation]:
+        values = get_ints(view.nodes[index], attribute)
+        if values is not None and any(v <= 0 for v in values):
+            yield Violation(
+                f"{attribute}={values} has a value that is not strictly positive",
+                attribute=attribute,
+                actual=values,
+            )
+
+    @node_check(length_rule, OP)
+    def one_per_axis(view: ModelView, index: int) -> Iterator[Violation]:
+        values = get_ints(view.nodes[index], attribute)
+        axes = _x_spatial_axes(view, index)
+        if values is not None and axes is not None and len(values) != axes:
+            yield Violation(
+                f"{attribute}={values} has {len(values)} value(s); X has {axes} spatial axes",
+                attribute=attribute,
+                actual=len(values),
+                expected=axes,
+            )
+
+
+def _x_spatial_axes(view: ModelView, index: int) -> int | None:
+    """Spatial axes of X from its rank only: a length rule must not compare a list with itself."""
+    node = view.nodes[index]
+    rank = _rank(view, node.input[0]) if node.input else None
+    return rank - 2 if rank is not None else None
+
+
+_positive_list_rules("dilations", "MaxPool.dilations.C2", "MaxPool.dilations.C1")
+_positive_list_rules("kernel_shape", "MaxPool.kernel_shape.C2", "MaxPool.kernel_shape.C1")
+_positive_list_rules("strides", "MaxPool.strides.C2", "MaxPool.strides.C1")
+
+
+@node_check("MaxPool.pads.C1", OP)
+def pads_well_formed(view: ModelView, index: int) -> Iterator[Violation]:
+    pads = get_ints(view.nodes[index], "pads")
+    if pads is None:
+        return
+    if any(p < 0 for p in pads):
+        yield Violation(f"pads={pads} has a negative value", attribute="pads", actual=pads)
+    axes = _spatial_axes(view, index)
+    if axes is not None and len(pads) != 2 * axes:
+        yield Violation(
+            f"pads={pads} has {len(pads)} value(s); expected {2 * axes} "
+            f"(begin and end for each of {axes} spatial axes)",
+            attribute="pads",
+            actual=len(pads),
+            expected=2 * axes,
+        )
+
+
+def _geometry(view: ModelView, index: int) -> tuple[list[int], list[int], list[int], list[int]] | None:
+    """kernel, strides, dilations, pads when they are readable and mutually consistent in length; the
+    profile defaults stand in for absent ones (their absence is R2's finding)."""
+    node = view.nodes[index]
+    kernel = get_ints(node, "kernel_shape")
+    if not kernel:
+        return None
+    n = len(kernel)
+    strides = get_ints(node, "strides") if node_has(node, "strides") else [1] * n
+    dilations = get_ints(node, "dilations") if node_has(node, "dilations") else [1] * n
+    pads = get_ints(node, "pads") if node_has(node, "pads") else [0] * (2 * n)
+    if strides is None or dilations is None or pads is None:
+        return None
+    if len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
+        return None
+    return kernel, strides, dilations, pads
+
+
+def node_has(node: onnx.NodeProto, name: str) -> bool:
+    return any(a.name == name for a in node.attribute)
+
+
+@node_check("MaxPool.pads.C2", OP)
+def pads_smaller_than_kernel(view: ModelView, index: int) -> Iterator[Violation]:
+    geometry = _geometry(view, index)
+    if geometry is None:
+        return
+    kernel, _, dilations, pads = geometry
+    n = len(kernel)
+    for axis in range(n):
+        if kernel[axis] <= 0 or dilations[axis] <= 0:
+            continue
+        extent = dilated_extent(kernel[axis], dilations[axis])
+        for side, pad in (("begin", pads[axis]), ("end", pads[axis + n])):
+            if pad >= extent:
+                yield Violation(
+                    f"pad {pad} at the {side} of spatial axis {axis} is not smaller "
+                    f"than the dilated kernel extent {extent} (= {dilations[axis]}*({kernel[axis]}-1)+1), so "
+                    "some window would hold padding only",
+                    attribute="pads",
+                    actual=pad,
+                    expected=f"< {extent}",
+                )
+
+
+def expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
+    """Y's shape from X and the attributes (corrected Y.C1 formula), or None when it is not determined:
+    X's shape unknown, attributes unreadable, or auto_pad / ceil_mode outside the profile (R3/R4 report)."""
+    node = view.nodes[index]
+    geometry = _geometry(view, index)
+    x_shape = view.shape_of(node.input[0]) if node.input else None
+    auto_pad = get_str(node, "auto_pad")
+    if geometry is None or x_shape is None or len(x_shape) != len(geometry[0]) + 2:
+        return None
+    if auto_pad not in (None, "NOTSET") or get_int(node, "ceil_mode") not in (None, 0):
+        return None
+    kernel, strides, dilations, pads = geometry
+    if min(kernel + strides + dilations) <= 0 or min(pads) < 0:
+        return None
+    return pool_output_shape(x_shape, kernel, strides, dilations, pads)
+
+
+@node_check("MaxPool.Y.C1", OP)
+def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    declared = view.declared.get(node.output[0]) if node.output else None
+    if declared is None or declared.static_shape is None:
+        return
+    expected = expected_y_shape(view, index)
+    if expected is not None and declared.static_shape != expected:
+        yield Violation(
+            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; "
+            f"X's shape and the attributes give {list(expected)} "
+            "(dY = floor((dX + pad_begin + pad_end - dil*(k-1) - 1) / stride) + 1)",
+            tensor=node.output[0],
+            actual=list(declared.static_shape),
+            expected=list(expected),
+        )
+
+
+@node_check("MaxPool.Indices.C1", OP)
+def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    if len(node.output) < 2 or not node.output[1]:
+        return
+    name = node.output[1]
+    indices = view.declared.get(name)
+    if indices is None:
+        return
+    if indices.elem_type not in (0, T.INT64):
+        yield Violation(
+            f"Indices '{name}' is declared {indices.type_name}; it must be int64",
+            tensor=name,
+            actual=indices.type_name,
+            expected="int64",
+        )
+    y_declared = view.declared.get(node.output[0])
+    y_shape = y_declared.static_shape if y_declared is not None else None
+    y_shape = y_shape or expected_y_shape(view, index)
+    if indices.static_shape is not None and y_shape is not None and indices.static_shape != y_shape:
+        yield Violation(
+            f"Indices '{name}' is declared {list(indices.static_shape)}; Y's shape is {list(y_shape)}",
+            tensor=name,
+            actual=list(indices.static_shape),
+            expected=list(y_shape),
+        )
+
+
+@node_check("MaxPool.types", OP)
+def profile_types(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    allowed = [elem_type_name(t) for t in PROFILE_TYPES]
+    for role, name in (
+        ("X", node.input[0] if node.input else ""),
+        ("Y", node.output[0] if node.output else ""),
+    ):
+        tt = view.type_of(name) if name else None
+        if tt is not None and tt.elem_type and tt.elem_type not in PROFILE_TYPES:
+            yield Violation(
+                f"{role} '{name}' is {tt.type_name}; SONNX MaxPool is specified for {', '.join(allowed)}",
+                tensor=name,
+                actual=tt.type_name,
+                expected=allowed,
+            )

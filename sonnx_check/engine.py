@@ -1,0 +1,106 @@
+"""Runs the selected rules over one model and returns its ModelResult. No printing, no exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sonnx_check import checks  # noqa: F401 - registers every check
+from sonnx_check.catalogue import catalogue
+from sonnx_check.errors import ModelLoadError
+from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
+from sonnx_check.loading import read_model
+from sonnx_check.profile import profile_operators
+from sonnx_check.registry import CHECKS, Check, Violation, operators_with_rules
+from sonnx_check.view import ModelView
+
+
+class InternalError(Exception):
+    """A check crashed: a bug in sonnx-check, reported with the rule and the model so it can be filed."""
+
+    def __init__(self, rule: str, path: str, cause: BaseException) -> None:
+        self.rule = rule
+        self.path = path
+        self.cause = cause
+        super().__init__(f"rule {rule} crashed on {path}: {type(cause).__name__}: {cause}")
+
+
+def load_failure(path: str, cause: str) -> ModelResult:
+    return ModelResult(
+        path=path,
+        findings=[Finding("MODEL.load", f"cannot read the model: {cause}", Severity.ERROR)],
+        load_error=True,
+    )
+
+
+def check_file(path: str, selected: frozenset[str] | None = None) -> ModelResult:
+    """Check one model file. ``selected`` holds canonical rule IDs (None = every rule)."""
+    try:
+        model = read_model(path)
+    except ModelLoadError as exc:
+        return load_failure(path, exc.cause)
+    view = ModelView(model, path)
+    return ModelResult(path=path, findings=run_checks(view, selected), coverage=coverage(view))
+
+
+def run_checks(view: ModelView, selected: frozenset[str] | None = None) -> list[Finding]:
+    active = [c for c in CHECKS.values() if selected is None or c.rule in selected]
+    findings: list[Finding] = []
+    for check in (c for c in active if c.scope == "graph"):
+        findings.extend(_guarded(check, view, check.func(view)))
+    node_checks = [c for c in active if c.scope == "node"]
+    generic = [c for c in node_checks if c.op_type is None]
+    by_op: dict[str, list[Check]] = {}
+    for c in node_checks:
+        if c.op_type is not None:
+            by_op.setdefault(c.op_type, []).append(c)
+    for index, node in enumerate(view.nodes):
+        specific = by_op.get(node.op_type, []) if not view.domain(index) else []
+        for check in (*generic, *specific):
+            findings.extend(_guarded(check, view, check.func(view, index), default_node=index))
+    order = {rule: i for i, rule in enumerate(catalogue())}
+    findings.sort(key=lambda f: (f.node.index if f.node else -1, order.get(f.rule, len(order))))
+    return findings
+
+
+def _guarded(
+    check: Check, view: ModelView, violations: Iterable[Violation], default_node: int | None = None
+) -> list[Finding]:
+    entry = catalogue()[check.rule]
+    try:
+        out = []
+        for v in violations:
+            index = v.node if v.node is not None else default_node
+            out.append(
+                Finding(
+                    rule=check.rule,
+                    message=v.message,
+                    severity=entry.severity,
+                    node=view.refs[index] if index is not None else None,
+                    tensor=v.tensor,
+                    attribute=v.attribute,
+                    actual=v.actual,
+                    expected=v.expected,
+                    data=v.data or {},
+                )
+            )
+        return out
+    except Exception as exc:  # noqa: BLE001 - re-raised as a reportable internal error
+        raise InternalError(check.rule, view.path, exc) from exc
+
+
+def coverage(view: ModelView) -> Coverage:
+    result = Coverage()
+    with_rules = operators_with_rules()
+    profile = profile_operators()
+    for index, node in enumerate(view.nodes):
+        domain = view.domain(index)
+        if domain:
+            bucket, key = result.outside_profile, f"{domain}::{node.op_type}"
+        elif node.op_type in with_rules:
+            bucket, key = result.operator_rules, node.op_type
+        elif node.op_type in profile:
+            bucket, key = result.general_only, node.op_type
+        else:
+            bucket, key = result.outside_profile, node.op_type
+        bucket[key] = bucket.get(key, 0) + 1
+    return result

@@ -1,0 +1,20 @@
+"""Errors a user can cause. The CLI turns each into one line and exit code 2; anything else is a bug."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Base class: the message is complete, one line, and names what the user must change."""
+
+
+class UsageError(UserError):
+    """Bad option, bad configuration, bad input data for a comparison."""
+
+
+class ModelLoadError(UserError):
+    """A model file that cannot be read as ONNX. ``path`` is the file, ``cause`` a one-line reason."""
+
+    def __init__(self, path: str, cause: str) -> None:
+        self.path = path
+        self.cause = cause
+        super().__init__(f"{path}: {cause}")

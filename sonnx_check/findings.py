@@ -1,0 +1,114 @@
+"""The data every rule produces and every reporter consumes.
+
+Findings are plain frozen dataclasses so they can cross process boundaries (``--jobs``) and be compared
+in tests; nothing here knows how a finding is rendered.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(enum.StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+    @property
+    def rank(self) -> int:
+        return {Severity.WARNING: 1, Severity.ERROR: 2}[self]
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """Where a finding sits in the graph. ONNX node names are optional, so the index is the identity."""
+
+    index: int
+    name: str
+    op_type: str
+    graph: str = "main_graph"
+
+    def label(self) -> str:
+        shown = f"'{self.name}'" if self.name else "(unnamed)"
+        return f"{self.op_type} {shown} (node #{self.index})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "index": self.index, "op_type": self.op_type, "graph": self.graph}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation of one rule at one place.
+
+    ``actual``/``expected`` are JSON-serialisable values shown to the user; ``data`` carries structured extras
+    (comparison statistics, tensor names) that machine formats pass through unchanged.
+    """
+
+    rule: str
+    message: str
+    severity: Severity = Severity.ERROR
+    node: NodeRef | None = None
+    tensor: str | None = None
+    attribute: str | None = None
+    actual: Any = None
+    expected: Any = None
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    waived: str | None = None  # the waiver's reason when a configured waiver covers this finding
+
+    def located_message(self) -> str:
+        """The message prefixed with the node it concerns, for formats that carry no separate location."""
+        return f"{self.node.label()}: {self.message}" if self.node is not None else self.message
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "severity": self.severity.value, "message": self.message}
+        if self.node is not None:
+            out["node"] = self.node.to_json()
+        for key in ("tensor", "attribute", "actual", "expected"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.data:
+            out["data"] = self.data
+        if self.waived is not None:
+            out["waived"] = True
+            out["waiver_reason"] = self.waived
+        return out
+
+
+@dataclass
+class Coverage:
+    """How deeply each node was checked, so that an operator without rules is never silently passed."""
+
+    operator_rules: dict[str, int] = field(default_factory=dict)  # op_type -> nodes checked by operator rules
+    general_only: dict[str, int] = field(default_factory=dict)  # in the profile, no operator rules yet
+    outside_profile: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operator_rules": dict(sorted(self.operator_rules.items())),
+            "general_only": dict(sorted(self.general_only.items())),
+            "outside_profile": dict(sorted(self.outside_profile.items())),
+            "nodes_with_operator_rules": sum(self.operator_rules.values()),
+            "nodes_with_general_rules_only": sum(self.general_only.values()),
+            "nodes_outside_profile": sum(self.outside_profile.values()),
+        }
+
+
+@dataclass
+class ModelResult:
+    """Everything known about one model after checking. ``load_error`` is set when it could not be read."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    coverage: Coverage | None = None
+    load_error: bool = False
+    comparison: dict[str, Any] | None = None  # filled by --compare: environment and per-output statistics
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "findings": [f.to_json() for f in self.findings]}
+        if self.coverage is not None:
+            out["coverage"] = self.coverage.to_json()
+        if self.comparison is not None:
+            out["comparison"] = self.comparison
+        return out

@@ -1,0 +1,169 @@
+"""ModelView: the one picture of a model that every rule reads.
+
+Built once per model: nodes in file order with their identity, producers and consumers of every tensor,
+the operator version each node resolves to, and declared and inferred element types and shapes.
+Inferred types come from onnx shape inference, run once and lazily (many rules never need it).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import onnx
+from onnx import defs
+
+from sonnx_check.findings import NodeRef
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def normalise_domain(domain: str) -> str:
+    return "" if domain in DEFAULT_DOMAINS else domain
+
+
+@functools.lru_cache(maxsize=4096)
+def resolve_schema(op_type: str, domain: str, opset_version: int) -> defs.OpSchema | None:
+    """The schema a node resolves to, or None for an unknown operator (custom domain, typo, too new)."""
+    try:
+        return defs.get_schema(op_type, opset_version, domain)
+    except defs.SchemaError:
+        return None
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """An element type and a shape as declared (or inferred). ``shape`` is None when absent; a dim is an int
+    when static, a str for a symbolic dim_param, None for an unknown dim."""
+
+    elem_type: int  # onnx.TensorProto.DataType; 0 = UNDEFINED
+    shape: tuple[int | str | None, ...] | None
+    sparse: bool = False
+
+    @property
+    def static_shape(self) -> tuple[int, ...] | None:
+        if self.shape is None or any(not isinstance(d, int) for d in self.shape):
+            return None
+        return self.shape  # type: ignore[return-value]
+
+    @property
+    def type_name(self) -> str:
+        return elem_type_name(self.elem_type)
+
+
+def elem_type_name(elem_type: int) -> str:
+    if elem_type == 0:
+        return "undefined"
+    try:
+        return onnx.helper.tensor_dtype_to_string(elem_type).replace("TensorProto.", "").lower()
+    except (ValueError, KeyError):
+        return f"type {elem_type}"
+
+
+def tensor_type_of(value_info: onnx.ValueInfoProto) -> TensorType | None:
+    """The declared type of a value_info, or None when no tensor type is declared at all."""
+    if not value_info.HasField("type"):
+        return None
+    t = value_info.type
+    kind = t.WhichOneof("value")
+    if kind not in ("tensor_type", "sparse_tensor_type"):
+        return None
+    tt = getattr(t, kind)
+    shape: tuple[int | str | None, ...] | None = None
+    if tt.HasField("shape"):
+        shape = tuple(_dim(d) for d in tt.shape.dim)
+    return TensorType(tt.elem_type, shape, sparse=kind == "sparse_tensor_type")
+
+
+def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
+    which = d.WhichOneof("value")
+    if which == "dim_value":
+        return d.dim_value
+    if which == "dim_param":
+        return d.dim_param
+    return None
+
+
+class ModelView:
+    """Read-only, indexed access to the main graph of a model."""
+
+    def __init__(self, model: onnx.ModelProto, path: str = "") -> None:
+        self.model = model
+        self.path = path
+        self.graph = model.graph
+        self.graph_name = model.graph.name or "main_graph"
+        self.nodes: Sequence[onnx.NodeProto] = model.graph.node
+        self.opsets: dict[str, int] = {}
+        for imp in model.opset_import:
+            self.opsets[normalise_domain(imp.domain)] = imp.version
+        self.refs = [NodeRef(i, n.name, n.op_type, self.graph_name) for i, n in enumerate(self.nodes)]
+        self.producers: dict[str, list[int]] = defaultdict(list)
+        self.consumers: dict[str, list[int]] = defaultdict(list)
+        for i, node in enumerate(self.nodes):
+            for name in node.output:
+                if name:
+                    self.producers[name].append(i)
+            for name in node.input:
+                if name:
+                    self.consumers[name].append(i)
+        self.initializers = {t.name: t for t in model.graph.initializer}
+        self.graph_inputs = [v.name for v in model.graph.input]
+        self.graph_outputs = [v.name for v in model.graph.output]
+        self.declared: dict[str, TensorType] = {}
+        for vi in (*model.graph.input, *model.graph.value_info, *model.graph.output):
+            tt = tensor_type_of(vi)
+            if tt is not None:
+                self.declared.setdefault(vi.name, tt)
+        for name, init in self.initializers.items():
+            # An initializer carries its type and shape in the tensor itself: explicit by construction.
+            self.declared[name] = TensorType(init.data_type, tuple(init.dims))
+        self._inferred: dict[str, TensorType] | None = None
+
+    # -- operators --------------------------------------------------------------------------------------
+    def domain(self, index: int) -> str:
+        return normalise_domain(self.nodes[index].domain)
+
+    def opset_version(self, index: int) -> int | None:
+        return self.opsets.get(self.domain(index))
+
+    def schema(self, index: int) -> defs.OpSchema | None:
+        node = self.nodes[index]
+        version = self.opset_version(index)
+        if version is None:
+            return None
+        return resolve_schema(node.op_type, self.domain(index), version)
+
+    # -- tensors ----------------------------------------------------------------------------------------
+    @property
+    def inferred(self) -> dict[str, TensorType]:
+        """Types and shapes from onnx shape inference (non-strict, so it never raises on a broken model)."""
+        if self._inferred is None:
+            self._inferred = {}
+            try:
+                inferred_model = onnx.shape_inference.infer_shapes(self.model, check_type=False)
+            except Exception:  # noqa: BLE001 - inference failures are MODEL.onnx's business, not the view's
+                inferred_model = None
+            if inferred_model is not None:
+                g = inferred_model.graph
+                for vi in (*g.input, *g.value_info, *g.output):
+                    tt = tensor_type_of(vi)
+                    if tt is not None:
+                        self._inferred.setdefault(vi.name, tt)
+        return self._inferred
+
+    def type_of(self, name: str) -> TensorType | None:
+        """The declared type, else the inferred one: what a rule about values (not declarations) needs."""
+        return self.declared.get(name) or self.inferred.get(name)
+
+    def shape_of(self, name: str) -> tuple[int, ...] | None:
+        """A static shape for ``name``, declared first, inferred otherwise."""
+        declared = self.declared.get(name)
+        if declared is not None and declared.static_shape is not None:
+            return declared.static_shape
+        inferred = self.inferred.get(name)
+        return inferred.static_shape if inferred is not None else None
+
+    def is_defined(self, name: str) -> bool:
+        return name in self.producers or name in self.initializers or name in self.graph_inputs
