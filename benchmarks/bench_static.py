@@ -1,0 +1,92 @@
+"""Static checking speed: chains of 1k, 10k and 100k nodes, against onnx.checker on the same models.
+
+Run: python benchmarks/bench_static.py [--sizes 1000,10000,100000] [--repeat 3]
+
+Prints, measured in this run: seconds per model, microseconds per node, the growth ratio between the two
+largest sizes (linear growth gives 10x for 10k -> 100k), and the ratio against
+onnx.checker.check_model(full_check=True). Targets (issue: static conformance checking): growth <= 11x and a
+10k-node model checked in under a second beyond Python start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+
+from sonnx_check.engine import check_file
+
+SHAPE = [1, 4, 8, 8]
+
+
+def chain(n_nodes: int) -> onnx.ModelProto:
+    """Alternating MaxPool (every attribute explicit, kernel 1) and Max nodes, every tensor declared: a
+    conforming model, so the time is the full rule set's and not an early exit's."""
+    nodes, value_info = [], []
+    previous = "x"
+    for i in range(n_nodes):
+        out = f"t{i}" if i < n_nodes - 1 else "y"
+        if i % 2 == 0:
+            nodes.append(
+                h.make_node(
+                    "MaxPool", [previous], [out], name=f"pool{i}", auto_pad="NOTSET", ceil_mode=0,
+                    dilations=[1, 1], kernel_shape=[1, 1], pads=[0, 0, 0, 0], storage_order=0, strides=[1, 1],
+                )
+            )  # fmt: skip
+        else:
+            nodes.append(h.make_node("Max", [previous, "x"], [out], name=f"max{i}"))
+        if out != "y":
+            value_info.append(h.make_tensor_value_info(out, T.FLOAT, SHAPE))
+        previous = out
+    graph = h.make_graph(
+        nodes,
+        "chain",
+        [h.make_tensor_value_info("x", T.FLOAT, SHAPE)],
+        [h.make_tensor_value_info("y", T.FLOAT, SHAPE)],
+        value_info=value_info,
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+
+
+def best_of(repeat: int, func) -> float:  # noqa: ANN001
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times) if repeat > 1 else statistics.fmean(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            path = Path(folder) / f"chain_{n}.onnx"
+            onnx.save(chain(n), path)
+            findings = check_file(str(path)).findings
+            assert not findings, f"benchmark model is expected to conform: {findings[:3]}"
+            ours = best_of(args.repeat, lambda p=path: check_file(str(p)))
+            model = onnx.load(path)
+            checker = best_of(args.repeat, lambda m=model: onnx.checker.check_model(m, full_check=True))
+            rows.append((n, ours, checker))
+    print(f"{'nodes':>8} {'sonnx-check s':>14} {'us/node':>8} {'checker s':>10} {'ratio':>6}")
+    for n, ours, checker in rows:
+        print(f"{n:>8} {ours:>14.3f} {ours / n * 1e6:>8.1f} {checker:>10.3f} {ours / checker:>6.1f}")
+    if len(rows) >= 2:
+        (n1, t1, _), (n2, t2, _) = rows[-2], rows[-1]
+        print(f"growth {n2 // n1}x nodes: {t2 / t1:.1f}x time (linear = {n2 / n1:.0f}x, target <= 11x)")
+
+
+if __name__ == "__main__":
+    main()
