@@ -128,13 +128,23 @@ def _read_bytes(path: str) -> bytes:
         raise ModelLoadError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
+_TENSOR_ATTRIBUTES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
+_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
 def _external_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    # onnx's own walker covers initializers, Constant attributes and subgraphs.
-    yield from (
-        t
-        for t in onnx.external_data_helper._get_all_tensors(model)
-        if t.data_location == onnx.TensorProto.EXTERNAL
-    )
+    """Tensors stored outside the file: initializers and tensor attributes, subgraphs included."""
+    pending = [model.graph]
+    while pending:
+        graph = pending.pop()
+        tensors: list[onnx.TensorProto] = list(graph.initializer)
+        for node in graph.node:
+            for a in node.attribute:
+                if a.type in _TENSOR_ATTRIBUTES:
+                    tensors.extend([a.t] if a.type == onnx.AttributeProto.TENSOR else a.tensors)
+                elif a.type in _GRAPH_ATTRIBUTES:
+                    pending.extend([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)
+        yield from (t for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL)
 
 
 def external_data_issues(model: onnx.ModelProto, base_dir: Path) -> list[ExternalDataIssue]:

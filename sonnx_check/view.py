@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import onnx
 from onnx import defs
@@ -41,18 +41,19 @@ class TensorType:
     elem_type: int  # onnx.TensorProto.DataType; 0 = UNDEFINED
     shape: tuple[int | str | None, ...] | None
     sparse: bool = False
+    static_shape: tuple[int, ...] | None = field(init=False, compare=False)
 
-    @property
-    def static_shape(self) -> tuple[int, ...] | None:
-        if self.shape is None or any(not isinstance(d, int) for d in self.shape):
-            return None
-        return self.shape  # type: ignore[return-value]
+    def __post_init__(self) -> None:
+        # Computed once: rules ask for it on every node of models with 100k nodes.
+        static = self.shape is not None and all(type(d) is int for d in self.shape)
+        object.__setattr__(self, "static_shape", self.shape if static else None)
 
     @property
     def type_name(self) -> str:
         return elem_type_name(self.elem_type)
 
 
+@functools.lru_cache(maxsize=64)
 def elem_type_name(elem_type: int) -> str:
     if elem_type == 0:
         return "undefined"
@@ -99,6 +100,8 @@ class ModelView:
         for imp in model.opset_import:
             self.opsets[normalise_domain(imp.domain)] = imp.version
         self.refs = [NodeRef(i, n.name, n.op_type, self.graph_name) for i, n in enumerate(self.nodes)]
+        self._domains = [normalise_domain(n.domain) for n in self.nodes]
+        self._schemas: dict[int, defs.OpSchema | None] = {}
         self.producers: dict[str, list[int]] = defaultdict(list)
         self.consumers: dict[str, list[int]] = defaultdict(list)
         for i, node in enumerate(self.nodes):
@@ -120,38 +123,52 @@ class ModelView:
             # An initializer carries its type and shape in the tensor itself: explicit by construction.
             self.declared[name] = TensorType(init.data_type, tuple(init.dims))
         self._inferred: dict[str, TensorType] | None = None
+        self._attributes: list[dict[str, onnx.AttributeProto] | None] = [None] * len(self.nodes)
+
+    def attributes(self, index: int) -> dict[str, onnx.AttributeProto]:
+        """The node's attributes by name (built on first use; several rules read the same node)."""
+        cached = self._attributes[index]
+        if cached is None:
+            cached = self._attributes[index] = {a.name: a for a in self.nodes[index].attribute}
+        return cached
 
     # -- operators --------------------------------------------------------------------------------------
     def domain(self, index: int) -> str:
-        return normalise_domain(self.nodes[index].domain)
+        return self._domains[index]
 
     def opset_version(self, index: int) -> int | None:
         return self.opsets.get(self.domain(index))
 
     def schema(self, index: int) -> defs.OpSchema | None:
-        node = self.nodes[index]
-        version = self.opset_version(index)
-        if version is None:
-            return None
-        return resolve_schema(node.op_type, self.domain(index), version)
+        if index not in self._schemas:
+            version = self.opset_version(index)
+            op_type = self.nodes[index].op_type
+            self._schemas[index] = (
+                None if version is None else resolve_schema(op_type, self.domain(index), version)
+            )
+        return self._schemas[index]
 
     # -- tensors ----------------------------------------------------------------------------------------
     @property
     def inferred(self) -> dict[str, TensorType]:
         """Types and shapes from onnx shape inference (non-strict, so it never raises on a broken model)."""
         if self._inferred is None:
-            self._inferred = {}
             try:
                 inferred_model = onnx.shape_inference.infer_shapes(self.model, check_type=False)
             except Exception:  # noqa: BLE001 - inference failures are MODEL.onnx's business, not the view's
                 inferred_model = None
-            if inferred_model is not None:
-                g = inferred_model.graph
-                for vi in (*g.input, *g.value_info, *g.output):
-                    tt = tensor_type_of(vi)
-                    if tt is not None:
-                        self._inferred.setdefault(vi.name, tt)
-        return self._inferred
+            self.use_inferred_model(inferred_model)
+        return self._inferred  # type: ignore[return-value]
+
+    def use_inferred_model(self, inferred_model: onnx.ModelProto | None) -> None:
+        """Adopt an already inferred copy of the model (MODEL.onnx infers strictly; no need to infer twice)."""
+        self._inferred = {}
+        if inferred_model is not None:
+            g = inferred_model.graph
+            for vi in (*g.input, *g.value_info, *g.output):
+                tt = tensor_type_of(vi)
+                if tt is not None:
+                    self._inferred.setdefault(vi.name, tt)
 
     def type_of(self, name: str) -> TensorType | None:
         """The declared type, else the inferred one: what a rule about values (not declarations) needs."""

@@ -3,30 +3,28 @@ treat it as unreadable (None) instead of crashing or double-reporting."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import onnx
 
 _A = onnx.AttributeProto
 
 
-def find(node: onnx.NodeProto, name: str) -> onnx.AttributeProto | None:
-    for attribute in node.attribute:
-        if attribute.name == name:
-            return attribute
-    return None
+Attributes = Mapping[str, onnx.AttributeProto]
 
 
-def get_int(node: onnx.NodeProto, name: str) -> int | None:
-    a = find(node, name)
+def get_int(attrs: Attributes, name: str) -> int | None:
+    a = attrs.get(name)
     return a.i if a is not None and a.type == _A.INT else None
 
 
-def get_ints(node: onnx.NodeProto, name: str) -> list[int] | None:
-    a = find(node, name)
+def get_ints(attrs: Attributes, name: str) -> list[int] | None:
+    a = attrs.get(name)
     return list(a.ints) if a is not None and a.type == _A.INTS else None
 
 
-def get_str(node: onnx.NodeProto, name: str) -> str | None:
-    a = find(node, name)
+def get_str(attrs: Attributes, name: str) -> str | None:
+    a = attrs.get(name)
     if a is None or a.type != _A.STRING:
         return None
     return a.s.decode("utf-8", errors="replace")

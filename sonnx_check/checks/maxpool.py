@@ -33,7 +33,7 @@ def _spatial_axes(view: ModelView, index: int) -> int | None:
     rank = _rank(view, view.nodes[index].input[0]) if view.nodes[index].input else None
     if rank is not None:
         return rank - 2
-    kernel = get_ints(view.nodes[index], "kernel_shape")
+    kernel = get_ints(view.attributes(index), "kernel_shape")
     return len(kernel) if kernel is not None else None
 
 
@@ -60,7 +60,7 @@ def all_attributes_explicit(view: ModelView, index: int) -> Iterator[Violation]:
 
 @node_check("MaxPool.R3", OP)
 def auto_pad_notset(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_str(view.nodes[index], "auto_pad")
+    value = get_str(view.attributes(index), "auto_pad")
     if value is not None and value in AUTO_PAD_VALUES and value != "NOTSET":
         yield Violation(
             f"auto_pad={value!r}; SONNX requires 'NOTSET' with explicit pads",
@@ -72,7 +72,7 @@ def auto_pad_notset(view: ModelView, index: int) -> Iterator[Violation]:
 
 @node_check("MaxPool.auto_pad.C1", OP)
 def auto_pad_domain(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_str(view.nodes[index], "auto_pad")
+    value = get_str(view.attributes(index), "auto_pad")
     if value is not None and value not in AUTO_PAD_VALUES:
         yield Violation(
             f"auto_pad={value!r} is not one of {', '.join(AUTO_PAD_VALUES)}",
@@ -84,7 +84,7 @@ def auto_pad_domain(view: ModelView, index: int) -> Iterator[Violation]:
 
 @node_check("MaxPool.R4", OP)
 def ceil_mode_zero(view: ModelView, index: int) -> Iterator[Violation]:
-    if get_int(view.nodes[index], "ceil_mode") == 1:
+    if get_int(view.attributes(index), "ceil_mode") == 1:
         yield Violation(
             "ceil_mode=1; SONNX requires ceil_mode=0 (floor)",
             attribute="ceil_mode",
@@ -95,7 +95,7 @@ def ceil_mode_zero(view: ModelView, index: int) -> Iterator[Violation]:
 
 @node_check("MaxPool.ceil_mode.C1", OP)
 def ceil_mode_domain(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_int(view.nodes[index], "ceil_mode")
+    value = get_int(view.attributes(index), "ceil_mode")
     if value is not None and value not in (0, 1):
         yield Violation(
             f"ceil_mode={value} is neither 0 nor 1",
@@ -107,7 +107,7 @@ def ceil_mode_domain(view: ModelView, index: int) -> Iterator[Violation]:
 
 @node_check("MaxPool.R5", OP)
 def storage_order_zero(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_int(view.nodes[index], "storage_order")
+    value = get_int(view.attributes(index), "storage_order")
     if value is not None and value != 0:
         yield Violation(
             f"storage_order={value}; SONNX requires 0 (row major)",
@@ -122,7 +122,7 @@ def _positive_list_rules(attribute: str, length_rule: str, value_rule: str) -> N
 
     @node_check(value_rule, OP)
     def strictly_positive(view: ModelView, index: int) -> Iterator[Violation]:
-        values = get_ints(view.nodes[index], attribute)
+        values = get_ints(view.attributes(index), attribute)
         if values is not None and any(v <= 0 for v in values):
             yield Violation(
                 f"{attribute}={values} has a value that is not strictly positive",
@@ -132,7 +132,7 @@ def _positive_list_rules(attribute: str, length_rule: str, value_rule: str) -> N
 
     @node_check(length_rule, OP)
     def one_per_axis(view: ModelView, index: int) -> Iterator[Violation]:
-        values = get_ints(view.nodes[index], attribute)
+        values = get_ints(view.attributes(index), attribute)
         axes = _x_spatial_axes(view, index)
         if values is not None and axes is not None and len(values) != axes:
             yield Violation(
@@ -157,7 +157,7 @@ _positive_list_rules("strides", "MaxPool.strides.C2", "MaxPool.strides.C1")
 
 @node_check("MaxPool.pads.C1", OP)
 def pads_well_formed(view: ModelView, index: int) -> Iterator[Violation]:
-    pads = get_ints(view.nodes[index], "pads")
+    pads = get_ints(view.attributes(index), "pads")
     if pads is None:
         return
     if any(p < 0 for p in pads):
@@ -176,23 +176,19 @@ def pads_well_formed(view: ModelView, index: int) -> Iterator[Violation]:
 def _geometry(view: ModelView, index: int) -> tuple[list[int], list[int], list[int], list[int]] | None:
     """kernel, strides, dilations, pads when they are readable and mutually consistent in length; the
     profile defaults stand in for absent ones (their absence is R2's finding)."""
-    node = view.nodes[index]
-    kernel = get_ints(node, "kernel_shape")
+    kernel = get_ints(view.attributes(index), "kernel_shape")
     if not kernel:
         return None
     n = len(kernel)
-    strides = get_ints(node, "strides") if node_has(node, "strides") else [1] * n
-    dilations = get_ints(node, "dilations") if node_has(node, "dilations") else [1] * n
-    pads = get_ints(node, "pads") if node_has(node, "pads") else [0] * (2 * n)
+    attrs = view.attributes(index)
+    strides = get_ints(attrs, "strides") if "strides" in attrs else [1] * n
+    dilations = get_ints(attrs, "dilations") if "dilations" in attrs else [1] * n
+    pads = get_ints(attrs, "pads") if "pads" in attrs else [0] * (2 * n)
     if strides is None or dilations is None or pads is None:
         return None
     if len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
         return None
     return kernel, strides, dilations, pads
-
-
-def node_has(node: onnx.NodeProto, name: str) -> bool:
-    return any(a.name == name for a in node.attribute)
 
 
 @node_check("MaxPool.pads.C2", OP)
@@ -224,10 +220,10 @@ def expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
     node = view.nodes[index]
     geometry = _geometry(view, index)
     x_shape = view.shape_of(node.input[0]) if node.input else None
-    auto_pad = get_str(node, "auto_pad")
+    auto_pad = get_str(view.attributes(index), "auto_pad")
     if geometry is None or x_shape is None or len(x_shape) != len(geometry[0]) + 2:
         return None
-    if auto_pad not in (None, "NOTSET") or get_int(node, "ceil_mode") not in (None, 0):
+    if auto_pad not in (None, "NOTSET") or get_int(view.attributes(index), "ceil_mode") not in (None, 0):
         return None
     kernel, strides, dilations, pads = geometry
     if min(kernel + strides + dilations) <= 0 or min(pads) < 0:
