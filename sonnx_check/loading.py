@@ -132,7 +132,7 @@ _TENSOR_ATTRIBUTES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
 _GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
-def _external_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+def external_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
     """Tensors stored outside the file: initializers and tensor attributes, subgraphs included."""
     pending = [model.graph]
     while pending:
@@ -151,7 +151,7 @@ def external_data_issues(model: onnx.ModelProto, base_dir: Path) -> list[Externa
     """Every external-data location that is absent, malformed, or resolves outside ``base_dir``."""
     base = os.path.realpath(base_dir)
     issues: list[ExternalDataIssue] = []
-    for tensor in _external_tensors(model):
+    for tensor in external_tensors(model):
         entries = {e.key: e.value for e in tensor.external_data}
         location = entries.get("location", "")
         problem = _location_problem(location, base)

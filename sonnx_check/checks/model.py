@@ -8,13 +8,14 @@ from pathlib import Path
 
 import onnx
 
-from sonnx_check.loading import external_data_issues
+from sonnx_check.loading import external_data_issues, external_tensors
 from sonnx_check.registry import Violation, graph_check
 from sonnx_check.view import ModelView
 
 # onnx.checker names the node of a schema error in a trailing context line ...
 _CONTEXT = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")
 # ... and strict shape inference joins one "(op_type:X, node name: Y): [Kind] message" per failing node.
+_EXTERNAL_DATA_MESSAGE = "Data of TensorProto"
 _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=\s*\(op_type:|\Z)", re.S)
 
 
@@ -24,11 +25,18 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
         # What check_model(full_check=True) does, in two steps so that the strictly inferred model can serve
         # the view's inferred shapes (one inference per model instead of two). The proto form keeps weights
         # unread: they are not loaded for static checks.
-        onnx.checker.check_model(view.model)
+        if any(True for _ in external_tensors(view.model)):
+            # The proto form resolves external-data locations against the working directory; the path form
+            # resolves them against the model's folder (and only stats them, never opens them).
+            onnx.checker.check_model(view.path)
+        else:
+            onnx.checker.check_model(view.model)
         view.use_inferred_model(
             onnx.shape_inference.infer_shapes(view.model, check_type=True, strict_mode=True)
         )
     except onnx.checker.ValidationError as exc:
+        if _EXTERNAL_DATA_MESSAGE in str(exc) and external_data_issues(view.model, Path(view.path).parent):
+            return  # MODEL.external-data reports the location, with the reason
         yield from _violations(view, str(exc))
     except onnx.shape_inference.InferenceError as exc:
         yield from _violations(view, str(exc))
