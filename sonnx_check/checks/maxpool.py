@@ -214,6 +214,57 @@ def pads_smaller_than_kernel(view: ModelView, index: int) -> Iterator[Violation]
                 )
 
 
+@node_check("MaxPool.windows", OP)
+def every_window_holds_an_element(view: ModelView, index: int) -> Iterator[Violation]:
+    geometry = _geometry(view, index)
+    node = view.nodes[index]
+    x_shape = view.shape_of(node.input[0]) if node.input else None
+    if geometry is None or x_shape is None or len(x_shape) != len(geometry[0]) + 2:
+        return
+    kernel, strides, dilations, pads = geometry
+    n = len(kernel)
+    if min(kernel + strides + dilations) <= 0 or min(pads) < 0:
+        return
+    for axis in range(n):
+        extent = dilated_extent(kernel[axis], dilations[axis])
+        if max(pads[axis], pads[axis + n]) >= extent:
+            return  # pads.C2's finding
+        empty = _first_empty_window(
+            x_shape[2 + axis], kernel[axis], strides[axis], dilations[axis], pads[axis], pads[axis + n]
+        )
+        if empty is not None:
+            yield Violation(
+                f"output position {empty} along spatial axis {axis} has a window made only of padding "
+                f"(size {x_shape[2 + axis]}, kernel {kernel[axis]}, dilation {dilations[axis]}, stride "
+                f"{strides[axis]}, pads {pads[axis]}/{pads[axis + n]}): its maximum is undefined",
+                attribute="pads",
+                actual=empty,
+            )
+
+
+_MAX_WINDOWS_EXAMINED = 100_000
+
+
+def _first_empty_window(
+    size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int
+) -> int | None:
+    """The first output position whose window taps no element of X, or None.
+
+    With pads smaller than the dilated extent, a window that starts inside X or after it cannot exist past
+    the end (its start is at most size + pad_end - extent < size), so only windows starting in the begin
+    padding can be empty; there are at most pad_begin / stride + 1 of them. For each, the first tap at or
+    after 0 is j = ceil(-start / dilation); the window is empty when that tap is beyond the kernel or X.
+    """
+    out = (size + pad_begin + pad_end - dilated_extent(kernel, dilation)) // stride + 1
+    candidates = min(out, -(-pad_begin // stride), _MAX_WINDOWS_EXAMINED)
+    for m in range(max(candidates, 0)):
+        start = m * stride - pad_begin
+        first_real = -(start // dilation) if start < 0 else 0  # ceil(-start / dilation)
+        if first_real >= kernel or start + first_real * dilation >= size:
+            return m
+    return None
+
+
 def expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
     """Y's shape from X and the attributes (corrected Y.C1 formula), or None when it is not determined:
     X's shape unknown, attributes unreadable, or auto_pad / ceil_mode outside the profile (R3/R4 report)."""

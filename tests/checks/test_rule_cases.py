@@ -100,7 +100,9 @@ CASES: dict[str, tuple[Factory, Factory]] = {
     "MODEL.onnx": (_bad_attribute, CONFORMING),
     "MODEL.external-data": (_external("../outside.bin"), _external("weights.bin")),
     "GRAPH.operator": (
-        _const(model([h.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 1, 3, 2])], [vi("x")], [vi("y")])),
+        _const(
+            model([h.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 1, 3, 2])], [vi("x")], [vi("y")])
+        ),
         CONFORMING,
     ),
     "GRAPH.domain": (_custom_domain, CONFORMING),
@@ -122,8 +124,16 @@ CASES: dict[str, tuple[Factory, Factory]] = {
     ),
     "GR4": (_leaky(None), _leaky(0.01)),
     "MaxPool.R1": (
-        _const(maxpool_model((1, 1, 8, 8, 8), (1, 1, 6, 6, 6), kernel_shape=[3, 3, 3], dilations=[1, 1, 1],
-                             strides=[1, 1, 1], pads=[0] * 6)),
+        _const(
+            maxpool_model(
+                (1, 1, 8, 8, 8),
+                (1, 1, 6, 6, 6),
+                kernel_shape=[3, 3, 3],
+                dilations=[1, 1, 1],
+                strides=[1, 1, 1],
+                pads=[0] * 6,
+            )
+        ),
         CONFORMING,
     ),
     "MaxPool.R2": (_const(maxpool_model(auto_pad=None, storage_order=None)), CONFORMING),
@@ -139,8 +149,22 @@ CASES: dict[str, tuple[Factory, Factory]] = {
     "MaxPool.strides.C1": (_const(maxpool_model(strides=[0, 1])), CONFORMING),
     "MaxPool.strides.C2": (_const(maxpool_model(strides=[1, 1, 1])), CONFORMING),
     "MaxPool.pads.C1": (_const(maxpool_model(pads=[-1, 0, 0, 0])), CONFORMING),
-    "MaxPool.pads.C2": (_const(maxpool_model(y_shape=(1, 1, 12, 6), pads=[3, 0, 3, 0])),
-                        _const(maxpool_model(y_shape=(1, 1, 10, 6), pads=[2, 0, 2, 0]))),
+    "MaxPool.pads.C2": (
+        _const(maxpool_model(y_shape=(1, 1, 12, 6), pads=[3, 0, 3, 0])),
+        _const(maxpool_model(y_shape=(1, 1, 10, 6), pads=[2, 0, 2, 0])),
+    ),
+    "MaxPool.windows": (
+        _const(
+            maxpool_model(
+                (1, 1, 2, 8), (1, 1, 1, 6), kernel_shape=[2, 3], dilations=[3, 1], pads=[1, 0, 1, 0]
+            )
+        ),
+        _const(
+            maxpool_model(
+                (1, 1, 3, 8), (1, 1, 2, 6), kernel_shape=[2, 3], dilations=[3, 1], pads=[1, 0, 1, 0]
+            )
+        ),
+    ),
     "MaxPool.Y.C1": (_const(maxpool_model(y_shape=(1, 1, 2, 2))), CONFORMING),
     "MaxPool.Indices.C1": (
         _const(maxpool_model(indices=(T.INT32, (1, 1, 6, 6)))),

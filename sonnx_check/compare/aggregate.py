@@ -1,0 +1,130 @@
+"""Statistics of one compared tensor (a node output, or a graph output end to end) over every dataset.
+
+A user wants one finding per output that diverges, not one per dataset: the record adds the datasets up
+(mismatch counts, classes, the largest difference), keeps the first mismatch of the first dataset that showed
+one, and remembers which known onnxruntime behaviours account for how many of the differing elements.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sonnx_check.compare.diff import ElementPair, MismatchClass, Outcome, TensorDiff
+from sonnx_check.compare.known import KnownDivergence, KnownMatch
+
+
+@dataclass
+class _KnownTally:
+    entry: KnownDivergence
+    explained: int = 0
+
+
+@dataclass
+class OutputRecord:
+    name: str  # the tensor name
+    position: int  # the output's position on its node (or among the graph outputs)
+    outcome: Outcome = Outcome.MATCH
+    total: int = 0
+    mismatches: int = 0
+    unexplained: int = 0  # differing elements no known behaviour accounts for
+    classes: dict[MismatchClass, int] = field(default_factory=lambda: dict.fromkeys(MismatchClass, 0))
+    first: ElementPair | None = None
+    first_dataset: str | None = None
+    detail: str = ""  # the first shape/type/not-supported reason
+    detail_dataset: str | None = None
+    max_abs_diff: float | None = None
+    datasets: list[dict[str, Any]] = field(default_factory=list)
+    known: dict[str, _KnownTally] = field(default_factory=dict)
+
+    @property
+    def diverges(self) -> bool:
+        return self.outcome is not Outcome.MATCH
+
+    def add(self, dataset: str, diff: TensorDiff, known: list[KnownMatch], explained: int = 0) -> None:
+        """Merge one dataset's comparison. ``explained`` is how many of its mismatches some known behaviour
+        accounts for (elements, not entries: two entries may explain the same element)."""
+        self.total += diff.total
+        self.mismatches += diff.mismatches
+        self.unexplained += diff.mismatches - explained
+        for cls, count in diff.classes.items():
+            self.classes[cls] += count
+        if diff.outcome.severity_rank > self.outcome.severity_rank:
+            self.outcome = diff.outcome
+        if diff.first is not None and self.first is None:
+            self.first, self.first_dataset = diff.first, dataset
+        if diff.detail and not self.detail and diff.outcome is not Outcome.DIFFERS:
+            self.detail, self.detail_dataset = diff.detail, dataset
+        if diff.max_abs_diff is not None:
+            self.max_abs_diff = max(self.max_abs_diff or 0.0, diff.max_abs_diff)
+        for match in known:
+            tally = self.known.setdefault(match.entry.id, _KnownTally(match.entry))
+            tally.explained += match.explained
+        self.datasets.append(
+            {
+                "name": dataset,
+                "status": diff.outcome.value,
+                "mismatches": diff.mismatches,
+                "total": diff.total,
+            }
+        )
+
+    def count_text(self) -> str:
+        if self.outcome in (Outcome.SHAPE_MISMATCH, Outcome.TYPE_MISMATCH, Outcome.NOT_SUPPORTED):
+            return self.detail
+        return f"{self.mismatches} of {self.total} elements differ"
+
+    def message(self, scope: str = "output") -> str:
+        """The finding's message: what differs, where first, and what is already known about it."""
+        parts = [f"{scope} '{self.name}': {self.count_text()}"]
+        present = [f"{n} {c.value}" for c, n in self.classes.items() if n]
+        if present and self.outcome is Outcome.DIFFERS:
+            parts[0] += f" ({', '.join(present)})"
+        if self.first is not None:
+            parts.append(f"{self.first.describe()} (dataset {self.first_dataset})")
+        elif self.detail_dataset:
+            parts[0] += f" (dataset {self.detail_dataset})"
+        for tally in self.known.values():
+            share = (
+                ""
+                if tally.explained == self.mismatches
+                else f" ({tally.explained} of the differing elements)"
+            )
+            parts.append(f"known onnxruntime divergence {tally.entry.id}{share}: {tally.entry.summary}")
+        if self.known and self.unexplained:
+            parts.append(f"{self.unexplained} differing element(s) match no known divergence")
+        return "; ".join(parts)
+
+    def known_json(self, version: str | None) -> list[dict[str, Any]]:
+        out = []
+        for tally in self.known.values():
+            item = tally.entry.to_json()
+            item["explained"] = tally.explained
+            item["seen_in_this_version"] = tally.entry.seen_in_version(version)
+            out.append(item)
+        return out
+
+    def to_json(self, version: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "output": self.name,
+            "position": self.position,
+            "status": self.outcome.value,
+            "mismatches": self.mismatches,
+            "total": self.total,
+            "summary": self.count_text(),
+            "classes": {c.value: n for c, n in self.classes.items()},
+            "datasets": self.datasets,
+        }
+        if self.first is not None:
+            out["first_mismatch"] = {"dataset": self.first_dataset, **self.first.to_json()}
+        if self.detail:
+            out["detail"] = self.detail
+        if self.max_abs_diff is not None:
+            # JSON has no infinity: a float64 difference beyond DBL_MAX is written as text
+            value = self.max_abs_diff
+            out["max_abs_diff"] = value if math.isfinite(value) else str(value)
+        if self.known:
+            out["known_divergence"] = self.known_json(version)
+            out["unexplained"] = self.unexplained
+        return out

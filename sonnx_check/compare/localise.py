@@ -1,0 +1,187 @@
+"""Per-node localisation: which node departs from SONNX, judged on the inputs onnxruntime itself gave it.
+
+onnxruntime only returns graph outputs, so a copy of the model lists every node output as a graph output.
+Each node that has a reference kernel is then re-run by the reference on exactly the values onnxruntime fed
+it, so a divergence is pinned to the node that introduced it instead of being smeared over everything
+downstream. Exposing intermediates can change which kernels and fusions onnxruntime picks (a tensor that is
+a graph output cannot be fused away), which is why the end-to-end outputs come from a separate run of the
+unmodified model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+from sonnx_check import reference
+from sonnx_check.compare.aggregate import OutputRecord
+from sonnx_check.compare.diff import compare_arrays
+from sonnx_check.compare.known import DivergenceCase, explained_mask, match_known
+from sonnx_check.view import ModelView
+
+MATCH, DIVERGES, NOT_COMPARED = "match", "diverges", "not-compared"
+
+
+def expose_all(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` whose graph outputs also list every node output of the main graph.
+
+    The added outputs carry only a name: onnxruntime takes their type from its own inference, and declaring
+    one here could contradict it."""
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    listed = {o.name for o in exposed.graph.output}
+    for node in exposed.graph.node:
+        for name in node.output:
+            if name and name not in listed:
+                exposed.graph.output.append(onnx.ValueInfoProto(name=name))
+                listed.add(name)
+    return exposed
+
+
+@dataclass
+class NodeComparison:
+    """One node: whether it could be compared, and its outputs' records over all datasets."""
+
+    index: int
+    name: str
+    op_type: str
+    has_kernel: bool
+    reason: str = ""  # why it is not compared (for every dataset)
+    records: dict[int, OutputRecord] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)  # dataset -> why the reference could not run
+
+    @property
+    def status(self) -> str:
+        if not self.records:
+            return NOT_COMPARED
+        return DIVERGES if any(r.diverges for r in self.records.values()) else MATCH
+
+    def not_compared_reason(self) -> str:
+        if self.reason:
+            return self.reason
+        if self.failures:
+            dataset, why = next(iter(self.failures.items()))
+            return f"the reference could not run it (dataset {dataset}): {why}"
+        return "no output could be compared"
+
+    def to_json(self, version: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "name": self.name,
+            "op_type": self.op_type,
+            "status": self.status,
+            "outputs": [self.records[k].to_json(version) for k in sorted(self.records)],
+        }
+        if self.status == NOT_COMPARED:
+            out["reason"] = self.not_compared_reason()
+        if self.failures:
+            out["reference_failures"] = dict(self.failures)
+        return out
+
+
+def plan(view: ModelView, supported: frozenset[str]) -> list[NodeComparison]:
+    """Which nodes can be compared at all: a reference kernel exists for the operator in the default domain,
+    and the node carries no subgraph (the reference does not execute control flow)."""
+    nodes: list[NodeComparison] = []
+    for index, node in enumerate(view.nodes):
+        entry = NodeComparison(index, node.name, node.op_type, has_kernel=False)
+        domain = view.domain(index)
+        if domain:
+            entry.reason = f"operator of domain '{domain}': no SONNX reference kernel"
+        elif any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            entry.reason = "carries a subgraph: control flow is not executed by the reference"
+        elif node.op_type not in supported:
+            entry.reason = f"no SONNX reference kernel for {node.op_type}"
+        else:
+            entry.has_kernel = True
+        nodes.append(entry)
+    return nodes
+
+
+def compare_nodes(
+    view: ModelView,
+    nodes: Sequence[NodeComparison],
+    values: Mapping[str, np.ndarray],
+    dataset: str,
+    *,
+    max_elements: int | None,
+) -> None:
+    """Run every node that has a kernel on onnxruntime's values for one dataset and merge the comparison
+    of each of its outputs into that node's records."""
+    for entry in nodes:
+        if not entry.has_kernel or entry.reason:
+            continue
+        node = view.nodes[entry.index]
+        inputs, missing = node_inputs(node, values)
+        if missing:
+            entry.failures.setdefault(dataset, f"onnxruntime did not expose input '{missing}'")
+            continue
+        try:
+            expected = reference.run_node(node, inputs, max_elements=max_elements)
+        except reference.ReferenceError as exc:
+            entry.failures.setdefault(dataset, _first_line(exc))
+            continue
+        for position, name in enumerate(node.output):
+            if not name or position >= len(expected) or expected[position] is None or name not in values:
+                continue
+            record = entry.records.setdefault(position, OutputRecord(name, position))
+            merge(record, dataset, node, position, expected[position], values[name], inputs)
+
+
+def merge(
+    record: OutputRecord,
+    dataset: str,
+    node: onnx.NodeProto | None,
+    position: int,
+    expected: np.ndarray,
+    actual: np.ndarray,
+    inputs: Sequence[np.ndarray | None] = (),
+) -> None:
+    """Compare one output on one dataset and add it, with the known behaviours it matches, to ``record``."""
+    diff = compare_arrays(expected, actual)
+    known, explained = [], 0
+    if diff.mask is not None and diff.mismatches and node is not None:
+        case = DivergenceCase(node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs)
+        known = match_known(case)
+        if known:
+            explained = int(np.count_nonzero(explained_mask(case)))
+    record.add(dataset, diff, known, explained)
+
+
+def node_inputs(
+    node: onnx.NodeProto, values: Mapping[str, np.ndarray]
+) -> tuple[list[np.ndarray | None], str | None]:
+    """The node's input values in order (None for an omitted optional input), or the first missing name."""
+    inputs: list[np.ndarray | None] = []
+    for name in node.input:
+        if not name:
+            inputs.append(None)
+        elif name in values:
+            inputs.append(values[name])
+        else:
+            return [], name
+    return inputs, None
+
+
+def ancestors(view: ModelView, tensor: str) -> set[int]:
+    """Every node whose output ``tensor`` depends on, including its producer."""
+    seen: set[int] = set()
+    stack = list(view.producers.get(tensor, ()))
+    while stack:
+        index = stack.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        for name in view.nodes[index].input:
+            if name:
+                stack.extend(view.producers.get(name, ()))
+    return seen
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,238 @@
+"""Running a model in onnxruntime, and describing the runtime that ran it.
+
+This is the only module that imports onnxruntime, and it does so inside functions: importing onnxruntime
+costs a noticeable fraction of a second and pulls in native libraries, and the static check (run by
+pre-commit on every commit) must never pay for it.
+
+Only the CPU provider is used, with one session option that matters for the results: the graph
+optimisation level. "default" sets nothing, so the comparison sees what a deployed onnxruntime does; the
+other levels exist because the optimisation level changes which kernel runs (MaxPool on float32 with the
+default level is rewritten to the NCHWc kernel, which pads differently).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+import onnx
+
+PROVIDER = "CPUExecutionProvider"
+OPT_LEVELS: Mapping[str, str | None] = {
+    "default": None,  # set nothing: onnxruntime's own default, as users deploy it
+    "disable": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
+# ORT's C++ logger writes to stderr; a library must not print, and every error it logs reaches us as an
+# exception anyway. 4 = FATAL. This changes what is logged, never what is computed.
+_QUIET_LOGS = 4
+_REASON_LIMIT = 400
+# CPU features that select onnxruntime/MLAS kernel paths (block sizes, SIMD max semantics).
+_CPU_FLAGS = (
+    "sse4_1",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "asimd",
+    "fphp",
+    "asimdhp",
+    "sve",
+    "sve2",
+)
+
+
+class RuntimeRefusal(Exception):
+    """onnxruntime refused the model (session creation) or failed while running it.
+
+    ``reason`` is onnxruntime's own message, first line, trimmed of C++ noise; ``stage`` is "session" or
+    "run"; ``full`` keeps the untrimmed text for the JSON report."""
+
+    def __init__(self, stage: str, full: str) -> None:
+        self.stage = stage
+        self.full = full
+        self.reason = trim_reason(full)
+        super().__init__(self.reason)
+
+
+class RuntimeUnavailable(Exception):
+    """onnxruntime cannot be imported at all (not installed, or broken against this numpy)."""
+
+
+def trim_reason(message: str) -> str:
+    """First line of an onnxruntime error, capped in length, without the C++ noise that hides the reason:
+    template expansions, build paths (kept: file name and line) and the signature of the throwing function."""
+    lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else "no message"
+    text = re.sub(r" \[with [^\]]*\]", "", text)  # C++ template argument lists
+    text = re.sub(r"(?:/[\w.+-]+)+/([\w.+-]+\.(?:h|cc|cpp|c)):", r"\1:", text)  # build paths -> file name
+    text = re.sub(
+        r"((?:^|\s)[\w.+-]+\.(?:h|cc|cpp|c):\d+) (?:[\w:]+ )?(?:[A-Za-z_]\w*::)+~?\w+\([^()]*\)", r"\1", text
+    )
+    if len(text) > _REASON_LIMIT:
+        text = text[: _REASON_LIMIT - 3].rstrip() + "..."
+    return text
+
+
+def installed_version() -> str | None:
+    """onnxruntime's version from package metadata, without importing it."""
+    for dist in ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _import_ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:  # also numpy ABI mismatches, which surface as ImportError
+        raise RuntimeUnavailable(f"onnxruntime cannot be imported: {trim_reason(str(exc))}") from None
+    return onnxruntime
+
+
+def _ort_errors() -> tuple[type[BaseException], ...]:
+    """Every exception onnxruntime's Python binding raises: its own classes derive from Exception directly,
+    plus the Python-level errors of input conversion."""
+    ort = _import_ort()
+    state = ort.capi.onnxruntime_pybind11_state
+    own = tuple(c for c in vars(state).values() if isinstance(c, type) and issubclass(c, Exception))
+    return (*own, RuntimeError, ValueError)
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """What ran the comparison: needed to reproduce it, since results depend on version, level and CPU."""
+
+    version: str
+    providers: tuple[str, ...]
+    requested_level: str
+    applied_level: str
+    cpu: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "providers": list(self.providers),
+            "optimization_level": self.applied_level,
+            "requested_optimization_level": self.requested_level,
+            "cpu": dict(self.cpu),
+        }
+
+
+@functools.cache
+def cpu_description() -> dict[str, Any]:
+    """Machine, processor, model name and the SIMD flags that pick onnxruntime's kernel paths."""
+    info: dict[str, Any] = {"machine": platform.machine(), "processor": platform.processor()}
+    model_name, flags = _proc_cpuinfo()
+    if model_name:
+        info["model_name"] = model_name
+    info["flags"] = [f for f in _CPU_FLAGS if f in flags]
+    return info
+
+
+def _proc_cpuinfo() -> tuple[str, set[str]]:
+    path = "/proc/cpuinfo"
+    if not os.path.exists(path):
+        return "", set()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return "", set()
+    model = ""
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "model name" and not model:
+            model = value.strip()
+        elif key in ("flags", "features") and not flags:
+            flags = set(value.split())
+    return model, flags
+
+
+def _session_options(ort: Any, level: str) -> tuple[Any, str]:
+    if level not in OPT_LEVELS:
+        raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
+    options = ort.SessionOptions()
+    options.log_severity_level = _QUIET_LOGS
+    name = OPT_LEVELS[level]
+    if name is not None:
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
+    applied = options.graph_optimization_level.name
+    return options, applied if name is not None else f"{applied} (onnxruntime default)"
+
+
+class OrtSession:
+    """One onnxruntime inference session on the CPU provider.
+
+    Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
+    compared), not an error of sonnx-check."""
+
+    def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+        ort = _import_ort()
+        self._errors = _ort_errors()
+        options, self.applied_level = _session_options(ort, level)
+        self.requested_level = level
+        try:
+            serialized = model.SerializeToString()
+        except ValueError as exc:  # protobuf refuses messages over 2 GiB
+            raise RuntimeRefusal(
+                "session", f"the model cannot be serialised for onnxruntime: {exc}"
+            ) from None
+        try:
+            self._session = ort.InferenceSession(serialized, options, providers=[PROVIDER])
+        except self._errors as exc:
+            raise RuntimeRefusal("session", str(exc)) from None
+        self.version = ort.__version__
+        self.output_names = tuple(o.name for o in self._session.get_outputs())
+
+    @property
+    def info(self) -> RuntimeInfo:
+        return RuntimeInfo(
+            version=self.version,
+            providers=tuple(self._session.get_providers()),
+            requested_level=self.requested_level,
+            applied_level=self.applied_level,
+            cpu=cpu_description(),
+        )
+
+    def run(
+        self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        names = list(outputs) if outputs is not None else list(self.output_names)
+        try:
+            values = self._session.run(names, dict(feeds))
+        except self._errors as exc:
+            raise RuntimeRefusal("run", str(exc)) from None
+        return {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
+
+
+def describe_unavailable(level: str) -> dict[str, Any]:
+    """The environment record when no session could be created, so the report still says what was tried."""
+    applied = OPT_LEVELS.get(level) or "onnxruntime default"
+    return {
+        "version": installed_version(),
+        "providers": [PROVIDER],
+        "optimization_level": applied,
+        "requested_optimization_level": level,
+        "cpu": cpu_description(),
+    }

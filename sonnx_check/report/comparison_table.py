@@ -1,0 +1,126 @@
+"""The terminal table of a ``--compare`` run: one row per compared tensor, built from the JSON-ready
+``comparison`` dict alone, so the text and JSON reports cannot tell different stories."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+_STATUS_STYLE = {
+    "match": "green",
+    "differs": "bold red",
+    "shape-mismatch": "bold red",
+    "type-mismatch": "bold red",
+    "not-supported": "yellow",
+    "not-compared": "yellow",
+}
+
+
+def render_comparison(comparison: Mapping[str, Any]) -> Table:
+    """A rich Table: node, output, dataset, status, "K of N differ", first mismatch, known divergence.
+
+    An end-to-end row is shown only when it tells something the node rows do not (its statistics differ
+    from those of the node output of the same name); the JSON keeps every one."""
+    table = Table(
+        title=_title(comparison),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_lines=False,
+        pad_edge=False,
+        caption=_caption(comparison),
+        caption_justify="left",
+    )
+    table.add_column("node", overflow="fold", max_width=24)
+    table.add_column("output", overflow="fold", max_width=16)
+    table.add_column("dataset", overflow="fold", max_width=16)
+    table.add_column("status", no_wrap=True)
+    table.add_column("differ", no_wrap=True)
+    table.add_column("first mismatch: onnxruntime vs SONNX", overflow="fold", min_width=22)
+    table.add_column("known divergence", overflow="fold", min_width=24)  # the longest id fits
+    by_tensor: dict[str, tuple[Any, ...]] = {}
+    for node in comparison.get("nodes", ()):
+        label = _node_label(node)
+        if node.get("status") == "not-compared":
+            table.add_row(label, "", "", _status("not-compared"), "", node.get("reason", ""), "")
+            continue
+        for output in node.get("outputs", ()):
+            by_tensor[output.get("output", "")] = _key(output)
+            table.add_row(label, *_output_cells(output))
+    for output in comparison.get("outputs", ()):
+        if by_tensor.get(output.get("output", "")) != _key(output):
+            table.add_row("(end to end)", *_output_cells(output))
+    return table
+
+
+def _key(output: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        output.get("status"),
+        output.get("mismatches"),
+        output.get("total"),
+        str(output.get("first_mismatch")),
+    )
+
+
+def _title(comparison: Mapping[str, Any]) -> str:
+    ort = comparison.get("onnxruntime") or {}
+    cpu = ort.get("cpu") or {}
+    flags = " ".join(cpu.get("flags") or ())
+    providers = ", ".join(ort.get("providers") or ())
+    machine = " ".join(part for part in (cpu.get("machine") or "?", flags) if part)
+    return (
+        f"onnxruntime {ort.get('version') or '?'} ({providers}; optimisation "
+        f"{ort.get('optimization_level') or '?'}; CPU {machine}) vs SONNX reference"
+    )
+
+
+def _caption(comparison: Mapping[str, Any]) -> str | None:
+    lines = []
+    if comparison.get("reason"):
+        lines.append(f"not compared: {comparison['reason']}")
+    datasets = comparison.get("datasets") or ()
+    if datasets:
+        failed = [d for d in datasets if d.get("status") == "failed"]
+        line = f"{len(datasets)} dataset(s): " + ", ".join(d["name"] for d in datasets[:12])
+        if len(datasets) > 12:
+            line += ", ..."
+        if failed:
+            line += f"; onnxruntime failed on {len(failed)}"
+        lines.append(line)
+    end_to_end = comparison.get("end_to_end") or {}
+    if end_to_end and not end_to_end.get("compared"):
+        lines.append(f"end-to-end outputs not compared: {end_to_end.get('reason', '')}")
+    return "\n".join(lines) or None
+
+
+def _node_label(node: Mapping[str, Any]) -> str:
+    name = f" '{node['name']}'" if node.get("name") else ""
+    return f"#{node.get('index')} {node.get('op_type')}{name}"
+
+
+def _output_cells(output: Mapping[str, Any]) -> tuple[Any, ...]:
+    status = output.get("status", "?")
+    first = output.get("first_mismatch")
+    if first:
+        dataset = first.get("dataset", "")
+        where = "[" + ",".join(str(i) for i in first.get("index", ())) + "]"
+        first_text = (
+            f"{where} {first.get('onnxruntime')} ({first.get('onnxruntime_bits')}) vs "
+            f"{first.get('sonnx')} ({first.get('sonnx_bits')})"
+        )
+    else:
+        dataset = ", ".join(d["name"] for d in output.get("datasets", ()) if d.get("status") != "match")
+        if not dataset:
+            count = len(output.get("datasets", ()))
+            dataset = f"all {count}" if count != 1 else output["datasets"][0]["name"]
+        first_text = output.get("detail", "")
+    known = "\n".join(k["id"] for k in output.get("known_divergence", ()))
+    differ = f"{output.get('mismatches', 0)} of {output.get('total', 0)}"
+    return (output.get("output", ""), dataset, _status(status), differ, first_text, known)
+
+
+def _status(status: str) -> Text:
+    return Text(status, style=_STATUS_STYLE.get(status, ""))

@@ -1,0 +1,86 @@
+"""A crafted stand-in for onnxruntime, so the comparison pipeline is tested on results we choose, on any CPU.
+
+It evaluates the graph with the SONNX reference (plus Relu), then applies the tampering a test asks for:
+exactly the kind of departure a real runtime shows, at a place the test knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+import pytest
+
+from sonnx_check import reference
+from sonnx_check.compare import runtime
+
+_RUN_NODE = reference.run_node  # captured: tests may patch the reference to make it fail
+
+Tamper = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class FakeOrt:
+    version: str = "1.31.1"
+    tamper: dict[str, Tamper] = field(default_factory=dict)  # tensor name -> how onnxruntime gets it wrong
+    plain_only: bool = False  # tamper only the unmodified model's run (a kernel choice that exposing undoes)
+    refuse: str | None = None  # session-creation error message
+    fail_run: Callable[[Mapping[str, np.ndarray]], str | None] = lambda feeds: None
+    sessions: list[onnx.ModelProto] = field(default_factory=list)
+    plain_outputs: int = 0
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeOrt:
+        fake = self
+
+        class Session:
+            def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+                if fake.refuse is not None:
+                    raise runtime.RuntimeRefusal("session", fake.refuse)
+                if not fake.sessions:
+                    fake.plain_outputs = len(model.graph.output)
+                fake.sessions.append(model)
+                self.model = model
+                self.version = fake.version
+                self.output_names = tuple(o.name for o in model.graph.output)
+                self.info = runtime.RuntimeInfo(
+                    fake.version, (runtime.PROVIDER,), level, "ORT_DISABLE_ALL", {}
+                )
+
+            def run(self, feeds, outputs=None):
+                reason = fake.fail_run(feeds)
+                if reason:
+                    raise runtime.RuntimeRefusal("run", reason)
+                exposed = len(self.model.graph.output) > fake.plain_outputs
+                values = fake.evaluate(self.model, feeds, tamper=not (fake.plain_only and exposed))
+                return {name: values[name] for name in (outputs or self.output_names)}
+
+        monkeypatch.setattr(runtime, "OrtSession", Session)
+        return self
+
+    def evaluate(
+        self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], tamper: bool = True
+    ) -> dict[str, np.ndarray]:
+        values = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+        values.update(feeds)
+        for node in model.graph.node:
+            inputs = [values[n] if n else None for n in node.input]
+            if node.op_type == "Relu":
+                outputs = [np.maximum(inputs[0], 0).astype(inputs[0].dtype)]
+            else:
+                outputs = _RUN_NODE(node, inputs)
+            for name, value in zip(node.output, outputs, strict=False):
+                if name:
+                    values[name] = (
+                        self.tamper[name](value.copy()) if tamper and name in self.tamper else value
+                    )
+        return values
+
+
+def set_at(index: tuple[int, ...], value: float) -> Tamper:
+    def tamper(array: np.ndarray) -> np.ndarray:
+        array[index] = value
+        return array
+
+    return tamper

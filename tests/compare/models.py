@@ -1,0 +1,259 @@
+"""Test models for the comparison: the seed 003 MaxPool examples and a few small graphs, built with
+onnx.helper. Expected values are the seed's, with the errata of semantics.md applied."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+
+OPSET = 22
+_NP_TO_ONNX = {
+    np.dtype(np.float32): T.FLOAT,
+    np.dtype(np.float64): T.DOUBLE,
+    np.dtype(np.float16): T.FLOAT16,
+    np.dtype(np.int8): T.INT8,
+    np.dtype(np.uint8): T.UINT8,
+    np.dtype(np.int16): T.INT16,
+    np.dtype(np.int32): T.INT32,
+    np.dtype(np.int64): T.INT64,
+}
+
+
+def elem(dtype: np.dtype | type) -> int:
+    return _NP_TO_ONNX[np.dtype(dtype)]
+
+
+def finish(graph: onnx.GraphProto, opset: int = OPSET) -> onnx.ModelProto:
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="sonnx-check-tests")
+    model.ir_version = 10  # onnxruntime 1.19+ reads IR 10
+    return model
+
+
+def maxpool(
+    x_shape: Sequence[int | str],
+    dtype: np.dtype | type = np.float32,
+    *,
+    kernel: Sequence[int] = (3, 3),
+    pads: Sequence[int] = (0, 0, 0, 0),
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+    indices: bool = True,
+    name: str = "p",
+    x_name: str = "X",
+) -> onnx.ModelProto:
+    """One MaxPool node, opset 22, every attribute explicit (SONNX R2), outputs Y (+ Indices)."""
+    outputs = ["Y", "Indices"] if indices else ["Y"]
+    node = h.make_node(
+        "MaxPool",
+        [x_name],
+        outputs,
+        name=name,
+        auto_pad="NOTSET",
+        ceil_mode=0,
+        dilations=list(dilations),
+        kernel_shape=list(kernel),
+        pads=list(pads),
+        storage_order=0,
+        strides=list(strides),
+    )
+    out_info = [h.make_tensor_value_info("Y", elem(dtype), None)]
+    if indices:
+        out_info.append(h.make_tensor_value_info("Indices", T.INT64, None))
+    graph = h.make_graph(
+        [node], "g", [h.make_tensor_value_info(x_name, elem(dtype), list(x_shape))], out_info
+    )
+    return finish(graph)
+
+
+def max_model(
+    shapes: Sequence[Sequence[int]], dtype: np.dtype | type = np.float32, opset: int = 13
+) -> onnx.ModelProto:
+    names = [f"a{i}" for i in range(len(shapes))]
+    node = h.make_node("Max", names, ["Y"], name="m")
+    inputs = [h.make_tensor_value_info(n, elem(dtype), list(s)) for n, s in zip(names, shapes, strict=True)]
+    graph = h.make_graph([node], "g", inputs, [h.make_tensor_value_info("Y", elem(dtype), None)])
+    return finish(graph, opset)
+
+
+def relu_then_maxpool(channels: int = 2) -> onnx.ModelProto:
+    """Two nodes, one without a reference kernel: per-node localisation and partial coverage."""
+    relu = h.make_node("Relu", ["X"], ["R"], name="r")
+    pool = h.make_node(
+        "MaxPool",
+        ["R"],
+        ["Y"],
+        name="p",
+        auto_pad="NOTSET",
+        ceil_mode=0,
+        dilations=[1, 1],
+        kernel_shape=[2, 2],
+        pads=[0, 0, 0, 0],
+        storage_order=0,
+        strides=[1, 1],
+    )
+    graph = h.make_graph(
+        [relu, pool],
+        "g",
+        [h.make_tensor_value_info("X", T.FLOAT, [1, channels, 4, 4])],
+        [h.make_tensor_value_info("Y", T.FLOAT, None)],
+    )
+    return finish(graph)
+
+
+def save(model: onnx.ModelProto, folder: Path, name: str = "model.onnx") -> Path:
+    path = folder / name
+    onnx.save(model, str(path))
+    return path
+
+
+@dataclass(frozen=True)
+class SeedExample:
+    name: str
+    x: np.ndarray  # N x C x H x W
+    kernel: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    y: np.ndarray
+    indices: np.ndarray
+
+    def model(self, *, indices: bool = True) -> onnx.ModelProto:
+        return maxpool(self.x.shape, self.x.dtype, kernel=self.kernel, pads=self.pads, indices=indices)
+
+
+def _t(rows: list[list[float]], dtype: type) -> np.ndarray:
+    return np.array(rows, dtype=dtype).reshape(1, 1, len(rows), len(rows[0]))
+
+
+INF = float("inf")
+_REAL_X = [
+    [5.67591154, -0.04859958, 2.94203104, 3.70327292, 2.47014306, 4.12455586, 5.81838665, 1.84118807],
+    [-0.05267874, 2.75227858, 2.16608732, 4.03416243, 1.28184638, 4.81748948, 4.64878412, 3.31626988],
+    [3.55427648, 0.39997585, 4.45761508, 4.82722666, 0.18843372, 0.49564314, 7.96647029, 4.82851447],
+    [1.52417623, 2.28965587, 0.36251913, 1.64413983, 4.67267459, 3.73167179, 2.20052118, 2.06720836],
+    [-1.22446366, -0.86469519, 6.01461967, -1.08813165, 2.11920055, 0.78561867, 0.29834533, 1.94499626],
+    [1.57776732, 3.64260188, 3.47181319, 4.83723727, 1.49868674, 3.27683692, 2.42625178, 0.4401565],
+    [6.8972704, 5.51113868, 5.99293336, 4.24088721, 1.94993561, -0.04040625, 3.07940675, 3.06769141],
+    [3.1299626, 4.5546675, 3.5008191, 2.06181403, 3.27400104, 6.70386189, 0.92777015, -1.29092574],
+]
+_REAL_I = [
+    [0, 19, 19, 19, 22, 22],
+    [18, 19, 19, 19, 22, 22],
+    [34, 34, 34, 19, 22, 22],
+    [34, 34, 34, 43, 28, 29],
+    [48, 34, 34, 43, 45, 45],
+    [48, 50, 50, 61, 61, 61],
+]
+
+
+def _from_indices(x: np.ndarray, indices: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    idx = _t(indices, np.int64)
+    return x.reshape(-1)[idx], idx
+
+
+def seed_examples() -> list[SeedExample]:
+    """Every MaxPool example of seed 003 (int8 Example 4 with the corrected Indices[1,0] = 0)."""
+    out: list[SeedExample] = []
+
+    def add(name: str, x: np.ndarray, kernel, pads, indices: list[list[int]]) -> None:
+        y, idx = _from_indices(x, indices)
+        y = np.where(np.isnan(y), -np.inf, y).astype(x.dtype) if x.dtype.kind == "f" else y
+        out.append(SeedExample(name, x, tuple(kernel), tuple(pads), y, idx))
+
+    add("real-8x8", _t(_REAL_X, np.float32), (3, 3), (0, 0, 0, 0), _REAL_I)
+    add(
+        "float-1",
+        _t(
+            [
+                [1.70792822, 1.59383029, 2.22933891],
+                [1.39774388, 2.03411151, 3.15139065],
+                [2.81201102, 5.85721996, 3.55039159],
+            ],
+            np.float64,
+        ),
+        (2, 2),
+        (0, 0, 0, 0),
+        [[4, 5], [7, 7]],
+    )
+    add(
+        "float-2",
+        _t(
+            [
+                [2.41529657, 0.12586645, 5.17877496],
+                [5.82770299, 3.77328965, 3.51988829],
+                [1.40679595, 3.95043140, -1.37421443],
+            ],
+            np.float64,
+        ),
+        (2, 2),
+        (1, 0, 1, 0),
+        [[0, 2], [3, 2], [3, 7], [7, 7]],
+    )
+    add(
+        "float-3",
+        _t(
+            [[-INF, -INF, 4.56432533], [-INF, -INF, 2.55354471], [2.83691720, 3.46789489, 5.23979851]],
+            np.float64,
+        ),
+        (2, 2),
+        (0, 0, 0, 0),
+        [[0, 2], [7, 8]],
+    )
+    add(
+        "float-4",
+        _t(
+            [
+                [-INF, 9.57875561, 4.56432533],
+                [2.72844928, 3.54234851, 2.55354471],
+                [2.83691720, 3.46789489, 5.23979851],
+            ],
+            np.float64,
+        ),
+        (2, 2),
+        (1, 1, 1, 1),
+        [[0, 1, 1, 2], [3, 1, 1, 2], [6, 4, 8, 8], [6, 7, 8, 8]],
+    )
+    add(
+        "int-1",
+        _t([[-12, -13, 5], [-14, -15, 6], [7, 8, -1]], np.int8),
+        (2, 2),
+        (0, 0, 0, 0),
+        [[0, 5], [7, 7]],
+    )
+    add(
+        "int-2",
+        _t([[-128, -128, 5], [-128, -128, 6], [7, 8, -1]], np.int8),
+        (2, 2),
+        (0, 0, 0, 0),
+        [[0, 5], [7, 7]],
+    )
+    add(
+        "int-3",
+        _t([[1, 2, 0], [0, 3, 5], [-2, 5, 6]], np.int8),
+        (2, 2),
+        (0, 1, 1, 1),
+        [[0, 4, 5, 5], [3, 7, 8, 8], [6, 7, 8, 8]],
+    )
+    add(
+        "int-4",
+        _t([[-128, -127, 5], [-128, -127, 6], [7, 8, -128]], np.int8),
+        (2, 2),
+        (1, 1, 1, 1),
+        [[0, 1, 2, 2], [0, 1, 5, 5], [6, 7, 7, 5], [6, 7, 7, 8]],
+    )
+    add(
+        "uint8-5",
+        _t([[0, 1, 5], [1, 1, 6], [7, 8, 0]], np.uint8),
+        (2, 2),
+        (1, 1, 1, 1),
+        [[0, 1, 2, 2], [3, 1, 5, 5], [6, 7, 7, 5], [6, 7, 7, 8]],
+    )
+    return out
+
+
+def example(name: str) -> SeedExample:
+    return next(e for e in seed_examples() if e.name == name)

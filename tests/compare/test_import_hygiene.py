@@ -1,0 +1,31 @@
+"""onnxruntime is loaded only when a comparison runs: the static check (pre-commit, every commit) must not pay
+for it, and neither must importing the comparison package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+SCRIPT = """
+import sys
+import conftest  # installs the reference stand-in while the real kernels are missing
+import sonnx_check.compare
+import sonnx_check.compare.runtime
+import sonnx_check.report.comparison_table
+from sonnx_check.engine import check_file
+from models import maxpool, save
+import tempfile, pathlib
+folder = pathlib.Path(tempfile.mkdtemp())
+check_file(str(save(maxpool((1, 1, 8, 8)), folder)))
+print("onnxruntime" in sys.modules)
+"""
+
+
+def test_static_check_and_compare_import_do_not_load_onnxruntime():
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=HERE, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False", out.stderr
