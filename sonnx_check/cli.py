@@ -1,44 +1,31 @@
 """The ``sonnx-check`` command: wires options to functions, prints, and sets the exit code.
 
-Exit codes (rules.md): 0 conforms, 1 findings at or above the failing severity, 2 usage error or unreadable
-model, 3 internal error.
+Exit codes (rules.md): 0 conforms, 1 findings at or above the failing severity (``--fail-on``; never with
+``--exit-zero``), 2 usage or configuration error, unreadable model, or a refused ``--fix`` output, 3 internal
+error. With ``--fix`` the code describes the fixed models (like ``ruff check --fix``: 1 when violations
+remain after fixing).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import traceback
-from pathlib import Path
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
 from sonnx_check import __version__
+from sonnx_check.config import FAIL_ON, FORMATS, OPT_LEVELS, CliOptions, FixSettings, Settings
 from sonnx_check.errors import UsageError, UserError
 from sonnx_check.findings import ModelResult, Severity
 
+if TYPE_CHECKING:
+    from sonnx_check.fix.outcome import FixOutcome
+    from sonnx_check.loading import Target
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FORMATS = ("text", "json")
-OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
-
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def _parse_shapes(values: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
-    shapes: dict[str, tuple[int, ...]] = {}
-    for value in values:
-        name, sep, dims = value.rpartition("=")
-        try:
-            parsed = tuple(int(d) for d in dims.split(",") if d.strip())
-        except ValueError:
-            parsed = ()
-        if not sep or not name or not parsed or any(d < 0 for d in parsed):
-            raise UsageError(f"--shape {value!r}: expected NAME=D1,D2,... with non-negative integers")
-        shapes[name] = parsed
-    return shapes
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -47,21 +34,68 @@ def _parse_shapes(values: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     "--select",
     multiple=True,
     metavar="RULES",
-    help="Rule IDs or globs to check (comma-separated; default: all).",
+    help="Rule IDs or globs to check (comma-separated; replaces the configured selection; default: all).",
+)
+@click.option(
+    "--extend-select", multiple=True, metavar="RULES", help="Rule IDs or globs to check in addition."
 )
 @click.option(
     "--ignore", multiple=True, metavar="RULES", help="Rule IDs or globs not to check (comma-separated)."
 )
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    metavar="FILE",
+    help="Read [tool.sonnx-check] from FILE (default: the nearest pyproject.toml that has it, from the "
+    "working directory upwards).",
+)
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Report format (default: the configured one, else text).",
+)
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no coverage.")
+@click.option("--statistics", is_flag=True, help="Show the number of findings per rule.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON),
+    default=None,
+    help="Lowest severity that fails the run (default: the configured one, else error).",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings fail (errors still exit 2 or 3).")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Check N models at a time in separate processes (0: one per CPU; default 1). Output is identical "
+    "to a serial run.",
+)
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Write NAME.fixed.onnx beside each model with the semantics-preserving rewrites applied, and "
+    "report the fixed model.",
+)
+@click.option(
+    "--fix-output",
+    type=click.Path(dir_okay=False, path_type=str),
+    metavar="PATH",
+    help="With --fix and one model: write the fixed model to PATH instead.",
+)
 @click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
 @click.option(
-    "--compare",
-    is_flag=True,
+    "--compare/--no-compare",
+    default=None,
     help="Run the model in onnxruntime and diff it against the SONNX reference kernels.",
 )
 @click.option(
@@ -71,13 +105,15 @@ def _parse_shapes(values: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     metavar="random|edge|PATH",
     help="Comparison inputs (repeatable; default: random and edge). PATH: .npz or test_data_set folder.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random comparison inputs.")
+@click.option(
+    "--seed", type=int, default=None, metavar="N", help="Seed of the random comparison inputs (default 0)."
+)
 @click.option(
     "--ort-opt-level",
     type=click.Choice(OPT_LEVELS),
-    default="default",
-    show_default=True,
-    help="onnxruntime graph optimisation level ('default' keeps the runtime's own, as deployed).",
+    default=None,
+    help="onnxruntime graph optimisation level ('default', the default, keeps the runtime's own, as "
+    "deployed).",
 )
 @click.option(
     "--shape", "shapes", multiple=True, metavar="NAME=D1,D2,...", help="Static shape for a dynamic input."
@@ -85,9 +121,9 @@ def _parse_shapes(values: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 @click.option(
     "--max-elements",
     type=click.IntRange(min=1),
-    default=100_000_000,
-    show_default=True,
-    help="Refuse comparison tensors larger than this many elements.",
+    default=None,
+    metavar="N",
+    help="Refuse comparison tensors larger than this many elements (default 100000000).",
 )
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")
@@ -107,21 +143,30 @@ def main(**options: object) -> None:
 def run(
     paths: tuple[str, ...],
     select: tuple[str, ...],
+    extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
-    output_format: str,
+    config_path: str | None,
+    isolated: bool,
+    output_format: str | None,
     output: str | None,
     quiet: bool,
+    statistics: bool,
+    fail_on: str | None,
+    exit_zero: bool,
+    jobs: int | None,
+    fix: bool,
+    fix_output: str | None,
     list_rules: bool,
     explain: str | None,
-    compare: bool,
+    compare: bool | None,
     inputs: tuple[str, ...],
-    seed: int,
-    ort_opt_level: str,
+    seed: int | None,
+    ort_opt_level: str | None,
     shapes: tuple[str, ...],
-    max_elements: int,
+    max_elements: int | None,
     show_traceback: bool,
 ) -> int:
-    from sonnx_check import catalogue as cat
+    from sonnx_check import config
     from sonnx_check.explain import explain as explain_rule
     from sonnx_check.explain import list_rules as list_catalogue
 
@@ -134,77 +179,76 @@ def run(
         return EXIT_OK
     if not paths:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
-    selected = cat.expand(_split(select)) if select else set(cat.catalogue())
-    selected -= cat.expand(_split(ignore))
+    if fix_output is not None and not fix:
+        raise UsageError("--fix-output needs --fix")
+    cli = CliOptions(
+        select=select,
+        extend_select=extend_select,
+        ignore=ignore,
+        fail_on=fail_on,
+        output_format=output_format,
+        jobs=jobs,
+        compare=compare,
+        inputs=inputs,
+        seed=seed,
+        ort_opt_level=ort_opt_level,
+        shapes=shapes,
+        max_elements=max_elements,
+        fix=FixSettings(output=fix_output) if fix else None,
+        exit_zero=exit_zero,
+        statistics=statistics,
+        show_traceback=show_traceback,
+    )
+    settings = config.resolve(cli, config.load(config_path, isolated))
     _refuse_model_as_output(output, paths)
-    compare_options = _compare_options(inputs, seed, ort_opt_level, shapes, max_elements) if compare else None
+    targets = _targets(paths, settings, fix_output, output)
 
-    results, internal_errors = _check_all(paths, frozenset(selected), compare_options, show_traceback)
-    _write_report(results, output_format, output, quiet, stdout)
+    from sonnx_check.runner import run_all
+
+    outcomes = run_all(targets, settings)
+    results = [o.result for o in outcomes if o.result is not None]
+    fixes = [o.fix for o in outcomes if o.result is not None] if settings.fix is not None else None
+    internal_errors = [o.internal_error for o in outcomes if o.internal_error]
+    user_errors = [o.user_error for o in outcomes if o.user_error]
+
+    _write_report(results, fixes, settings, output, quiet, stdout)
+    for message in user_errors:
+        click.echo(f"sonnx-check: error: {message}", err=True)
     for message in internal_errors:
         click.echo(message, err=True)
-    return exit_code(results, internal_errors)
+    code = exit_code(results, internal_errors, settings.fail_on)
+    if code == EXIT_FINDINGS and settings.exit_zero:
+        code = EXIT_OK
+    if user_errors and code != EXIT_INTERNAL:
+        code = EXIT_USAGE  # a refused --fix output outranks findings, as an unreadable model does
+    return code
 
 
-def _check_all(
-    paths: tuple[str, ...], selected: frozenset[str], compare_options: object, show_traceback: bool
-) -> tuple[list[ModelResult], list[str]]:
-    from sonnx_check.engine import InternalError, check_file, load_failure
+def _targets(
+    paths: Sequence[str], settings: Settings, fix_output: str | None, output: str | None
+) -> list[Target]:
+    """The models to process. With --fix, earlier outputs (*.fixed.onnx) are skipped: fixing them again would
+    write *.fixed.fixed.onnx, and reading one while another worker rewrites it would race."""
+    from sonnx_check.fix import FIXED_SUFFIX
     from sonnx_check.loading import discover
 
-    results: list[ModelResult] = []
-    internal: list[str] = []
-    for target in discover(paths):
-        if target.error:
-            results.append(load_failure(target.path, target.error))
-            continue
-        try:
-            result = check_file(target.path, selected)
-            if compare_options is not None and not result.load_error:
-                _compare_into(result, compare_options, selected)
-        except UserError as exc:
-            result = load_failure(target.path, str(exc).removeprefix(f"{target.path}: "))
-        except InternalError as exc:
-            internal.append(_internal_message(exc, show_traceback))
-            continue
-        except Exception as exc:  # noqa: BLE001 - any other crash is a bug: one paragraph, exit 3
-            internal.append(_internal_message(exc, show_traceback, target.path))
-            continue
-        results.append(result)
-    return results, internal
-
-
-def _compare_into(result: ModelResult, options: object, selected: frozenset[str]) -> None:
-    from sonnx_check.compare import compare_model
-
-    outcome = compare_model(Path(result.path), options)  # type: ignore[arg-type]
-    result.findings.extend(f for f in outcome.findings if f.rule in selected)
-    result.comparison = outcome.comparison
-
-
-def _compare_options(
-    inputs: tuple[str, ...], seed: int, opt_level: str, shapes: tuple[str, ...], max_elements: int
-) -> object:
-    from sonnx_check.compare import CompareOptions
-
-    return CompareOptions(
-        datasets=tuple(inputs) if inputs else ("random", "edge"),
-        seed=seed,
-        ort_opt_level=opt_level,
-        shapes=_parse_shapes(shapes),
-        max_elements=max_elements,
-    )
-
-
-def _internal_message(exc: BaseException, show_traceback: bool, path: str | None = None) -> str:
-    where = f" while checking {path}" if path else ""
-    text = (
-        f"sonnx-check: internal error{where}: {exc}. This is a bug in sonnx-check, not in your model; "
-        "please report it with the model if you can (rerun with --show-traceback for details)."
-    )
-    if show_traceback:
-        text += "\n" + "".join(traceback.format_exception(exc))
-    return text
+    targets = discover(paths)
+    if settings.fix is None:
+        return targets
+    kept = []
+    for target in targets:
+        if target.error is None and target.path.endswith(FIXED_SUFFIX):
+            click.echo(f"sonnx-check: note: {target.path}: skipped, it is a --fix output", err=True)
+        else:
+            kept.append(target)
+    if fix_output is not None:
+        if len(kept) != 1:
+            raise UsageError(f"--fix-output {fix_output}: needs exactly one model, got {len(kept)}")
+        if not fix_output.endswith(".onnx"):
+            raise UsageError(f"--fix-output {fix_output}: the fixed model's name must end in .onnx")
+        if output is not None and os.path.abspath(output) == os.path.abspath(fix_output):
+            raise UsageError(f"--fix-output {fix_output}: is also the report's --output")
+    return kept
 
 
 def _refuse_model_as_output(output: str | None, paths: tuple[str, ...]) -> None:
@@ -215,29 +259,75 @@ def _refuse_model_as_output(output: str | None, paths: tuple[str, ...]) -> None:
         raise UsageError(f"--output {output}: refusing to write a report over a model file")
 
 
-def _write_report(
-    results: list[ModelResult], output_format: str, output: str | None, quiet: bool, stdout: Console
-) -> None:
-    if output_format == "json":
+def render_report(
+    results: list[ModelResult],
+    fixes: list[FixOutcome | None] | None,
+    settings: Settings,
+    *,
+    quiet: bool = False,
+) -> str:
+    """The report in a machine format (everything but text, which rich prints to a console)."""
+    fmt = settings.output_format
+    if fmt == "json":
         from sonnx_check.report import json_report
 
-        text = json_report.render(results)
+        return json_report.render(
+            results,
+            fixes=fixes,
+            statistics=settings.statistics,
+            config_file=settings.config_file,
+            fail_on=settings.fail_on,
+        )
+    if fmt == "sarif":
+        from sonnx_check.report import sarif
+
+        return sarif.render(results)
+    if fmt == "github":
+        from sonnx_check.report import github
+
+        return github.render(results, fixes=fixes, quiet=quiet)
+    if fmt == "junit":
+        from sonnx_check.report import junit
+
+        return junit.render(results, fail_on=settings.fail_on)
+    raise AssertionError(f"no renderer for {fmt}")
+
+
+def _write_report(
+    results: list[ModelResult],
+    fixes: list[FixOutcome | None] | None,
+    settings: Settings,
+    output: str | None,
+    quiet: bool,
+    stdout: Console,
+) -> None:
+    fmt = settings.output_format
+    if fmt == "text":
+        from sonnx_check.report import text as text_report
+
+        options = {"quiet": quiet, "fixes": fixes, "statistics": settings.statistics}
+        if output:
+            try:
+                with open(output, "w", encoding="utf-8") as handle:
+                    console = Console(file=handle, no_color=True, width=160, soft_wrap=True)
+                    text_report.render(console, results, **options)
+            except OSError as exc:
+                raise UsageError(f"--output {output}: {exc.strerror or exc}") from None
+        else:
+            text_report.render(stdout, results, **options)
+    else:
+        text = render_report(results, fixes, settings, quiet=quiet)
         if output:
             _write_text(output, text)
         else:
             click.echo(text, nl=False)
-        return
-    from sonnx_check.report import text as text_report
+        if settings.statistics and fmt != "json":
+            # Machine formats stay parseable on stdout; the counts go to the log.
+            from sonnx_check.report.text import render_statistics
 
-    if output:
-        with open(output, "w", encoding="utf-8") as handle:
-            text_report.render(
-                Console(file=handle, no_color=True, width=160, soft_wrap=True), results, quiet=quiet
-            )
-    else:
-        text_report.render(stdout, results, quiet=quiet)
+            render_statistics(Console(stderr=True, highlight=False, soft_wrap=True), results)
     for result in results:
-        if result.load_error and (output or not sys.stdout.isatty()):
+        if result.load_error and (output or fmt != "text" or not sys.stdout.isatty()):
             click.echo(f"sonnx-check: error: {result.path}: {result.findings[0].message}", err=True)
 
 

@@ -110,24 +110,36 @@ def no_default_values(view: ModelView, index: int) -> Iterator[Violation]:
     schema = view.schema(index)
     if schema is None:
         return
-    yield from missing_attributes(view, index, schema)
+    yield from missing_attributes(view, index, schema, only_defaulted=True)
 
 
-def missing_attributes(view: ModelView, index: int, schema: defs.OpSchema) -> Iterator[Violation]:
-    """Shared by GR4 and the operator rules that refine it (MaxPool.R2): one finding naming every attribute
-    of the resolved operator version that the node leaves to its default."""
-    present = {a.name for a in view.nodes[index].attribute}
-    missing = sorted(name for name in schema.attributes if name not in present)
+def missing_attributes(
+    view: ModelView, index: int, schema: defs.OpSchema, *, only_defaulted: bool = False
+) -> Iterator[Violation]:
+    """Shared by GR4 and the operator rules that refine it (MaxPool.R2): one finding naming the attributes
+    of the resolved operator version that the node leaves out.
+
+    GR4 forbids *default values*, so with ``only_defaulted`` an attribute counts only when its absence means
+    a default value (a schema default or one ONNX documents in prose); an optional attribute whose absence
+    means "not used" (Shape's end, Split's num_outputs) is not a default. MaxPool.R2 asks for every attribute.
+    """
+    present = view.attributes(index)
+    missing = []
+    for name in sorted(schema.attributes):
+        if name in present:
+            continue
+        default = default_text(schema.attributes[name])
+        if only_defaulted and default is None:
+            continue
+        missing.append((name, default))
     if not missing:
         return
-    defaults = []
-    for name in missing:
-        text = default_text(schema.attributes[name])
-        defaults.append(f"{name}={text}" if text is not None else f"{name}: no default, required")
+    names = [name for name, _ in missing]
+    applied = "; ".join(f"{n}={d}" if d is not None else f"{n}: no default" for n, d in missing)
+    scope = "every attribute" if not only_defaulted else "every attribute that has a default"
     yield Violation(
-        f"attribute(s) {', '.join(missing)} not set explicitly; SONNX requires "
-        f"every attribute of {schema.name}-{schema.since_version} to be set (defaults applied: "
-        f"{'; '.join(defaults)})",
-        attribute=missing[0],
-        actual=missing,
+        f"attribute(s) {', '.join(names)} not set explicitly; SONNX requires {scope} of "
+        f"{schema.name}-{schema.since_version} to be set (defaults applied: {applied})",
+        attribute=names[0],
+        actual=names,
     )

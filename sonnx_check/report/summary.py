@@ -37,3 +37,41 @@ def summarise(results: list[ModelResult]) -> Summary:
         waived=sum(f.waived is not None for r in results for f in r.findings),
         unreadable=sum(r.load_error for r in results),
     )
+
+
+@dataclass(frozen=True)
+class RuleCount:
+    """``--statistics``: how often one rule fired, active and waived apart."""
+
+    rule: str
+    count: int
+    waived: int
+    severity: Severity
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "count": self.count,
+            "waived": self.waived,
+            "severity": self.severity.value,
+        }
+
+
+def rule_counts(results: list[ModelResult]) -> list[RuleCount]:
+    """One entry per rule with at least one finding, most frequent first, then in catalogue order (so two
+    runs over the same models print the same table)."""
+    from sonnx_check.catalogue import catalogue
+
+    order = {rule: i for i, rule in enumerate(catalogue())}
+    active: dict[str, int] = {}
+    waived: dict[str, int] = {}
+    severity: dict[str, Severity] = {}
+    for result in results:
+        for finding in result.findings:
+            bucket = waived if finding.waived is not None else active
+            bucket[finding.rule] = bucket.get(finding.rule, 0) + 1
+            severity.setdefault(finding.rule, finding.severity)
+    rules = sorted(
+        severity, key=lambda r: (-active.get(r, 0), -waived.get(r, 0), order.get(r, len(order)), r)
+    )
+    return [RuleCount(r, active.get(r, 0), waived.get(r, 0), severity[r]) for r in rules]

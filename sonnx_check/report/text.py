@@ -1,26 +1,92 @@
 """The terminal report (rich): findings grouped by model, a coverage line per model, a summary line.
 
-Colour and styles are decided by the Console the caller passes (no colour when not a terminal)."""
+Colour and styles are decided by the Console the caller passes (no colour when not a terminal).
+With --fix, each model's rewrites and what was left to a person come before the re-checked model; with
+--statistics, a count per rule replaces the per-finding lines (as ruff does)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
-from sonnx_check.report.summary import summarise
+from sonnx_check.report.summary import rule_counts, summarise
+
+if TYPE_CHECKING:
+    from sonnx_check.fix.outcome import FixOutcome
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow"}
 
 
-def render(console: Console, results: list[ModelResult], *, quiet: bool = False) -> None:
-    for result in results:
-        _model(console, result, quiet)
+def render(
+    console: Console,
+    results: list[ModelResult],
+    *,
+    quiet: bool = False,
+    fixes: Sequence[FixOutcome | None] | None = None,
+    statistics: bool = False,
+) -> None:
+    if statistics:
+        render_statistics(console, results)
+    else:
+        for i, result in enumerate(results):
+            fix = fixes[i] if fixes is not None else None
+            if fix is not None:
+                _fix_block(console, fix, result)
+            rechecked = fix is not None and fix.output is not None
+            _model(console, result, quiet, "(fixed model, re-checked) " if rechecked else "")
     if not quiet:
         console.print(_summary_line(results))
 
 
-def _model(console: Console, result: ModelResult, quiet: bool) -> None:
+def render_statistics(console: Console, results: list[ModelResult]) -> None:
+    """One line per rule that fired: active count, waived count when any, rule ID, title."""
+    from sonnx_check.catalogue import catalogue
+
+    counts = rule_counts(results)
+    width = max((len(c.rule) for c in counts), default=0)
+    show_waived = any(c.waived for c in counts)
+    for c in counts:
+        entry = catalogue().get(c.rule)
+        line = Text(f"{c.count:6d}  ")
+        if show_waived:
+            line.append(f"{c.waived:4d} waived  " if c.waived else " " * 13, style="dim")
+        line.append(c.rule.ljust(width), style="bold cyan")
+        line.append(f"  {entry.title if entry else ''}".rstrip())
+        console.print(line)
+
+
+def _fix_block(console: Console, fix: FixOutcome, result: ModelResult) -> None:
+    """What --fix rewrote, what it left and why; then how many findings remain for a person."""
+    remaining = sum(f.waived is None for f in result.findings)
+    if not fix.rewrites and not fix.not_fixed and not remaining:
+        return  # a conforming model: nothing to say
+    if fix.output is not None:
+        head = Text.assemble(
+            (fix.source, "bold"), f": --fix wrote {fix.output} ({len(fix.rewrites)} rewrite(s))"
+        )
+    else:
+        head = Text.assemble((fix.source, "bold"), ": --fix found nothing it can rewrite; no file written")
+    console.print(head)
+    for rewrite in fix.rewrites:
+        line = Text("  fixed ", style="green")
+        line.append(rewrite.rule, style="bold cyan")
+        line.append(" " + rewrite.located())
+        console.print(line)
+    for left in fix.not_fixed:
+        line = Text("  not fixed ", style="yellow")
+        line.append(left.rule, style="bold cyan")
+        line.append(" " + left.located())
+        console.print(line)
+    if remaining:
+        where = "the fixed model" if fix.output is not None else "the model"
+        console.print(Text(f"  {remaining} finding(s) remain in {where}: they need a person", style="yellow"))
+
+
+def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -> None:
     if quiet and not result.findings:
         return
     status = (
@@ -28,7 +94,7 @@ def _model(console: Console, result: ModelResult, quiet: bool) -> None:
         if result.load_error
         else ("[green]conforms[/]" if not any(f.waived is None for f in result.findings) else "")
     )
-    console.print(Text.assemble((result.path, "bold"), " ") + Text.from_markup(status))
+    console.print(Text.assemble((result.path, "bold"), " ", (note, "dim")) + Text.from_markup(status))
     for finding in result.findings:
         console.print(_finding_line(finding))
     if result.comparison and not quiet:

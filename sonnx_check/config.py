@@ -1,0 +1,518 @@
+"""``[tool.sonnx-check]`` in ``pyproject.toml``, merged with the command line into one Settings object.
+
+Configuration is resolved once, before any model is read, so that a typo in a CI configuration stops the run
+with exit code 2 instead of silently checking less. Every error names the file and the dotted key
+(``pyproject.toml: tool.sonnx-check.waivers[2].reason: ...``) so it can be found without reading code.
+
+Precedence: command-line flags, then the configuration file, then the defaults below. Rule selection is
+layered like ruff's: each layer (file, then command line) may reset the selection with ``select``, then adds
+``extend-select`` and removes ``ignore``; ``per-model-ignores`` and waivers come last.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from sonnx_check.errors import UsageError
+from sonnx_check.findings import Severity
+
+FORMATS = ("text", "json", "sarif", "github", "junit")
+OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
+FAIL_ON = ("error", "warning")
+DEFAULT_MAX_ELEMENTS = 100_000_000
+TABLE = "tool.sonnx-check"
+
+TOP_KEYS = (
+    "select",
+    "extend-select",
+    "ignore",
+    "per-model-ignores",
+    "fail-on",
+    "format",
+    "jobs",
+    "compare",
+    "waivers",
+)
+COMPARE_KEYS = ("enabled", "inputs", "seed", "ort-opt-level", "shapes", "max-elements")
+WAIVER_KEYS = ("rule", "models", "node", "op_type", "reason")
+
+
+class ConfigError(UsageError):
+    """A configuration file that cannot be used: the message names the file and the key."""
+
+
+# -- settings ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """A justified exception: findings of ``rules`` in models matching ``models`` (and, when given, at the
+    node named ``node`` or of type ``op_type``) stay in every report, marked waived, and do not fail."""
+
+    rule: str  # as written, for messages
+    rules: frozenset[str]  # canonical IDs the pattern expands to
+    models: tuple[str, ...]
+    reason: str
+    node: tuple[str, ...] = ()
+    op_type: tuple[str, ...] = ()
+    origin: str = ""  # "pyproject.toml: tool.sonnx-check.waivers[1]"
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    enabled: bool = False
+    inputs: tuple[str, ...] = ("random", "edge")
+    seed: int = 0
+    ort_opt_level: str = "default"
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    max_elements: int = DEFAULT_MAX_ELEMENTS
+
+
+@dataclass(frozen=True)
+class FixSettings:
+    """``--fix``: where the fixed model goes (None: beside the original, as NAME.fixed.onnx)."""
+
+    output: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs, resolved once. Plain data, so it crosses process boundaries (``--jobs``)."""
+
+    selected: frozenset[str]
+    root: str  # folder that relative model globs are matched against (the config file's folder, or cwd)
+    config_file: str | None = None
+    per_model_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    waivers: tuple[Waiver, ...] = ()
+    fail_on: Severity = Severity.ERROR
+    output_format: str = "text"
+    jobs: int = 1
+    compare: CompareSettings = field(default_factory=CompareSettings)
+    fix: FixSettings | None = None
+    exit_zero: bool = False
+    statistics: bool = False
+    show_traceback: bool = False
+
+    def rules_for(self, model_path: str) -> frozenset[str]:
+        """The rules to run on one model: the selection minus the per-model ignores that match it."""
+        ignored: set[str] = set()
+        for pattern, rules in self.per_model_ignores:
+            if model_matches(pattern, model_path, self.root):
+                ignored |= rules
+        return self.selected - ignored
+
+    def waivers_for(self, model_path: str) -> tuple[Waiver, ...]:
+        return tuple(
+            w for w in self.waivers if any(model_matches(p, model_path, self.root) for p in w.models)
+        )
+
+
+@dataclass(frozen=True)
+class CliOptions:
+    """What the command line said; None (or empty) means "not given", so the configuration decides."""
+
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: str | None = None
+    output_format: str | None = None
+    jobs: int | None = None
+    compare: bool | None = None
+    inputs: tuple[str, ...] = ()
+    seed: int | None = None
+    ort_opt_level: str | None = None
+    shapes: tuple[str, ...] = ()
+    max_elements: int | None = None
+    fix: FixSettings | None = None
+    exit_zero: bool = False
+    statistics: bool = False
+    show_traceback: bool = False
+
+
+# -- model globs ------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """gitignore-like globs: ``*`` and ``?`` stay within one path segment, ``**`` crosses segments, and
+    ``[...]`` is a character class. Matching is on '/'-separated paths, case-sensitive."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _normalise(path: str) -> str:
+    text = path.replace(os.sep, "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return re.sub("/+", "/", text)
+
+
+def model_matches(pattern: str, model_path: str, root: str) -> bool:
+    """Whether a model glob matches a model: against the path as given, against the path relative to
+    ``root`` (the configuration file's folder), and, for a pattern without '/', against the file name."""
+    regex = _glob_regex(_normalise(pattern))
+    candidates = [_normalise(model_path)]
+    try:
+        relative = os.path.relpath(os.path.abspath(model_path), os.path.abspath(root))
+    except ValueError:  # another drive on Windows
+        relative = ""
+    if relative and not relative.startswith(".."):
+        candidates.append(_normalise(relative))
+    if "/" not in pattern:
+        candidates.append(os.path.basename(model_path))
+    return any(regex.match(c) for c in candidates)
+
+
+# -- discovery and reading --------------------------------------------------------------------------------
+
+
+def find_config(start: str | os.PathLike[str]) -> Path | None:
+    """The nearest ``pyproject.toml`` with a ``[tool.sonnx-check]`` table, from ``start`` upwards (a
+    pyproject.toml without the table belongs to another tool and is passed over, as ruff does)."""
+    folder = Path(start).resolve()
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file() and _read_table(path, _display_path(path, str(start))) is not None:
+            return path
+    return None
+
+
+def _read_table(path: Path, shown: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or "sonnx-check" not in tool:
+        return None
+    table = tool["sonnx-check"]
+    if not isinstance(table, dict):
+        raise ConfigError(f"{shown}: {TABLE} must be a table")
+    return table
+
+
+def load_table(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``[tool.sonnx-check]`` table of a file named by ``--config`` (which must have one)."""
+    file = Path(path)
+    if not file.exists():
+        raise ConfigError(f"--config {path}: no such file")
+    if not file.is_file():
+        raise ConfigError(f"--config {path}: not a file")
+    table = _read_table(file, str(path))
+    if table is None:
+        raise ConfigError(f"{path}: no [{TABLE}] table")
+    return table
+
+
+# -- validation -------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Type checks that name the file and the dotted key of what is wrong."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.file}: {key}: {problem}")
+
+    def unknown_keys(self, table: Mapping[str, Any], allowed: Sequence[str], prefix: str) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(allowed)})"
+                raise self.fail(f"{prefix}.{key}", f"unknown key{hint}")
+
+    def strings(self, value: Any, key: str) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "expected a list of strings")
+        return tuple(value)
+
+    def string_or_strings(self, value: Any, key: str) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return (value,)
+        return self.strings(value, key)
+
+    def choice(self, value: Any, key: str, choices: Sequence[str]) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise self.fail(key, f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def integer(self, value: Any, key: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(key, f"expected an integer >= {minimum}, got {value!r}")
+        return value
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {value!r}")
+        return value
+
+    def rules(self, patterns: Iterable[str], key: str) -> frozenset[str]:
+        from sonnx_check.catalogue import expand
+
+        try:
+            return frozenset(expand(list(patterns)))
+        except UsageError as exc:
+            raise self.fail(key, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    """A validated ``[tool.sonnx-check]`` table."""
+
+    path: str  # as shown in messages and reports
+    folder: str = ""  # absolute folder of the file: relative model globs and dataset paths start here
+    select: frozenset[str] | None = None
+    extend_select: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()
+    per_model_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    fail_on: str | None = None
+    output_format: str | None = None
+    jobs: int | None = None
+    compare: dict[str, Any] = field(default_factory=dict)
+    waivers: tuple[Waiver, ...] = ()
+
+
+def parse_table(table: Mapping[str, Any], file: str, folder_of: str | None = None) -> FileConfig:
+    """Validate every key; the first problem raises a ConfigError naming it."""
+    r = _Reader(file)
+    r.unknown_keys(table, TOP_KEYS, TABLE)
+    key = f"{TABLE}."
+    folder = str(Path(folder_of or Path(file).parent).resolve())
+    config = FileConfig(path=file, folder=folder)
+    if "select" in table:
+        config = replace(config, select=r.rules(r.strings(table["select"], key + "select"), key + "select"))
+    if "extend-select" in table:
+        k = key + "extend-select"
+        config = replace(config, extend_select=r.rules(r.strings(table["extend-select"], k), k))
+    if "ignore" in table:
+        config = replace(config, ignore=r.rules(r.strings(table["ignore"], key + "ignore"), key + "ignore"))
+    if "per-model-ignores" in table:
+        config = replace(config, per_model_ignores=_per_model_ignores(r, table["per-model-ignores"]))
+    if "fail-on" in table:
+        config = replace(config, fail_on=r.choice(table["fail-on"], key + "fail-on", FAIL_ON))
+    if "format" in table:
+        config = replace(config, output_format=r.choice(table["format"], key + "format", FORMATS))
+    if "jobs" in table:
+        config = replace(config, jobs=r.integer(table["jobs"], key + "jobs", 0))
+    if "compare" in table:
+        config = replace(config, compare=_compare_table(r, table["compare"], Path(folder)))
+    if "waivers" in table:
+        config = replace(config, waivers=_waivers(r, table["waivers"]))
+    return config
+
+
+def _per_model_ignores(r: _Reader, value: Any) -> tuple[tuple[str, frozenset[str]], ...]:
+    key = f"{TABLE}.per-model-ignores"
+    if not isinstance(value, dict):
+        raise r.fail(key, 'expected a table of model glob = [rules], e.g. "legacy/**" = ["GR4"]')
+    entries = []
+    for pattern, rules in value.items():
+        entry_key = f'{key}."{pattern}"'
+        entries.append((pattern, r.rules(r.strings(rules, entry_key), entry_key)))
+    return tuple(entries)
+
+
+def _compare_table(r: _Reader, value: Any, base: Path) -> dict[str, Any]:
+    key = f"{TABLE}.compare"
+    if not isinstance(value, dict):
+        raise r.fail(key, "expected a table ([tool.sonnx-check.compare])")
+    r.unknown_keys(value, COMPARE_KEYS, key)
+    out: dict[str, Any] = {}
+    if "enabled" in value:
+        out["enabled"] = r.boolean(value["enabled"], f"{key}.enabled")
+    if "inputs" in value:
+        inputs = r.strings(value["inputs"], f"{key}.inputs")
+        if not inputs:
+            raise r.fail(f"{key}.inputs", "must not be empty (random, edge, or a path)")
+        # A dataset path in the configuration is relative to the configuration file, not to the cwd.
+        out["inputs"] = tuple(
+            i if i in ("random", "edge") or os.path.isabs(i) else str(base / i) for i in inputs
+        )
+    if "seed" in value:
+        out["seed"] = r.integer(value["seed"], f"{key}.seed", 0)
+    if "ort-opt-level" in value:
+        out["ort_opt_level"] = r.choice(value["ort-opt-level"], f"{key}.ort-opt-level", OPT_LEVELS)
+    if "max-elements" in value:
+        out["max_elements"] = r.integer(value["max-elements"], f"{key}.max-elements", 1)
+    if "shapes" in value:
+        shapes = value["shapes"]
+        if not isinstance(shapes, dict):
+            raise r.fail(f"{key}.shapes", "expected a table of input name = [dims]")
+        parsed = []
+        for name, dims in shapes.items():
+            dims_key = f'{key}.shapes."{name}"'
+            if not isinstance(dims, list) or not dims:
+                raise r.fail(dims_key, "expected a non-empty list of integers >= 0")
+            parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
+        out["shapes"] = tuple(parsed)
+    return out
+
+
+def _waivers(r: _Reader, value: Any) -> tuple[Waiver, ...]:
+    key = f"{TABLE}.waivers"
+    if not isinstance(value, list) or not all(isinstance(w, dict) for w in value):
+        raise r.fail(key, "expected an array of tables ([[tool.sonnx-check.waivers]])")
+    waivers = []
+    for number, raw in enumerate(value, start=1):
+        wkey = f"{key}[{number}]"
+        r.unknown_keys(raw, WAIVER_KEYS, wkey)
+        reason = raw.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise r.fail(f"{wkey}.reason", "required: every waiver states why the finding is acceptable")
+        if "rule" not in raw:
+            raise r.fail(f"{wkey}.rule", "required: the rule ID (or glob) the waiver covers")
+        if not isinstance(raw["rule"], str):
+            raise r.fail(f"{wkey}.rule", f"expected a string, got {raw['rule']!r}")
+        if "models" not in raw:
+            raise r.fail(f"{wkey}.models", 'required: a model glob ("**" for every model)')
+        models = r.string_or_strings(raw["models"], f"{wkey}.models")
+        if not models:
+            raise r.fail(f"{wkey}.models", "must not be empty")
+        waivers.append(
+            Waiver(
+                rule=raw["rule"],
+                rules=r.rules([raw["rule"]], f"{wkey}.rule"),
+                models=models,
+                reason=" ".join(reason.split()),
+                node=r.string_or_strings(raw["node"], f"{wkey}.node") if "node" in raw else (),
+                op_type=r.string_or_strings(raw["op_type"], f"{wkey}.op_type") if "op_type" in raw else (),
+                origin=f"{r.file}: {wkey}",
+            )
+        )
+    return tuple(waivers)
+
+
+# -- resolution -------------------------------------------------------------------------------------------
+
+
+def _cli_rules(patterns: Sequence[str], option: str) -> frozenset[str]:
+    from sonnx_check.catalogue import expand
+
+    parts = [p.strip() for value in patterns for p in value.split(",") if p.strip()]
+    try:
+        return frozenset(expand(parts))
+    except UsageError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def _cli_shapes(values: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    shapes = []
+    for value in values:
+        name, sep, dims = value.rpartition("=")
+        try:
+            parsed = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            parsed = ()
+        if not sep or not name or not parsed or any(d < 0 for d in parsed):
+            raise UsageError(f"--shape {value!r}: expected NAME=D1,D2,... with non-negative integers")
+        shapes.append((name, parsed))
+    return tuple(shapes)
+
+
+def load(config: str | None, isolated: bool, cwd: str | None = None) -> FileConfig | None:
+    """The configuration in force: ``--config``, else the nearest pyproject.toml, else none."""
+    if isolated:
+        if config is not None:
+            raise UsageError("--config and --isolated exclude each other")
+        return None
+    if config is not None:
+        return parse_table(load_table(config), config)
+    found = find_config(cwd or os.getcwd())
+    if found is None:
+        return None
+    shown = _display_path(found, cwd or os.getcwd())
+    table = _read_table(found, shown)
+    assert table is not None  # find_config only returns files with the table
+    return parse_table(table, shown, str(found.parent))
+
+
+def _display_path(path: Path, cwd: str) -> str:
+    try:
+        relative = os.path.relpath(path, cwd)
+    except ValueError:
+        return str(path)
+    return relative if len(relative) < len(str(path)) else str(path)
+
+
+def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) -> Settings:
+    """Merge the configuration file and the command line (command line wins)."""
+    from sonnx_check.catalogue import catalogue
+
+    selected: frozenset[str] = frozenset(catalogue())
+    if file is not None:
+        if file.select is not None:
+            selected = file.select
+        selected = (selected | file.extend_select) - file.ignore
+    if cli.select:
+        selected = _cli_rules(cli.select, "--select")
+    selected = (selected | _cli_rules(cli.extend_select, "--extend-select")) - _cli_rules(
+        cli.ignore, "--ignore"
+    )
+
+    file_compare = file.compare if file is not None else {}
+    shapes = dict(file_compare.get("shapes", ()))
+    shapes.update(_cli_shapes(cli.shapes))
+    compare = CompareSettings(
+        enabled=cli.compare if cli.compare is not None else file_compare.get("enabled", False),
+        inputs=tuple(cli.inputs) or file_compare.get("inputs", CompareSettings.inputs),
+        seed=cli.seed if cli.seed is not None else file_compare.get("seed", 0),
+        ort_opt_level=cli.ort_opt_level or file_compare.get("ort_opt_level", "default"),
+        shapes=tuple(shapes.items()),
+        max_elements=cli.max_elements or file_compare.get("max_elements", DEFAULT_MAX_ELEMENTS),
+    )
+    fail_on = cli.fail_on or (file.fail_on if file else None) or "error"
+    jobs = cli.jobs if cli.jobs is not None else (file.jobs if file and file.jobs is not None else 1)
+    root = file.folder if file is not None else os.path.abspath(cwd or os.getcwd())
+    return Settings(
+        selected=selected,
+        root=root,
+        config_file=file.path if file is not None else None,
+        per_model_ignores=file.per_model_ignores if file is not None else (),
+        waivers=file.waivers if file is not None else (),
+        fail_on=Severity(fail_on),
+        output_format=cli.output_format or (file.output_format if file else None) or "text",
+        jobs=jobs or (os.cpu_count() or 1),
+        compare=compare,
+        fix=cli.fix,
+        exit_zero=cli.exit_zero,
+        statistics=cli.statistics,
+        show_traceback=cli.show_traceback,
+    )

@@ -1,0 +1,81 @@
+"""What ``--fix`` did to one model: the rewrites it applied and the findings it left to a person.
+
+Plain frozen data, so outcomes cross process boundaries (``--jobs``) and every reporter renders them the
+same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sonnx_check.findings import NodeRef
+
+
+def _where(node: NodeRef | None, tensor: str | None) -> str:
+    parts = [node.label()] if node is not None else []
+    if tensor:
+        parts.append(f"tensor '{tensor}'")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One semantics-preserving change, attributed to the rule it fixes and the place it changed."""
+
+    rule: str
+    description: str
+    node: NodeRef | None = None
+    tensor: str | None = None
+
+    def located(self) -> str:
+        where = _where(self.node, self.tensor)
+        return f"{where}: {self.description}" if where else self.description
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "description": self.description}
+        if self.node is not None:
+            out["node"] = self.node.to_json()
+        if self.tensor is not None:
+            out["tensor"] = self.tensor
+        return out
+
+
+@dataclass(frozen=True)
+class NotFixed:
+    """A finding of a fixable rule that --fix left alone, and why: it needs a person's decision."""
+
+    rule: str
+    reason: str
+    node: NodeRef | None = None
+    tensor: str | None = None
+
+    def located(self) -> str:
+        where = _where(self.node, self.tensor)
+        return f"{where}: {self.reason}" if where else self.reason
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "reason": self.reason}
+        if self.node is not None:
+            out["node"] = self.node.to_json()
+        if self.tensor is not None:
+            out["tensor"] = self.tensor
+        return out
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    """``output`` is the fixed model's path, or None when nothing could be rewritten (no file written)."""
+
+    source: str
+    output: str | None
+    rewrites: tuple[Rewrite, ...] = ()
+    not_fixed: tuple[NotFixed, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "output": self.output,
+            "rewrites": [r.to_json() for r in self.rewrites],
+            "not_fixed": [n.to_json() for n in self.not_fixed],
+        }

@@ -1,0 +1,82 @@
+"""JUnit XML: one test suite per model, one test case per (model, rule) that fired, one passing case per
+model that conforms (anchors.md §2.3: better than ruff's single "No errors found" case, because a CI
+dashboard then counts models).
+
+A rule whose findings are all waived is a skipped case whose message is the waiver's reason; findings
+below the failing severity (``--fail-on``) are a passing case that lists them; an unreadable model is an
+``error`` case (MODEL.load), matching exit code 2.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from sonnx_check.findings import Finding, ModelResult, Severity
+
+CLEAN_CASE = "conforms"
+# XML 1.0 cannot carry most control characters, which node names from a model file may contain.
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _clean(text: str) -> str:
+    return _INVALID_XML.sub("\ufffd", text)
+
+
+def _line(finding: Finding) -> str:
+    text = f"{finding.rule} {finding.severity.value}: {finding.located_message()}"
+    return text + (f" [waived: {finding.waived}]" if finding.waived is not None else "")
+
+
+def render(results: list[ModelResult], *, fail_on: Severity = Severity.ERROR) -> str:
+    root = ET.Element("testsuites", name="sonnx-check")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for result in results:
+        suite = _suite(result, fail_on)
+        root.append(suite)
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
+    path = _clean(result.path)
+    suite = ET.Element("testsuite", name=path)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    by_rule: dict[str, list[Finding]] = {}
+    for finding in result.findings:
+        by_rule.setdefault(finding.rule, []).append(finding)
+    failing_model = False
+    for rule, findings in by_rule.items():
+        case = ET.SubElement(suite, "testcase", classname=path, name=_clean(rule), file=path)
+        counts["tests"] += 1
+        active = [f for f in findings if f.waived is None]
+        failing = [f for f in active if f.severity.rank >= fail_on.rank]
+        body = _clean("\n".join(_line(f) for f in findings))
+        if result.load_error and rule == "MODEL.load":
+            element = ET.SubElement(case, "error", type="MODEL.load", message=_clean(findings[0].message))
+            element.text = body
+            counts["errors"] += 1
+            failing_model = True
+        elif failing:
+            more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
+            message = _clean(failing[0].located_message() + more)
+            element = ET.SubElement(case, "failure", type=failing[0].severity.value, message=message)
+            element.text = body
+            counts["failures"] += 1
+            failing_model = True
+        elif not active:
+            reasons = "; ".join(dict.fromkeys(f.waived or "" for f in findings))
+            ET.SubElement(case, "skipped", message=_clean(f"waived: {reasons}")).text = body
+            counts["skipped"] += 1
+        else:
+            ET.SubElement(case, "system-out").text = body  # below --fail-on: reported, passing
+    if not failing_model:
+        ET.SubElement(suite, "testcase", classname=path, name=CLEAN_CASE, file=path)
+        counts["tests"] += 1
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    return suite
