@@ -64,9 +64,13 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
     rules = settings.rules_for(target.path)
     waivers = settings.waivers_for(target.path)
     try:
-        result = apply_waivers(_check(target.path, rules, settings), waivers)
+        checked, compare_error = _check(target.path, rules, settings)
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
+    result = apply_waivers(checked, waivers)
+    if compare_error is not None:
+        # The static findings stand; the comparison could not start for a reason the user can fix.
+        return ModelOutcome(result, user_error=f"{target.path}: {compare_error}")
     if settings.fix is None or result.load_error:
         return ModelOutcome(result)
     return _fix(target.path, result, rules, settings)
@@ -78,16 +82,22 @@ class _Internal(Exception):
         super().__init__(message)
 
 
-def _check(path: str, rules: frozenset[str], settings: Settings) -> ModelResult:
+def _check(path: str, rules: frozenset[str], settings: Settings) -> tuple[ModelResult, str | None]:
+    """The model's result, and the reason its comparison could not start (a user error, e.g. a dynamic
+    input without --shape), which must not hide the static findings."""
     from sonnx_check.engine import InternalError, check_file, load_failure
 
     try:
         result = check_file(path, rules)
-        if settings.compare.enabled and not result.load_error:
+        if not settings.compare.enabled or result.load_error:
+            return result, None
+        try:
             _compare_into(result, settings, rules)
-        return result
+        except UserError as exc:
+            return result, str(exc).removeprefix(f"{path}: ")
+        return result, None
     except UserError as exc:
-        return load_failure(path, str(exc).removeprefix(f"{path}: "))
+        return load_failure(path, str(exc).removeprefix(f"{path}: ")), None
     except InternalError as exc:
         raise _Internal(internal_message(exc, settings.show_traceback)) from exc
     except Exception as exc:  # noqa: BLE001 - any other crash is a bug: one paragraph, exit 3
@@ -125,10 +135,12 @@ def _fix(path: str, result: ModelResult, rules: frozenset[str], settings: Settin
         return ModelOutcome(result, fix=outcome)
     # The fixed model stands in for the original: configuration is matched against the original's path.
     try:
-        rechecked = apply_waivers(_check(outcome.output, rules, settings), settings.waivers_for(path))
+        rechecked, compare_error = _check(outcome.output, rules, settings)
     except _Internal as exc:
         return ModelOutcome(None, exc.message, fix=outcome)
-    return ModelOutcome(rechecked, fix=outcome)
+    rechecked = apply_waivers(rechecked, settings.waivers_for(path))
+    user_error = f"{outcome.output}: {compare_error}" if compare_error else None
+    return ModelOutcome(rechecked, fix=outcome, user_error=user_error)
 
 
 def internal_message(exc: BaseException, show_traceback: bool, path: str | None = None) -> str:
