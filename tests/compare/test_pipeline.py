@@ -180,14 +180,14 @@ def test_reference_failure_makes_the_node_not_compared(monkeypatch):
     FakeOrt().install(monkeypatch)
 
     def refuse(node, inputs, *, max_elements=None):
-        raise reference.BudgetExceededError("output of 10000 elements exceeds the budget of 10")
+        raise reference.BudgetExceededError("MaxPool output Y", 10000, 10)
 
     monkeypatch.setattr(reference, "run_node", refuse)
     monkeypatch.setattr(reference, "evaluate", lambda *a, **k: refuse(None, None))
     result = compare_loaded(maxpool((1, 1, 4, 4)), RANDOM)
     [finding] = result.findings
     assert (finding.rule, finding.severity) == ("RUNTIME.not-compared", Severity.ERROR)
-    assert "exceeds the budget" in finding.message
+    assert "would hold 10000 elements, over the budget of 10" in finding.message
     assert result.comparison["nodes"][0]["status"] == "not-compared"
 
 

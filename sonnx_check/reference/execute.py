@@ -1,0 +1,78 @@
+"""Running nodes and whole graphs on the reference kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from sonnx_check.reference import max as max_kernel
+from sonnx_check.reference import maxpool as maxpool_kernel
+from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
+
+Kernel = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"], "int | None"], list[np.ndarray]]
+
+# Operators of the default ONNX domain with a reference kernel.
+KERNELS: dict[str, Kernel] = {"Max": max_kernel.run, "MaxPool": maxpool_kernel.run}
+
+
+def supported_ops() -> frozenset[str]:
+    return frozenset(KERNELS)
+
+
+def _kernel_for(node: onnx.NodeProto) -> Kernel | None:
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return None  # control flow is outside the profile and is not executed
+    return KERNELS.get(node.op_type)
+
+
+def _label(node: onnx.NodeProto) -> str:
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def run_node(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], *, max_elements: int | None = None
+) -> list[np.ndarray]:
+    """The node's outputs in order (one per non-empty output name the operator defines)."""
+    kernel = _kernel_for(node)
+    if kernel is None:
+        raise UnsupportedOperatorError([_label(node)])
+    return kernel(node, inputs, max_elements)
+
+
+def evaluate(
+    model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], *, max_elements: int | None = None
+) -> dict[str, np.ndarray]:
+    """Every graph output by name, computed by the reference kernels from ``inputs`` (graph inputs by name;
+    initializers come from the model and may be overridden by an input of the same name)."""
+    graph = model.graph
+    missing_kernels = [_label(n) for n in graph.node if _kernel_for(n) is None]
+    if missing_kernels:
+        raise UnsupportedOperatorError(missing_kernels)
+    values: dict[str, np.ndarray] = {}
+    for tensor in graph.initializer:
+        ensure_within_budget(f"initializer '{tensor.name}'", tensor.dims, max_elements)
+        values[tensor.name] = numpy_helper.to_array(tensor)
+    values.update({name: np.asarray(value) for name, value in inputs.items()})
+    absent = [i.name for i in graph.input if i.name not in values]
+    if absent:
+        raise ReferenceError(f"no value given for graph input(s) {', '.join(absent)}")
+    for index, node in enumerate(graph.node):
+        unknown = [name for name in node.input if name and name not in values]
+        if unknown:
+            raise ReferenceError(
+                f"node {index} ({node.name or node.op_type}) reads '{unknown[0]}' before any node computes it"
+            )
+        outputs = run_node(node, [values[n] if n else None for n in node.input], max_elements=max_elements)
+        for name, value in zip(node.output, outputs, strict=False):
+            if name:
+                values[name] = value
+    unproduced = [o.name for o in graph.output if o.name not in values]
+    if unproduced:
+        raise ReferenceError(f"graph output(s) {', '.join(unproduced)} are computed by no node")
+    return {o.name: values[o.name] for o in graph.output}

@@ -1,0 +1,231 @@
+"""MaxPool reference kernel (SONNX, based on MaxPool-22), written from seed 003 and semantics.md.
+
+For every output position (b, c, m, n) and kernel offset (i, j), the window element is
+``X_p[b, c, m*s0 + i*d0, n*s1 + j*d1]`` in the padded tensor X_p. Padding never wins (decision 2): instead of
+materialising X_p, each offset is applied only to the output positions whose element at that offset is a
+real element of X. Along one axis those positions are a contiguous range, so every step is one strided slice
+of X against one rectangle of the output: the loop runs over the kH*kW kernel offsets, never over outputs.
+
+The window maximum is kept with a strict comparison in row-major offset order, so among equal elements the
+first real one stays (decision 5). Every window starts at the lowest value of the type with its first real
+element as the index: a window whose real elements are all that lowest value (or NaN, under the NaN policy)
+ends as exactly that, as the tie rule requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from sonnx_check.reference import nan_policy
+from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
+from sonnx_check.shapes import pool_output_size
+
+# Seed 003 type sections; the padding value of each is the lowest value of the type (decision 2).
+PROFILE_DTYPES = (np.float16, np.float32, np.float64, np.int8, np.uint8)
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    """The attributes of one MaxPool node, absent ones at their ONNX defaults (MaxPool.R2 reports them)."""
+
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    pads: tuple[int, int, int, int]  # (begin0, begin1, end0, end1), the ONNX order
+
+    @classmethod
+    def from_node(cls, node: onnx.NodeProto) -> PoolParams:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if "kernel_shape" not in attrs:
+            raise ReferenceError("MaxPool without kernel_shape")
+        kernel = tuple(int(k) for k in attrs["kernel_shape"])
+        if len(kernel) != 2:
+            raise OutsideProfileError(
+                f"MaxPool over {len(kernel)} spatial axes: SONNX specifies 2 (MaxPool.R1)"
+            )
+        for name, expected in (("auto_pad", b"NOTSET"), ("ceil_mode", 0), ("storage_order", 0)):
+            if attrs.get(name, expected) != expected:
+                raise OutsideProfileError(
+                    f"MaxPool with {name}={_shown(attrs[name])}: SONNX specifies only {_shown(expected)}"
+                )
+        params = cls(
+            kernel=kernel,  # type: ignore[arg-type]
+            strides=tuple(int(v) for v in attrs.get("strides", (1, 1))),  # type: ignore[arg-type]
+            dilations=tuple(int(v) for v in attrs.get("dilations", (1, 1))),  # type: ignore[arg-type]
+            pads=tuple(int(v) for v in attrs.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
+        )
+        params.validate()
+        return params
+
+    def validate(self) -> None:
+        lengths = (len(self.strides), len(self.dilations), len(self.pads))
+        if lengths != (2, 2, 4):
+            raise ReferenceError(
+                f"MaxPool attribute lengths {lengths}: expected strides 2, dilations 2, pads 4"
+            )
+        if min(self.kernel + self.strides + self.dilations) < 1 or min(self.pads) < 0:
+            raise ReferenceError(
+                f"MaxPool attributes out of their domain: kernel_shape={list(self.kernel)}, "
+                f"strides={list(self.strides)}, dilations={list(self.dilations)}, pads={list(self.pads)}"
+            )
+
+    def output_size(self, axis: int, size: int) -> int:
+        return pool_output_size(
+            size,
+            self.kernel[axis],
+            self.strides[axis],
+            self.dilations[axis],
+            self.pads[axis],
+            self.pads[axis + 2],
+        )
+
+
+@dataclass(frozen=True)
+class _AxisPlan:
+    """Along one spatial axis: for each kernel tap, the output range whose element at that tap is real, and
+    the slice of X it reads; and for each output position, the first tap that reads a real element."""
+
+    taps: list[tuple[slice, slice] | None]  # tap -> (output range, X slice), None if no output reads X there
+    first_real_tap: np.ndarray  # [out] int64
+    origin: np.ndarray  # [out] int64: m*stride - pad_begin, X's coordinate of tap 0 (may be negative)
+
+
+def _plan_axis(size: int, out: int, kernel: int, stride: int, dilation: int, pad_begin: int) -> _AxisPlan:
+    origin = np.arange(out, dtype=np.int64) * stride - pad_begin
+    taps: list[tuple[slice, slice] | None] = []
+    first_real = np.full(out, -1, dtype=np.int64)
+    for tap in range(kernel):
+        position = origin + tap * dilation  # X coordinate read at this tap, per output position
+        real = np.flatnonzero((position >= 0) & (position < size))
+        if real.size == 0:
+            taps.append(None)
+            continue
+        lo, hi = int(real[0]), int(real[-1]) + 1  # contiguous: position grows with the output index
+        start = int(position[lo])
+        taps.append((slice(lo, hi), slice(start, start + (hi - lo - 1) * stride + 1, stride)))
+        unset = first_real[lo:hi] < 0
+        first_real[lo:hi][unset] = tap
+    if (first_real < 0).any():
+        m = int(np.flatnonzero(first_real < 0)[0])
+        raise ReferenceError(
+            f"output position {m} along a spatial axis has a window made only of padding (MaxPool.windows): "
+            "SONNX defines no value for it"
+        )
+    return _AxisPlan(taps, first_real, origin)
+
+
+def maxpool(
+    x: np.ndarray, params: PoolParams, *, with_indices: bool = True, max_elements: int | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Y and (optionally) Indices of MaxPool over an N x C x H x W array."""
+    x = np.asarray(x)
+    if x.ndim != 4:
+        raise OutsideProfileError(
+            f"MaxPool input of rank {x.ndim}: SONNX specifies N x C x H x W (MaxPool.R1)"
+        )
+    if x.dtype.type not in PROFILE_DTYPES:
+        raise OutsideProfileError(f"MaxPool on {x.dtype}: not a type of the profile (MaxPool.types)")
+    n, c, h, w = x.shape
+    out_h, out_w = params.output_size(0, h), params.output_size(1, w)
+    if out_h < 1 or out_w < 1:
+        raise ReferenceError(f"MaxPool output would be {out_h} x {out_w}: the window is larger than padded X")
+    y_shape = (n, c, out_h, out_w)
+    ensure_within_budget("MaxPool output Y", y_shape, max_elements)
+    rows = _plan_axis(h, out_h, params.kernel[0], params.strides[0], params.dilations[0], params.pads[0])
+    cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
+
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    best = np.full(y_shape, lowest, dtype=x.dtype)
+    best_tap = _first_real_taps(rows, cols, params.kernel, y_shape)
+    scratch = np.empty(y_shape, dtype=x.dtype)  # the elements of one offset, gathered contiguously once
+    won = np.empty(y_shape, dtype=best_tap.dtype)
+    for i, row_tap in enumerate(rows.taps):
+        for j, col_tap in enumerate(cols.taps):
+            if row_tap is None or col_tap is None:
+                continue
+            (out_rows, x_rows), (out_cols, x_cols) = row_tap, col_tap
+            target = best[:, :, out_rows, out_cols]
+            height, width = target.shape[2:]
+            candidate = scratch[:, :, :height, :width]
+            np.copyto(candidate, x[:, :, x_rows, x_cols])
+            wins = nan_policy.keep_maximum(target, candidate)
+            # Offsets come in increasing order and every tap recorded so far is smaller, so "take this
+            # offset where it wins" is a maximum: no data-dependent branch.
+            tap_won = won[:, :, :height, :width]
+            np.multiply(wins, best_tap.dtype.type(i * params.kernel[1] + j), out=tap_won)
+            taps_here = best_tap[:, :, out_rows, out_cols]
+            np.maximum(taps_here, tap_won, out=taps_here)
+    del scratch, won
+    flat = _FlatIndex(rows, cols, params, x.shape)
+    indices = flat.of(best_tap) if with_indices else None
+    if x.dtype.kind == "f":
+        _settle_zeros(best, x, best_tap, indices, flat)
+    return best, indices
+
+
+def _first_real_taps(
+    rows: _AxisPlan, cols: _AxisPlan, kernel: tuple[int, int], y_shape: tuple[int, ...]
+) -> np.ndarray:
+    """The winning offset i*kW + j of every window before any element is compared: its first real one."""
+    best_tap = np.empty(y_shape, dtype=np.uint8 if kernel[0] * kernel[1] <= 256 else np.int64)
+    best_tap[...] = rows.first_real_tap[:, None] * kernel[1] + cols.first_real_tap[None, :]
+    return best_tap
+
+
+class _FlatIndex:
+    """((b*C + c)*H + h)*W + w of the winning element (decision 4), from its kernel offset: the offset's
+    displacement, plus the window origin, plus the offset of the (b, c) plane."""
+
+    def __init__(self, rows: _AxisPlan, cols: _AxisPlan, params: PoolParams, x_shape: Sequence[int]) -> None:
+        n, c, h, w = x_shape
+        taps = np.arange(params.kernel[0] * params.kernel[1], dtype=np.int64)
+        self.tap_offset = (taps // params.kernel[1]) * params.dilations[0] * w + (
+            taps % params.kernel[1]
+        ) * params.dilations[1]
+        self.window_origin = rows.origin[:, None] * w + cols.origin[None, :]  # [dY2, dY3]
+        self.plane = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+
+    def of(self, best_tap: np.ndarray) -> np.ndarray:
+        indices = np.take(self.tap_offset, best_tap)
+        indices += self.window_origin
+        indices += self.plane
+        return indices
+
+    def at(self, best_tap: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The indices at some flat output positions only."""
+        b, c, m, q = np.unravel_index(positions, best_tap.shape)
+        tap = best_tap.reshape(-1)[positions]
+        return self.tap_offset[tap] + self.window_origin[m, q] + self.plane[b, c, 0, 0]
+
+
+def _settle_zeros(
+    best: np.ndarray, x: np.ndarray, best_tap: np.ndarray, indices: np.ndarray | None, flat: _FlatIndex
+) -> None:
+    """A zero of Y is bit for bit the element Indices designates (+0 and -0 tie: the first wins), which the
+    value fold does not guarantee."""
+    zeros = np.flatnonzero(best.reshape(-1) == 0)
+    if zeros.size:
+        where = indices.reshape(-1)[zeros] if indices is not None else flat.at(best_tap, zeros)
+        best.reshape(-1)[zeros] = x.reshape(-1)[where]
+
+
+def run(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
+) -> list[np.ndarray]:
+    """The node's outputs in order: Y, and Indices when the node asks for it."""
+    if not inputs or inputs[0] is None:
+        raise ReferenceError("MaxPool without input X")
+    want_indices = len(node.output) > 1 and bool(node.output[1])
+    y, indices = maxpool(
+        inputs[0], PoolParams.from_node(node), with_indices=want_indices, max_elements=max_elements
+    )
+    return [y, indices] if want_indices else [y]
+
+
+def _shown(value: object) -> str:
+    return repr(value.decode()) if isinstance(value, bytes) else repr(value)

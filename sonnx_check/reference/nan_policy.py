@@ -1,0 +1,37 @@
+"""The NaN policy of the MaxPool reference kernel, in one place.
+
+Seed 003 states: "any NaN value in X_p is considered as -inf" (semantics.md, MaxPool decision 3). A later
+working-group revision dropped that sentence and its formal model makes NaN absorbing instead. Switching the
+kernel to that reading is the one-line change of ``MAXPOOL_NAN`` below; nothing else in the kernel decides
+what a NaN does.
+
+Max needs no policy switch: seed 002 makes NaN absorbing and ``numpy.maximum`` propagates NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NAN_AS_NEGATIVE_INFINITY = "nan-as-negative-infinity"  # seed 003, the profile this tool checks
+NAN_ABSORBING = "nan-absorbing"  # later working-group revision, not yet the profile
+
+MAXPOOL_NAN = NAN_AS_NEGATIVE_INFINITY
+
+
+def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str | None = None) -> np.ndarray:
+    """Fold the window elements met at one kernel offset into the best ones met so far (row-major order):
+    update ``best`` in place and return where the candidate won.
+
+    A candidate wins when strictly greater, so the first of equal elements stays (the tie rule). As -inf: a
+    NaN never wins (``NaN > x`` is false) and never enters ``best`` (``fmax`` ignores it), so a window whose
+    real elements are all NaN or -inf keeps its starting -inf. Absorbing: the first NaN wins and stays.
+    The value of an equal candidate may replace ``best`` (+0 for -0): the kernel settles zeros from the
+    winning index.
+    """
+    wins = np.greater(candidate, best)
+    if (policy or MAXPOOL_NAN) == NAN_ABSORBING and candidate.dtype.kind == "f":
+        wins |= np.isnan(candidate) & ~np.isnan(best)
+        np.maximum(best, candidate, out=best)
+    else:
+        np.fmax(best, candidate, out=best)
+    return wins
