@@ -86,16 +86,19 @@ def main() -> None:
     print("all rules = the full static check (MODEL.onnx runs onnx.checker's full check inside it);")
     print("own rules = every rule except MODEL.onnx; checker = onnx.checker.check_model(full_check=True)")
     print(
-        f"{'nodes':>8} {'all rules s':>12} {'us/node':>8} {'own rules s':>12} {'checker s':>10} {'all/checker':>12}"
+        f"{'nodes':>8} {'all rules s':>12} {'us/node':>8} {'own rules s':>12} {'checker s':>10} "
+        f"{'all/checker':>12}"
     )
     for n, ours, own, checker in rows:
         print(
-            f"{n:>8} {ours:>12.3f} {ours / n * 1e6:>8.1f} {own:>12.3f} {checker:>10.3f} {ours / checker:>12.1f}"
+            f"{n:>8} {ours:>12.3f} {ours / n * 1e6:>8.1f} {own:>12.3f} {checker:>10.3f} "
+            f"{ours / checker:>12.1f}"
         )
     if len(rows) >= 2:
         (n1, t1, o1, c1), (n2, t2, o2, c2) = rows[-2], rows[-1]
         print(
-            f"growth for {n2 // n1}x nodes (linear = {n2 / n1:.0f}x, target <= 11x): all rules {t2 / t1:.1f}x, "
+            f"growth for {n2 // n1}x nodes (linear = {n2 / n1:.0f}x, target <= 11x): "
+            f"all rules {t2 / t1:.1f}x, "
             f"own rules {o2 / o1:.1f}x, onnx.checker alone {c2 / c1:.1f}x"
         )
 

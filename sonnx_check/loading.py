@@ -8,6 +8,7 @@ outside the model's folder.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from sonnx_check.errors import ModelLoadError
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 MODEL_SUFFIX = ".onnx"
+PROTOBUF_LIMIT = 2**31 - 1  # bytes: the most a serialised protobuf message can be
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,24 @@ def _expand(raw: str) -> Iterator[Target]:
         found = sorted(_models_under(path))
         if not found:
             yield Target(raw, f"folder contains no {MODEL_SUFFIX} files")
+        root = os.path.realpath(path)
         for item in found:
-            yield Target(item)
+            yield Target(item, _escapes(item, root))
     elif path.exists() or path.is_symlink():
         yield Target(raw)
     else:
         yield Target(raw, "no such file or folder")
+
+
+def _escapes(item: str, root: str) -> str | None:
+    """A file found in a folder that is a symlink to somewhere outside it is not read: checking a folder
+    must not read the rest of the disk (a file named explicitly is read wherever it points)."""
+    if not os.path.islink(item):
+        return None
+    target = os.path.realpath(item)
+    if os.path.commonpath([target, root]) == root:
+        return None
+    return "is a symbolic link to a file outside the folder being checked; it was not read"
 
 
 def _models_under(folder: Path) -> Iterator[str]:
@@ -116,6 +130,19 @@ def load_model(path: str | os.PathLike[str], *, load_weights: bool = False) -> o
 
 def _read_bytes(path: str) -> bytes:
     try:
+        # Checked before opening: reading a FIFO blocks, a device never ends, and protobuf cannot parse more
+        # than 2 GiB, so none of them may make a CI gate hang or fill its memory.
+        status = os.stat(path)
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(status.st_mode):
+            raise ModelLoadError(path, "is not a regular file (a device, FIFO or socket); it was not read")
+        if status.st_size > PROTOBUF_LIMIT:
+            raise ModelLoadError(
+                path,
+                f"is {status.st_size / 2**30:.1f} GiB, over the 2 GiB a protobuf file can hold "
+                "(large weights belong in external data); it was not read",
+            )
         with open(path, "rb") as handle:
             return handle.read()
     except IsADirectoryError:

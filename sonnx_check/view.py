@@ -45,7 +45,8 @@ class TensorType:
 
     def __post_init__(self) -> None:
         # Computed once: rules ask for it on every node of models with 100k nodes.
-        static = self.shape is not None and all(type(d) is int for d in self.shape)
+        # A negative dimension is not a size (GRAPH.shapes reports it): no rule may compute with it.
+        static = self.shape is not None and all(type(d) is int and d >= 0 for d in self.shape)
         object.__setattr__(self, "static_shape", self.shape if static else None)
 
     @property
@@ -161,7 +162,7 @@ class ModelView:
         return self._inferred  # type: ignore[return-value]
 
     def use_inferred_model(self, inferred_model: onnx.ModelProto | None) -> None:
-        """Adopt an already inferred copy of the model (MODEL.onnx infers strictly; no need to infer twice)."""
+        """Adopt an already inferred copy of the model (MODEL.onnx infers strictly; no second inference)."""
         self._inferred = {}
         if inferred_model is not None:
             g = inferred_model.graph

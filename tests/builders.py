@@ -26,7 +26,9 @@ MAXPOOL_ALL = {
 }
 
 
-def vi(name: str, elem: int = T.FLOAT, shape: Sequence[int | str] | None = (1, 1, 8, 8)) -> onnx.ValueInfoProto:
+def vi(
+    name: str, elem: int = T.FLOAT, shape: Sequence[int | str] | None = (1, 1, 8, 8)
+) -> onnx.ValueInfoProto:
     return h.make_tensor_value_info(name, elem, shape)
 
 
@@ -41,7 +43,9 @@ def model(
     extra_opsets: Sequence[tuple[str, int]] = (),
     ir_version: int | None = None,
 ) -> onnx.ModelProto:
-    graph = h.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers), value_info=list(value_info))
+    graph = h.make_graph(
+        nodes, "g", inputs, outputs, initializer=list(initializers), value_info=list(value_info)
+    )
     imports = [h.make_opsetid("", opset), *(h.make_opsetid(d, v) for d, v in extra_opsets)]
     m = h.make_model(graph, opset_imports=imports, producer_name="sonnx-check-tests")
     m.ir_version = ir_version or min(m.ir_version, 10)

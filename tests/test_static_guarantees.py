@@ -27,7 +27,9 @@ print("onnxruntime imported:", "onnxruntime" in sys.modules, "exit:", code, file
 
 def test_static_check_does_not_import_onnxruntime(tmp_path: Path) -> None:
     path = save(external_data_model("weights.bin", tmp_path), tmp_path)
-    done = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, timeout=120
+    )
     assert "onnxruntime imported: False exit: 0" in done.stderr, done.stderr
 
 
@@ -53,6 +55,9 @@ def test_weights_location_that_would_block_on_read_is_never_opened(tmp_path: Pat
     path = save(external_data_model("pipe.bin", tmp_path), tmp_path)
     (tmp_path / "pipe.bin").unlink()
     os.mkfifo(tmp_path / "pipe.bin")
-    code = "import sys; from sonnx_check.engine import check_file; print(sorted({f.rule for f in check_file(sys.argv[1]).findings}))"
+    code = (
+        "import sys; from sonnx_check.engine import check_file; "
+        "print(sorted({f.rule for f in check_file(sys.argv[1]).findings}))"
+    )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "['MODEL.external-data']", done.stderr

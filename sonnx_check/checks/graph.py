@@ -12,6 +12,7 @@ from sonnx_check.profile import profile_operators
 from sonnx_check.registry import Violation, graph_check, node_check
 from sonnx_check.view import ModelView, TensorType
 
+LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _GRAPH_ATTRIBUTE_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
@@ -58,7 +59,19 @@ def operator_version(view: ModelView, index: int) -> Iterator[Violation]:
     node = view.nodes[index]
     spec = profile_operators().get(node.op_type)
     schema = view.schema(index)
-    if view.domain(index) or spec is None or schema is None:
+    if view.domain(index) or spec is None:
+        return
+    imported = view.opset_version(index)
+    if imported is not None and imported > LATEST_KNOWN_OPSET:
+        # onnx resolves a too-new opset to the newest version it knows, which may not be what the model means.
+        yield Violation(
+            f"the model imports opset {imported}, newer than the installed onnx knows (opset "
+            f"{LATEST_KNOWN_OPSET}), so the version of {node.op_type} it means cannot be determined",
+            actual=imported,
+            expected=list(spec.equivalent_versions),
+        )
+        return
+    if schema is None:
         return
     version = schema.since_version
     if version not in spec.equivalent_versions:
@@ -152,6 +165,16 @@ def no_dead_nodes(view: ModelView) -> Iterator[Violation]:
             )
 
 
+@graph_check("GRAPH.outputs")
+def has_outputs(view: ModelView) -> Iterator[Violation]:
+    if not view.graph_outputs:
+        yield Violation(
+            f"the graph declares no output, so it computes nothing ({len(view.nodes)} node(s), "
+            f"{len(view.graph_inputs)} input(s))",
+            actual=0,
+        )
+
+
 @graph_check("GRAPH.shapes")
 def static_explicit_shapes(view: ModelView) -> Iterator[Violation]:
     for name, node, role in declared_tensors(view):
@@ -179,6 +202,8 @@ def _shape_problem(declared: TensorType | None) -> str | None:
             return f"has a symbolic dimension '{dim}' at axis {axis}"
         if dim is None:
             return f"has an unknown dimension at axis {axis}"
+        if dim < 0:
+            return f"has a negative dimension {dim} at axis {axis}"
     return None
 
 

@@ -38,6 +38,7 @@ from sonnx_check.compare.localise import (
     node_inputs,
     plan,
 )
+from sonnx_check.compare.run_budget import OverBudget, run_budget_problem
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.loading import load_model
@@ -121,7 +122,9 @@ class _Comparison:
         except InputBudgetExceeded as exc:
             return self._nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
         self.comparison["datasets"] = [d.to_json() for d in datasets]
-
+        problem = self._over_budget(datasets)
+        if problem is not None and not problem.size_unknown:
+            return self._not_run(problem)
         try:
             plain = runtime.OrtSession(self.model, self.options.ort_opt_level)
         except runtime.RuntimeUnavailable as exc:
@@ -130,14 +133,30 @@ class _Comparison:
             return self._refused(exc)
         self.version = plain.version
         self.comparison["onnxruntime"] = plain.info.to_json()
+        if problem is not None:  # onnxruntime accepts the model, but what running it costs is unknown
+            plain.close()
+            return self._not_run(problem)
 
         nodes = plan(self.view, reference.supported_ops())
         exposing = self._exposing_session(plain, nodes)
         end_to_end = self._end_to_end_records(nodes)
         failed: dict[str, str] = {}
-        for dataset in datasets:
-            self._run_dataset(dataset, plain, exposing, nodes, end_to_end, failed)
+        try:
+            for dataset in datasets:
+                self._run_dataset(dataset, plain, exposing, nodes, end_to_end, failed)
+        finally:
+            for session in {plain, exposing} - {None}:
+                session.close()  # each holds a worker process
         return self._finish(datasets, nodes, end_to_end, failed)
+
+    def _over_budget(self, datasets: list[Dataset]) -> OverBudget | None:
+        """The first reason onnxruntime must not run on some dataset (shapes may differ between files)."""
+        signatures = {tuple((k, tuple(v.shape)) for k, v in sorted(d.feeds.items())) for d in datasets}
+        for signature in sorted(signatures):
+            problem = run_budget_problem(self.model, dict(signature), self.options.max_elements)
+            if problem is not None:
+                return problem
+        return None
 
     def _exposing_session(
         self, plain: runtime.OrtSession, nodes: list[NodeComparison]
@@ -375,6 +394,10 @@ class _Comparison:
             {"stage": exc.stage, "onnxruntime_error": exc.full.strip()[:4000]},
             node=self._node_named_in(exc.full),
         )
+
+    def _not_run(self, problem: OverBudget) -> CompareResult:
+        node = self.view.refs[problem.node] if problem.node is not None else None
+        return self._nothing_compared(problem.reason, {"stage": "budget"}, node=node)
 
     def _nothing_compared(
         self, message: str, data: dict[str, Any], node: NodeRef | None = None

@@ -109,10 +109,11 @@ class OutputRecord:
         out: dict[str, Any] = {
             "output": self.name,
             "position": self.position,
-            "status": self.outcome.value,
+            # no dataset reached the comparison (onnxruntime failed on all): nothing matched, nothing differed
+            "status": self.outcome.value if self.datasets else "not-compared",
             "mismatches": self.mismatches,
             "total": self.total,
-            "summary": self.count_text(),
+            "summary": self.count_text() if self.datasets else "not compared",
             "classes": {c.value: n for c, n in self.classes.items()},
             "datasets": self.datasets,
         }

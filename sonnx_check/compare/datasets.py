@@ -82,6 +82,12 @@ class InputSpec:
                 f"input '{self.name}' has no declared shape: give --shape {self.name}=D1,D2,... to compare"
             )
         for axis, dim in enumerate(self.dims):
+            if isinstance(dim, int) and dim < 0:
+                example = ",".join(str(d) if isinstance(d, int) and d >= 0 else "1" for d in self.dims)
+                raise UsageError(
+                    f"input '{self.name}' declares the negative dimension {dim} (axis {axis}): "
+                    f"give --shape {self.name}={example}"
+                )
             if not isinstance(dim, int):
                 what = f"a non-static dimension '{dim}'" if dim else "an unnamed non-static dimension"
                 example = ",".join(str(d) if isinstance(d, int) else "1" for d in self.dims)
@@ -159,7 +165,7 @@ def _apply_override(
             f"input '{name}' is declared with rank {len(declared)}"
         )
     for axis, (want, got) in enumerate(zip(declared, override, strict=True)):
-        if isinstance(want, int) and want != got:
+        if isinstance(want, int) and want >= 0 and want != got:  # a negative dim is no size: overridable
             raise UsageError(
                 f"--shape {name}={_dims_text(override)} gives {got} at axis {axis}; "
                 f"input '{name}' declares the static dimension {want} there"

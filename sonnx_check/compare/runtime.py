@@ -19,10 +19,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
+
+if TYPE_CHECKING:
+    from sonnx_check.compare.ort_worker import Worker
 
 PROVIDER = "CPUExecutionProvider"
 OPT_LEVELS: Mapping[str, str | None] = {
@@ -64,9 +67,10 @@ class RuntimeRefusal(Exception):
     ``reason`` is onnxruntime's own message, first line, trimmed of C++ noise; ``stage`` is "session" or
     "run"; ``full`` keeps the untrimmed text for the JSON report."""
 
-    def __init__(self, stage: str, full: str) -> None:
+    def __init__(self, stage: str, full: str, *, crashed: bool = False) -> None:
         self.stage = stage
         self.full = full
+        self.crashed = crashed
         self.reason = trim_reason(full)
         super().__init__(self.reason)
 
@@ -181,35 +185,73 @@ def _session_options(ort: Any, level: str) -> tuple[Any, str]:
     return options, applied if name is not None else f"{applied} (onnxruntime default)"
 
 
-class OrtSession:
-    """One onnxruntime inference session on the CPU provider.
+class InProcessSession:
+    """One onnxruntime inference session on the CPU provider, in this process. Only the worker process uses
+    it (sonnx_check.compare.ort_worker); the comparison talks to ``OrtSession``.
 
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
     compared), not an error of sonnx-check."""
 
-    def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+    def __init__(self, serialized: bytes, level: str = "default") -> None:
         ort = _import_ort()
         self._errors = _ort_errors()
         options, self.applied_level = _session_options(ort, level)
-        self.requested_level = level
-        try:
-            serialized = model.SerializeToString()
-        except ValueError as exc:  # protobuf refuses messages over 2 GiB
-            raise RuntimeRefusal(
-                "session", f"the model cannot be serialised for onnxruntime: {exc}"
-            ) from None
         try:
             self._session = ort.InferenceSession(serialized, options, providers=[PROVIDER])
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         self.version = ort.__version__
+        self.providers = tuple(self._session.get_providers())
         self.output_names = tuple(o.name for o in self._session.get_outputs())
+
+    def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
+        try:
+            values = self._session.run(list(outputs), dict(feeds))
+        except self._errors as exc:
+            raise RuntimeRefusal("run", str(exc)) from None
+        return {name: np.asarray(value) for name, value in zip(outputs, values, strict=True)}
+
+
+class OrtSession:
+    """An onnxruntime session held by a worker process.
+
+    onnxruntime is native code: on a hostile or broken model it can crash (the mutation fuzzer found
+    segmentation faults in session.run). In a worker, a crash ends the worker, not sonnx-check, and becomes a
+    RuntimeRefusal saying so; the next run starts a new worker, so one crashing dataset does not stop the
+    others."""
+
+    def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+        if level not in OPT_LEVELS:
+            raise ValueError(
+                f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})"
+            )
+        try:
+            self._serialized = model.SerializeToString()
+        except ValueError as exc:  # protobuf refuses messages over 2 GiB
+            raise RuntimeRefusal(
+                "session", f"the model cannot be serialised for onnxruntime: {exc}"
+            ) from None
+        self.requested_level = level
+        self._worker: Worker | None = None
+        self._start()
+
+    def _start(self) -> None:
+        from sonnx_check.compare.ort_worker import Worker  # it imports this module
+
+        worker = Worker()
+        try:
+            described = worker.call("session", self._serialized, self.requested_level)
+        except BaseException:
+            worker.close()
+            raise
+        self._worker = worker
+        self.version, self.providers, self.applied_level, self.output_names = described
 
     @property
     def info(self) -> RuntimeInfo:
         return RuntimeInfo(
             version=self.version,
-            providers=tuple(self._session.get_providers()),
+            providers=self.providers,
             requested_level=self.requested_level,
             applied_level=self.applied_level,
             cpu=cpu_description(),
@@ -219,11 +261,29 @@ class OrtSession:
         self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None
     ) -> dict[str, np.ndarray]:
         names = list(outputs) if outputs is not None else list(self.output_names)
+        if self._worker is None:
+            self._start()  # the previous run crashed the worker
+        assert self._worker is not None
         try:
-            values = self._session.run(names, dict(feeds))
-        except self._errors as exc:
-            raise RuntimeRefusal("run", str(exc)) from None
-        return {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
+            return self._worker.call("run", dict(feeds), names)
+        except RuntimeRefusal as exc:
+            if exc.crashed:
+                self.close()
+            raise
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> OrtSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def describe_unavailable(level: str) -> dict[str, Any]:

@@ -27,10 +27,12 @@ def maximum(arrays: Sequence[np.ndarray], *, max_elements: int | None = None) ->
     """Element-wise maximum of one or more arrays of one profile type, broadcast together."""
     if not arrays:
         raise ReferenceError("Max without inputs")
-    arrays = [np.asarray(a) for a in arrays]
-    dtypes = sorted({str(a.dtype) for a in arrays})
+    # Max is idempotent: an input repeated (one tensor wired many times) is folded in once.
+    arrays = list({id(a): a for a in map(np.asarray, arrays)}.values())
+    dtypes = {a.dtype for a in arrays}
     if len(dtypes) > 1:
-        raise ReferenceError(f"Max inputs of different types {dtypes}: SONNX requires one type (GR3)")
+        names = sorted(str(d) for d in dtypes)
+        raise ReferenceError(f"Max inputs of different types {names}: SONNX requires one type (GR3)")
     if arrays[0].dtype.type not in PROFILE_DTYPES:
         raise OutsideProfileError(f"Max on {arrays[0].dtype}: not a type of the profile (Max.types)")
     try:

@@ -111,6 +111,7 @@ CASES: dict[str, tuple[Factory, Factory]] = {
     "GRAPH.ssa": (_ssa, _const(_relu_chain())),
     "GRAPH.undefined-input": (_undefined, _const(max_model([(1, 1, 8, 8)] * 2, (1, 1, 8, 8)))),
     "GRAPH.dead-node": (_const(_relu_chain(dead=True)), _const(_relu_chain())),
+    "GRAPH.outputs": (_const(model([], [], [])), CONFORMING),
     "GRAPH.shapes": (_const(maxpool_model(("N", 1, 8, 8), ("N", 1, 6, 6))), CONFORMING),
     "GRAPH.opset": (
         _const(maxpool_model(opset=9, auto_pad=None, ceil_mode=None, dilations=None)),

@@ -30,6 +30,7 @@ class FakeOrt:
     fail_run: Callable[[Mapping[str, np.ndarray]], str | None] = lambda feeds: None
     sessions: list[onnx.ModelProto] = field(default_factory=list)
     plain_outputs: int = 0
+    closed: int = 0
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeOrt:
         fake = self
@@ -47,6 +48,9 @@ class FakeOrt:
                 self.info = runtime.RuntimeInfo(
                     fake.version, (runtime.PROVIDER,), level, "ORT_DISABLE_ALL", {}
                 )
+
+            def close(self) -> None:
+                fake.closed += 1
 
             def run(self, feeds, outputs=None):
                 reason = fake.fail_run(feeds)
