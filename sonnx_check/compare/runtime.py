@@ -2,7 +2,8 @@
 
 This is the only module that imports onnxruntime, and it does so inside functions: importing onnxruntime
 costs a noticeable fraction of a second and pulls in native libraries, and the static check (run by
-pre-commit on every commit) must never pay for it.
+pre-commit on every commit) must never pay for it. Since onnxruntime can crash on hostile models, the
+session lives in a worker process (``ort_worker``); sonnx-check itself never imports onnxruntime.
 
 Only the CPU provider is used, with one session option that matters for the results: the graph
 optimisation level. "default" sets nothing, so the comparison sees what a deployed onnxruntime does; the
@@ -221,6 +222,7 @@ class OrtSession:
     others."""
 
     def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+        self._worker: Worker | None = None
         if level not in OPT_LEVELS:
             raise ValueError(
                 f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})"
@@ -232,7 +234,6 @@ class OrtSession:
                 "session", f"the model cannot be serialised for onnxruntime: {exc}"
             ) from None
         self.requested_level = level
-        self._worker: Worker | None = None
         self._start()
 
     def _start(self) -> None:
@@ -283,7 +284,8 @@ class OrtSession:
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        if getattr(self, "_worker", None) is not None:  # __init__ may have failed before setting it
+            self.close()
 
 
 def describe_unavailable(level: str) -> dict[str, Any]:

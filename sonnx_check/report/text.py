@@ -37,7 +37,7 @@ def render(
             if fix is not None:
                 _fix_block(console, fix, result)
             rechecked = fix is not None and fix.output is not None
-            _model(console, result, quiet, "(fixed model, re-checked) " if rechecked else "")
+            _model(console, result, quiet, "(fixed model, re-checked)" if rechecked else "")
     if not quiet:
         console.print(_summary_line(results))
 
@@ -94,7 +94,11 @@ def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -
         if result.load_error
         else ("[green]conforms[/]" if not any(f.waived is None for f in result.findings) else "")
     )
-    console.print(Text.assemble((result.path, "bold"), " ", (note, "dim")) + Text.from_markup(status))
+    header = Text(result.path, style="bold")
+    for part in (Text(note, style="dim"), Text.from_markup(status)):
+        if part.plain:
+            header.append(" ").append(part)
+    console.print(header)
     for finding in result.findings:
         console.print(_finding_line(finding))
     if result.comparison and not quiet:
