@@ -11,8 +11,9 @@ HERE = Path(__file__).parent
 
 SCRIPT = """
 import sys
-import conftest  # installs the reference stand-in while the real kernels are missing
+sys.path.insert(0, "..")  # the shared test data (seed_data), as tests/conftest.py provides it
 import sonnx_check.compare
+import sonnx_check.compare.ort_worker
 import sonnx_check.compare.runtime
 import sonnx_check.report.comparison_table
 from sonnx_check.engine import check_file
