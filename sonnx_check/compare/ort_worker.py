@@ -15,6 +15,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from typing import IO, Any
@@ -32,9 +33,12 @@ class Worker:
         env = dict(os.environ)
         # The worker imports this package from where the parent did, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        # stderr is kept (in a temporary file, so a chatty worker cannot block on a full pipe) for the last
+        # words of a worker that dies: a Python error there names the cause better than an exit code.
+        self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "sonnx_check.compare.ort_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
         )  # fmt: skip
 
     def call(self, stage: str, *arguments: Any) -> Any:
@@ -65,7 +69,16 @@ class Worker:
                 how = f"signal {-code}"
         else:
             how = f"exit code {code}"
-        return f"onnxruntime crashed while {_WHAT.get(stage, stage)} ({how}); only its worker process ended"
+        message = (
+            f"onnxruntime crashed while {_WHAT.get(stage, stage)} ({how}); only its worker process ended"
+        )
+        last_words = self._last_stderr_line()
+        return f"{message}: {last_words}" if last_words else message
+
+    def _last_stderr_line(self) -> str:
+        self._stderr.seek(0)
+        lines = [line.strip() for line in self._stderr.read().decode("utf-8", "replace").splitlines()]
+        return next((line for line in reversed(lines) if line), "")
 
     def close(self) -> None:
         process = self._process
@@ -83,6 +96,7 @@ class Worker:
                     stream.close()
                 except OSError:  # unsent bytes for a worker that is gone
                     pass
+        self._stderr.close()
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
