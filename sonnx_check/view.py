@@ -18,6 +18,17 @@ from onnx import defs
 from sonnx_check.findings import NodeRef
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
+CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+def subgraph_attributes(node: onnx.NodeProto) -> list[str]:
+    """Names of the node's graph-valued attributes (the bodies of control flow)."""
+    return [a.name for a in node.attribute if a.type in _SUBGRAPH_TYPES]
+
+
+def is_control_flow(node: onnx.NodeProto) -> bool:
+    return node.op_type in CONTROL_FLOW_OPS or bool(subgraph_attributes(node))
 
 
 def normalise_domain(domain: str) -> str:

@@ -10,11 +10,9 @@ import onnx
 
 from sonnx_check.profile import profile_operators
 from sonnx_check.registry import Violation, graph_check, node_check
-from sonnx_check.view import ModelView, TensorType
+from sonnx_check.view import ModelView, TensorType, is_control_flow, subgraph_attributes
 
 LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
-CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
-_GRAPH_ATTRIBUTE_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 @node_check("GRAPH.operator")
@@ -44,8 +42,8 @@ def default_domain(view: ModelView, index: int) -> Iterator[Violation]:
 @node_check("GRAPH.control-flow")
 def no_control_flow(view: ModelView, index: int) -> Iterator[Violation]:
     node = view.nodes[index]
-    subgraphs = [a.name for a in node.attribute if a.type in _GRAPH_ATTRIBUTE_TYPES]
-    if node.op_type in CONTROL_FLOW_OPS or subgraphs:
+    subgraphs = subgraph_attributes(node)
+    if is_control_flow(node):
         detail = f" (subgraph attributes: {', '.join(subgraphs)})" if subgraphs else ""
         yield Violation(
             f"control flow and subgraphs are not in the SONNX profile{detail}; "

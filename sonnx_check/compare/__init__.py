@@ -153,7 +153,7 @@ class _Comparison:
         """The first reason onnxruntime must not run on some dataset (shapes may differ between files)."""
         signatures = {tuple((k, tuple(v.shape)) for k, v in sorted(d.feeds.items())) for d in datasets}
         for signature in sorted(signatures):
-            problem = run_budget_problem(self.model, dict(signature), self.options.max_elements)
+            problem = run_budget_problem(self.view, dict(signature), self.options.max_elements)
             if problem is not None:
                 return problem
         return None

@@ -21,7 +21,7 @@ from sonnx_check import reference
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.known import DivergenceCase, explained_mask, match_known
-from sonnx_check.view import ModelView
+from sonnx_check.view import ModelView, subgraph_attributes
 
 MATCH, DIVERGES, NOT_COMPARED = "match", "diverges", "not-compared"
 
@@ -92,7 +92,7 @@ def plan(view: ModelView, supported: frozenset[str]) -> list[NodeComparison]:
         domain = view.domain(index)
         if domain:
             entry.reason = f"operator of domain '{domain}': no SONNX reference kernel"
-        elif any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        elif subgraph_attributes(node):
             entry.reason = "carries a subgraph: control flow is not executed by the reference"
         elif node.op_type not in supported:
             entry.reason = f"no SONNX reference kernel for {node.op_type}"

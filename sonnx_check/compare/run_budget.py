@@ -16,13 +16,11 @@ from dataclasses import dataclass
 import onnx
 from onnx import helper
 
-from sonnx_check.view import tensor_type_of
+from sonnx_check.view import ModelView, is_control_flow, tensor_type_of
 
 # Initializers up to this size are kept for shape inference (shape and axis tensors are small); larger ones
 # only contribute their declared shape, so no weight is copied.
 _SHAPE_TENSOR_LIMIT = 1024
-_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-_CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
 @dataclass(frozen=True)
@@ -36,32 +34,31 @@ class OverBudget:
 
 
 def run_budget_problem(
-    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]], max_elements: int
+    view: ModelView, input_shapes: Mapping[str, Sequence[int]], max_elements: int
 ) -> OverBudget | None:
     """None when every tensor onnxruntime will compute has a known size within ``max_elements``; otherwise
     the first problem, control flow first, then sizes over the budget, then sizes not known."""
-    nodes = model.graph.node
-    for index, node in enumerate(nodes):
-        if node.op_type in _CONTROL_FLOW or any(a.type in _SUBGRAPH_TYPES for a in node.attribute):
+    for index, node in enumerate(view.nodes):
+        if is_control_flow(node):
             return OverBudget(
-                f"{_label(node, index)} is control flow: the work onnxruntime would do depends on input "
+                f"{view.refs[index].label()} is control flow: the work onnxruntime would do depends on input "
                 "values, which --max-elements cannot bound, so the model is not run",
                 index,
             )
-    sizes = _inferred_sizes(model, input_shapes)
-    outputs = [(index, name) for index, node in enumerate(nodes) for name in node.output if name]
+    sizes = _inferred_sizes(view.model, input_shapes)
+    outputs = [(index, name) for index, node in enumerate(view.nodes) for name in node.output if name]
     for index, name in outputs:
         size = sizes.get(name)
         if size is not None and size > max_elements:
             return OverBudget(
-                f"onnxruntime would compute tensor '{name}' ({_label(nodes[index], index)}) with {size} "
+                f"onnxruntime would compute tensor '{name}' ({view.refs[index].label()}) with {size} "
                 f"elements, more than --max-elements {max_elements}; raise --max-elements to compare it",
                 index,
             )
     for index, name in outputs:
         if name not in sizes:
             return OverBudget(
-                f"the size of tensor '{name}' ({_label(nodes[index], index)}) is not known before running, "
+                f"the size of tensor '{name}' ({view.refs[index].label()}) is not known before running, "
                 "so onnxruntime's memory use cannot be bounded by --max-elements; the model is not run "
                 "(declare static shapes, or give --shape for every dynamic input)",
                 index,
@@ -116,8 +113,3 @@ def _shape_probe(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int
     probe = onnx.ModelProto(ir_version=model.ir_version, graph=graph)
     probe.opset_import.extend(model.opset_import)
     return probe
-
-
-def _label(node: onnx.NodeProto, index: int) -> str:
-    name = f" '{node.name}'" if node.name else ""
-    return f"{node.op_type}{name} (node #{index})"

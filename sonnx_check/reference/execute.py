@@ -12,6 +12,7 @@ from sonnx_check.reference import max as max_kernel
 from sonnx_check.reference import maxpool as maxpool_kernel
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
+from sonnx_check.view import subgraph_attributes
 
 Kernel = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"], "int | None"], list[np.ndarray]]
 
@@ -26,7 +27,7 @@ def supported_ops() -> frozenset[str]:
 def _kernel_for(node: onnx.NodeProto) -> Kernel | None:
     if node.domain not in ("", "ai.onnx"):
         return None
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    if subgraph_attributes(node):
         return None  # control flow is outside the profile and is not executed
     return KERNELS.get(node.op_type)
 

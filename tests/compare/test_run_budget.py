@@ -13,6 +13,7 @@ from onnx import numpy_helper
 
 from sonnx_check.compare import CompareOptions, compare_loaded
 from sonnx_check.compare.run_budget import run_budget_problem
+from sonnx_check.view import ModelView
 
 RANDOM = CompareOptions(datasets=("random",), max_elements=1_000_000)
 
@@ -67,7 +68,7 @@ def test_a_tensor_over_the_budget_stops_the_comparison_before_onnxruntime_starts
 
 
 def test_the_same_model_within_the_budget_passes():
-    assert run_budget_problem(constant_of_shape([512, 512]), {"x": (1,)}, 1_000_000) is None
+    assert run_budget_problem(ModelView(constant_of_shape([512, 512])), {"x": (1,)}, 1_000_000) is None
 
 
 def test_a_size_that_depends_on_input_values_is_not_run(monkeypatch):
@@ -92,5 +93,5 @@ def test_declared_shapes_are_not_trusted_for_the_budget():
     """A model may declare a small intermediate shape while computing a huge one."""
     constant = constant_of_shape([4096, 4096])
     constant.graph.value_info.append(h.make_tensor_value_info("zeros", T.FLOAT, [1]))
-    problem = run_budget_problem(constant, {"x": (1,)}, 1_000_000)
+    problem = run_budget_problem(ModelView(constant), {"x": (1,)}, 1_000_000)
     assert problem is not None and "16777216 elements" in problem.reason
