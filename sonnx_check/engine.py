@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
 
 from sonnx_check import checks  # noqa: F401 - registers every check
 from sonnx_check.catalogue import catalogue
@@ -59,46 +58,42 @@ def run_checks(view: ModelView, selected: frozenset[str] | None = None) -> list[
         (c for c in active if c.scope == "graph"), key=lambda c: not c.rule.startswith("MODEL.")
     )
     for check in graph_checks:
-        findings.extend(_guarded(check, view, check.func(view)))
+        try:
+            findings.extend(_finding(check, view, v, None) for v in check.func(view))
+        except Exception as exc:  # noqa: BLE001 - a crashing check is a bug, reported with its rule
+            raise InternalError(check.rule, view.path, exc) from exc
     node_checks = [c for c in active if c.scope == "node"]
-    generic = [c for c in node_checks if c.op_type is None]
-    by_op: dict[str, list[Check]] = {}
+    generic = tuple(c for c in node_checks if c.op_type is None)
+    by_op: dict[str, tuple[Check, ...]] = {}
     for c in node_checks:
         if c.op_type is not None:
-            by_op.setdefault(c.op_type, []).append(c)
+            by_op[c.op_type] = (*by_op.get(c.op_type, generic), c)
+    # The hot loop (rules x nodes): no call or allocation beyond the check itself unless it finds something.
     for index, node in enumerate(view.nodes):
-        specific = by_op.get(node.op_type, []) if not view.domain(index) else []
-        for check in (*generic, *specific):
-            findings.extend(_guarded(check, view, check.func(view, index), default_node=index))
+        for check in by_op.get(node.op_type, generic) if not view.domain(index) else generic:
+            try:
+                for v in check.func(view, index):
+                    findings.append(_finding(check, view, v, index))
+            except Exception as exc:  # noqa: BLE001 - a crashing check is a bug, reported with its rule
+                raise InternalError(check.rule, view.path, exc) from exc
     order = {rule: i for i, rule in enumerate(catalogue())}
     findings.sort(key=lambda f: (f.node.index if f.node else -1, order.get(f.rule, len(order))))
     return findings
 
 
-def _guarded(
-    check: Check, view: ModelView, violations: Iterable[Violation], default_node: int | None = None
-) -> list[Finding]:
-    entry = catalogue()[check.rule]
-    try:
-        out = []
-        for v in violations:
-            index = v.node if v.node is not None else default_node
-            out.append(
-                Finding(
-                    rule=check.rule,
-                    message=v.message,
-                    severity=entry.severity,
-                    node=view.refs[index] if index is not None else None,
-                    tensor=v.tensor,
-                    attribute=v.attribute,
-                    actual=v.actual,
-                    expected=v.expected,
-                    data=v.data or {},
-                )
-            )
-        return out
-    except Exception as exc:  # noqa: BLE001 - re-raised as a reportable internal error
-        raise InternalError(check.rule, view.path, exc) from exc
+def _finding(check: Check, view: ModelView, v: Violation, default_node: int | None) -> Finding:
+    index = v.node if v.node is not None else default_node
+    return Finding(
+        rule=check.rule,
+        message=v.message,
+        severity=catalogue()[check.rule].severity,
+        node=view.refs[index] if index is not None else None,
+        tensor=v.tensor,
+        attribute=v.attribute,
+        actual=v.actual,
+        expected=v.expected,
+        data=v.data or {},
+    )
 
 
 def coverage(view: ModelView) -> Coverage:
