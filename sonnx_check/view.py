@@ -24,6 +24,8 @@ _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 def subgraph_attributes(node: onnx.NodeProto) -> list[str]:
     """Names of the node's graph-valued attributes (the bodies of control flow)."""
+    if not node.attribute:
+        return []  # most nodes of the largest models (Relu, Add, Max) have no attribute at all
     return [a.name for a in node.attribute if a.type in _SUBGRAPH_TYPES]
 
 

@@ -10,7 +10,7 @@ import onnx
 
 from sonnx_check.profile import profile_operators
 from sonnx_check.registry import Violation, graph_check, node_check
-from sonnx_check.view import ModelView, TensorType, is_control_flow, subgraph_attributes
+from sonnx_check.view import CONTROL_FLOW_OPS, ModelView, TensorType, subgraph_attributes
 
 LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
 
@@ -43,7 +43,7 @@ def default_domain(view: ModelView, index: int) -> Iterator[Violation]:
 def no_control_flow(view: ModelView, index: int) -> Iterator[Violation]:
     node = view.nodes[index]
     subgraphs = subgraph_attributes(node)
-    if is_control_flow(node):
+    if subgraphs or node.op_type in CONTROL_FLOW_OPS:
         detail = f" (subgraph attributes: {', '.join(subgraphs)})" if subgraphs else ""
         yield Violation(
             f"control flow and subgraphs are not in the SONNX profile{detail}; "
