@@ -1,11 +1,11 @@
-"""Whether onnxruntime may run a model at all under the memory budget, decided before it starts.
+"""Whether onnxruntime may run a model at all under the memory budget, decided before it runs.
 
-onnxruntime runs in-process and cannot be interrupted: a tensor sized by input values (a Loop's trip count,
-Range's limit, the shape fed to ConstantOfShape or Expand) can make it allocate without bound or run for
-ever. So before any session is created every node output must have a size known from the input shapes
-alone, within ``--max-elements``, and the graph must hold no control flow. A model inside the profile always
-passes: its shapes are static and explicit (GRAPH.shapes), and it has no control flow.
-"""
+onnxruntime cannot be interrupted mid-run and shares the machine's memory (its worker process has no limit
+of its own): a tensor sized by input values (a Loop's trip count, Range's limit, the shape fed to
+ConstantOfShape or Expand) can make it allocate without bound or run for ever. So the model must hold no
+control flow, and every node output must have a size known from the input shapes alone, within
+``--max-elements``. A model inside the profile always passes: its shapes are static and explicit
+(GRAPH.shapes), and it has no control flow."""
 
 from __future__ import annotations
 
