@@ -19,6 +19,15 @@ def _where(node: NodeRef | None, tensor: str | None) -> str:
     return ", ".join(parts)
 
 
+def _place_json(node: NodeRef | None, tensor: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if node is not None:
+        out["node"] = node.to_json()
+    if tensor is not None:
+        out["tensor"] = tensor
+    return out
+
+
 @dataclass(frozen=True)
 class Rewrite:
     """One semantics-preserving change, attributed to the rule it fixes and the place it changed."""
@@ -33,12 +42,7 @@ class Rewrite:
         return f"{where}: {self.description}" if where else self.description
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rule": self.rule, "description": self.description}
-        if self.node is not None:
-            out["node"] = self.node.to_json()
-        if self.tensor is not None:
-            out["tensor"] = self.tensor
-        return out
+        return {"rule": self.rule, "description": self.description, **_place_json(self.node, self.tensor)}
 
 
 @dataclass(frozen=True)
@@ -55,12 +59,7 @@ class NotFixed:
         return f"{where}: {self.reason}" if where else self.reason
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rule": self.rule, "reason": self.reason}
-        if self.node is not None:
-            out["node"] = self.node.to_json()
-        if self.tensor is not None:
-            out["tensor"] = self.tensor
-        return out
+        return {"rule": self.rule, "reason": self.reason, **_place_json(self.node, self.tensor)}
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,23 @@ def finish(graph: onnx.GraphProto, opset: int = OPSET) -> onnx.ModelProto:
     return model
 
 
+def maxpool_node(
+    x: str,
+    outputs: Sequence[str],
+    name: str,
+    *,
+    kernel: Sequence[int] = (2, 2),
+    pads: Sequence[int] = (0, 0, 0, 0),
+    strides: Sequence[int] = (1, 1),
+    dilations: Sequence[int] = (1, 1),
+) -> onnx.NodeProto:
+    """A MaxPool node with every attribute explicit (SONNX R2)."""
+    return h.make_node(
+        "MaxPool", [x], list(outputs), name=name, auto_pad="NOTSET", ceil_mode=0, dilations=list(dilations),
+        kernel_shape=list(kernel), pads=list(pads), storage_order=0, strides=list(strides),
+    )  # fmt: skip
+
+
 def maxpool(
     x_shape: Sequence[int | str],
     dtype: np.dtype | type = np.float32,
@@ -50,19 +67,7 @@ def maxpool(
 ) -> onnx.ModelProto:
     """One MaxPool node, opset 22, every attribute explicit (SONNX R2), outputs Y (+ Indices)."""
     outputs = ["Y", "Indices"] if indices else ["Y"]
-    node = h.make_node(
-        "MaxPool",
-        [x_name],
-        outputs,
-        name=name,
-        auto_pad="NOTSET",
-        ceil_mode=0,
-        dilations=list(dilations),
-        kernel_shape=list(kernel),
-        pads=list(pads),
-        storage_order=0,
-        strides=list(strides),
-    )
+    node = maxpool_node(x_name, outputs, name, kernel=kernel, pads=pads, strides=strides, dilations=dilations)
     out_info = [h.make_tensor_value_info("Y", elem(dtype), None)]
     if indices:
         out_info.append(h.make_tensor_value_info("Indices", T.INT64, None))
@@ -85,19 +90,7 @@ def max_model(
 def relu_then_maxpool(channels: int = 2) -> onnx.ModelProto:
     """Two nodes, one without a reference kernel: per-node localisation and partial coverage."""
     relu = h.make_node("Relu", ["X"], ["R"], name="r")
-    pool = h.make_node(
-        "MaxPool",
-        ["R"],
-        ["Y"],
-        name="p",
-        auto_pad="NOTSET",
-        ceil_mode=0,
-        dilations=[1, 1],
-        kernel_shape=[2, 2],
-        pads=[0, 0, 0, 0],
-        storage_order=0,
-        strides=[1, 1],
-    )
+    pool = maxpool_node("R", ["Y"], "p")
     graph = h.make_graph(
         [relu, pool],
         "g",

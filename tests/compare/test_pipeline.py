@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from fake_runtime import FakeOrt, set_at
-from models import finish, maxpool, relu_then_maxpool
+from models import finish, maxpool, maxpool_node, relu_then_maxpool
 from onnx import TensorProto as T
 from onnx import helper as h
 from rich.console import Console
@@ -27,19 +27,7 @@ RANDOM = CompareOptions(datasets=("random",))
 def max_then_pool() -> onnx.ModelProto:
     """Max(a, b) -> M -> MaxPool -> Y: a divergence in Max must be pinned on Max, not on MaxPool."""
     mx = h.make_node("Max", ["a", "b"], ["M"], name="mx")
-    pool = h.make_node(
-        "MaxPool",
-        ["M"],
-        ["Y"],
-        name="pool",
-        auto_pad="NOTSET",
-        ceil_mode=0,
-        dilations=[1, 1],
-        kernel_shape=[2, 2],
-        pads=[0, 0, 0, 0],
-        storage_order=0,
-        strides=[1, 1],
-    )
+    pool = maxpool_node("M", ["Y"], "pool")
     inputs = [h.make_tensor_value_info(n, T.FLOAT, [1, 1, 4, 4]) for n in ("a", "b")]
     graph = h.make_graph([mx, pool], "g", inputs, [h.make_tensor_value_info("Y", T.FLOAT, None)])
     return finish(graph)

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from builders import MAXPOOL_ALL
 from clikit import conforming_maxpool, maxpool_r2, run_cli, save, torchscript_export
 from onnx import TensorProto as T
 from onnx import helper as h
@@ -107,16 +108,7 @@ def maxpool(
 ) -> onnx.ModelProto:
     """One MaxPool with every attribute explicit unless overridden (None removes it); Y's shape declared
     from ONNX shape inference so that only the rule under test fires."""
-    merged = {
-        "auto_pad": "NOTSET",
-        "ceil_mode": 0,
-        "dilations": [1, 1],
-        "kernel_shape": [3, 3],
-        "pads": [0, 0, 0, 0],
-        "storage_order": 0,
-        "strides": [1, 1],
-    }
-    merged.update(attrs)
+    merged = {**MAXPOOL_ALL, **attrs}
     outputs = ["y", "i"] if indices else ["y"]
     node = h.make_node(
         "MaxPool", ["x"], outputs, name="pool", **{k: v for k, v in merged.items() if v is not None}
