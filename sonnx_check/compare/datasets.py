@@ -81,16 +81,16 @@ class InputSpec:
             raise UsageError(
                 f"input '{self.name}' has no declared shape: give --shape {self.name}=D1,D2,... to compare"
             )
+        # the --shape to suggest: the declared sizes, 1 wherever there is none
+        example = ",".join(str(d) if isinstance(d, int) and d >= 0 else "1" for d in self.dims)
         for axis, dim in enumerate(self.dims):
             if isinstance(dim, int) and dim < 0:
-                example = ",".join(str(d) if isinstance(d, int) and d >= 0 else "1" for d in self.dims)
                 raise UsageError(
                     f"input '{self.name}' declares the negative dimension {dim} (axis {axis}): "
                     f"give --shape {self.name}={example}"
                 )
             if not isinstance(dim, int):
                 what = f"a non-static dimension '{dim}'" if dim else "an unnamed non-static dimension"
-                example = ",".join(str(d) if isinstance(d, int) else "1" for d in self.dims)
                 raise UsageError(
                     f"input '{self.name}' has {what} (axis {axis}): give --shape {self.name}={example}"
                 )

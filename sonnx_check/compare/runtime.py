@@ -174,9 +174,13 @@ def _proc_cpuinfo() -> tuple[str, set[str]]:
     return model, flags
 
 
-def _session_options(ort: Any, level: str) -> tuple[Any, str]:
+def _check_level(level: str) -> None:
     if level not in OPT_LEVELS:
         raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
+
+
+def _session_options(ort: Any, level: str) -> tuple[Any, str]:
+    _check_level(level)
     options = ort.SessionOptions()
     options.log_severity_level = _QUIET_LOGS
     name = OPT_LEVELS[level]
@@ -223,10 +227,7 @@ class OrtSession:
 
     def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
         self._worker: Worker | None = None
-        if level not in OPT_LEVELS:
-            raise ValueError(
-                f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})"
-            )
+        _check_level(level)  # before a worker is started for nothing
         try:
             self._serialized = model.SerializeToString()
         except ValueError as exc:  # protobuf refuses messages over 2 GiB

@@ -103,6 +103,9 @@ def _node_label(node: Mapping[str, Any]) -> str:
 
 def _output_cells(output: Mapping[str, Any]) -> tuple[Any, ...]:
     status = output.get("status", "?")
+    known = "\n".join(k["id"] for k in output.get("known_divergence", ()))
+    if not output.get("datasets"):  # onnxruntime failed on every dataset: nothing was compared
+        return (output.get("output", ""), "", _status(status), "", "no dataset reached the comparison", known)
     first = output.get("first_mismatch")
     if first:
         dataset = first.get("dataset", "")
@@ -117,9 +120,6 @@ def _output_cells(output: Mapping[str, Any]) -> tuple[Any, ...]:
             count = len(output.get("datasets", ()))
             dataset = f"all {count}" if count != 1 else output["datasets"][0]["name"]
         first_text = output.get("detail", "")
-    known = "\n".join(k["id"] for k in output.get("known_divergence", ()))
-    if not output.get("datasets"):
-        return (output.get("output", ""), "", _status(status), "", "no dataset reached the comparison", known)
     differ = f"{output.get('mismatches', 0)} of {output.get('total', 0)}"
     return (output.get("output", ""), dataset, _status(status), differ, first_text, known)
 

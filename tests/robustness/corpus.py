@@ -35,6 +35,7 @@ def good(folder: Path) -> Path:
 
 
 def _save(m: onnx.ModelProto, folder: Path, name: str = "bad.onnx") -> Path:
+    # The bytes as built: onnx.save would process external-data entries, and these are meant to be hostile.
     path = folder / name
     path.write_bytes(m.SerializeToString())
     return path
