@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 
+import onnx
+
 from sonnx_check import checks  # noqa: F401 - registers every check
 from sonnx_check.catalogue import catalogue
 from sonnx_check.errors import ModelLoadError
@@ -38,6 +40,11 @@ def check_file(path: str, selected: frozenset[str] | None = None) -> ModelResult
         model = read_model(path)
     except ModelLoadError as exc:
         return load_failure(path, exc.cause)
+    return check_model(model, path, selected)
+
+
+def check_model(model: onnx.ModelProto, path: str, selected: frozenset[str] | None = None) -> ModelResult:
+    """Check an already parsed model (the run reads each file once and shares the parse)."""
     # The cyclic collector rescans the whole protobuf graph again and again on large models (quadratic in
     # practice); rules create no reference cycles, so reference counting alone frees what they allocate.
     gc_was_enabled = gc.isenabled()

@@ -27,7 +27,7 @@ from sonnx_check.fix.shapes import declare_inferred
 from sonnx_check.loading import external_tensors, read_model
 from sonnx_check.view import ModelView
 
-__all__ = ["FIXABLE", "FIXED_SUFFIX", "FixOutcome", "FixRefused", "NotFixed", "Rewrite", "fix_file"]
+__all__ = ["FIXABLE", "FIXED_SUFFIX", "FixOutcome", "FixRefused", "NotFixed", "Rewrite", "fix_file", "fix_model"]
 
 FIXED_SUFFIX = ".fixed.onnx"
 DEFAULTS_RULES = ("GR4", "MaxPool.R2")
@@ -98,7 +98,13 @@ def _record(outcome: Rewrite | NotFixed, rewrites: list[Rewrite], left: list[Not
 
 def fix_file(path: str, findings: Sequence[Finding], *, output: str | None = None) -> FixOutcome:
     """Fix one model file; write the result only when something was rewritten."""
-    model = read_model(path)
+    return fix_model(read_model(path), path, findings, output=output)
+
+
+def fix_model(
+    model: onnx.ModelProto, path: str, findings: Sequence[Finding], *, output: str | None = None
+) -> FixOutcome:
+    """Fix an already parsed model. ``model`` is rewritten in place: pass a copy to keep the original."""
     rewrites, left = apply_fixes(model, path, findings)
     if not rewrites:
         return FixOutcome(path, None, (), tuple(left))
