@@ -74,6 +74,7 @@ class CompareSettings:
     ort_opt_level: str = "default"
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     max_elements: int = DEFAULT_MAX_ELEMENTS
+    timeout: float | None = 300.0  # seconds onnxruntime may run per model (compare.DEFAULT_TIMEOUT)
 
 
 @dataclass(frozen=True)

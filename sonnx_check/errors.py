@@ -18,3 +18,12 @@ class ModelLoadError(UserError):
         self.path = path
         self.cause = cause
         super().__init__(f"{path}: {cause}")
+
+
+class RunInterrupted(Exception):
+    """SIGINT or SIGTERM stopped the run: every worker has been ended and temporary files removed before
+    this is raised. The CLI reports it in one line and exits 2 (as pytest does for an interrupted run)."""
+
+    def __init__(self, signal_name: str) -> None:
+        self.signal_name = signal_name
+        super().__init__(f"interrupted by {signal_name}")

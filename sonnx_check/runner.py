@@ -113,6 +113,7 @@ def _compare_into(result: ModelResult, settings: Settings, rules: frozenset[str]
         ort_opt_level=settings.compare.ort_opt_level,
         shapes=dict(settings.compare.shapes),
         max_elements=settings.compare.max_elements,
+        timeout=settings.compare.timeout,
     )
     outcome = compare_model(Path(result.path), options)
     result.findings.extend(f for f in outcome.findings if f.rule in rules)

@@ -47,6 +47,8 @@ from sonnx_check.view import ModelView
 DIVERGENCE = "RUNTIME.divergence"
 NOT_COMPARED_RULE = "RUNTIME.not-compared"
 
+DEFAULT_TIMEOUT = 300.0
+
 __all__ = ["CompareOptions", "CompareResult", "compare_model", "compare_loaded"]
 
 
@@ -60,6 +62,7 @@ class CompareOptions:
     ort_opt_level: str = "default"
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     max_elements: int = 100_000_000
+    timeout: float | None = DEFAULT_TIMEOUT  # seconds onnxruntime may run per model (None: no limit)
 
     def __post_init__(self) -> None:
         if self.ort_opt_level not in runtime.OPT_LEVELS:
