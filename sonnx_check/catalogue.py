@@ -1,7 +1,10 @@
 """The rule catalogue: rules/*.toml, data that users read (``--explain``) and tools cite (SARIF, JSON).
 
-The catalogue ships inside the wheel as ``sonnx_check/rules``; in a source checkout it is the top-level
-``rules/`` folder.
+Each file is one scope: model, graph, general, runtime, or one operator of the profile. An operator's file
+opens with its declaration (``[operator]``: signature, type sets, versions, accuracy class, a conforming
+example) followed by its rules; every rule names its check (``check = { ... }``), so the catalogue is the
+one place that binds IDs to code. The catalogue ships inside the wheel as ``sonnx_check/rules``; in a source
+checkout it is the top-level ``rules/`` folder.
 """
 
 from __future__ import annotations
@@ -9,13 +12,16 @@ from __future__ import annotations
 import fnmatch
 import functools
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
 
-REQUIRED_KEYS = ("id", "title", "statement", "rationale", "origin", "severity", "fix")
+REQUIRED_KEYS = ("id", "title", "statement", "rationale", "origin", "fix", "check")
+STATUSES = ("stable", "draft")
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,11 @@ class RuleEntry:
     severity: Severity
     fix: str
     scope: str  # the catalogue file it comes from: model, graph, general, MaxPool, ...
+    check: Mapping[str, Any] = field(default_factory=dict, compare=False)  # one key: the kind of check
     aliases: tuple[str, ...] = ()
+    status: str = "stable"  # "draft": from a specification text the working group marks as draft
+    op_type: str | None = None  # operator rules: the operator whose nodes the rule applies to
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # test cases, params
 
     def names(self) -> tuple[str, ...]:
         return (self.id, *self.aliases)
@@ -40,28 +50,49 @@ def rules_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
+def catalogue_files() -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    """Every catalogue file as (stem, parsed TOML), sorted by name: read once, shared by the rule entries
+    and the operator declarations."""
+    files = []
+    for file in sorted(rules_dir().glob("*.toml")):
+        with open(file, "rb") as handle:
+            files.append((file.stem, tomllib.load(handle)))
+    return tuple(files)
+
+
+@functools.lru_cache(maxsize=1)
 def catalogue() -> dict[str, RuleEntry]:
     """Every rule by ID, in catalogue order (files sorted by name, entries in file order)."""
     entries: dict[str, RuleEntry] = {}
-    for file in sorted(rules_dir().glob("*.toml")):
-        with open(file, "rb") as handle:
-            data = tomllib.load(handle)
+    for stem, data in catalogue_files():
+        declaration = data.get("operator")
+        op_type = declaration["op_type"] if declaration else None
+        draft = bool(declaration) and declaration.get("status") == "draft"
         for raw in data.get("rule", []):
             missing = [k for k in REQUIRED_KEYS if k not in raw]
             if missing:
-                raise ValueError(f"{file.name}: rule {raw.get('id', '?')} lacks {', '.join(missing)}")
+                raise ValueError(f"{stem}.toml: rule {raw.get('id', '?')} lacks {', '.join(missing)}")
             if raw["id"] in entries:
-                raise ValueError(f"{file.name}: rule {raw['id']} is defined twice")
+                raise ValueError(f"{stem}.toml: rule {raw['id']} is defined twice")
+            status = raw.get("status", "draft" if draft else "stable")
+            if status not in STATUSES:
+                raise ValueError(f"{stem}.toml: rule {raw['id']} has status {status!r}")
+            # A draft text's rules warn by default: the working group may still change them.
+            severity = raw.get("severity", "warning" if status == "draft" else "error")
             entries[raw["id"]] = RuleEntry(
                 id=raw["id"],
                 title=raw["title"],
                 statement=raw["statement"].strip(),
                 rationale=raw["rationale"].strip(),
                 origin=raw["origin"],
-                severity=Severity(raw["severity"]),
+                severity=Severity(severity),
                 fix=raw["fix"].strip(),
-                scope=file.stem,
+                scope=stem,
+                check=raw["check"],
                 aliases=tuple(raw.get("aliases", ())),
+                status=status,
+                op_type=op_type,
+                raw=raw,
             )
     return entries
 

@@ -6,13 +6,13 @@ import gc
 
 import onnx
 
-from sonnx_check import checks  # noqa: F401 - registers every check
 from sonnx_check.catalogue import catalogue
 from sonnx_check.errors import ModelLoadError
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
 from sonnx_check.loading import read_model
-from sonnx_check.profile import profile_operators
-from sonnx_check.registry import CHECKS, Check, Violation, operators_with_rules
+from sonnx_check.profile import listed_operators, profile_operators
+from sonnx_check.registry import CHECKS, Check, operators_with_rules
+from sonnx_check.violation import Violation
 from sonnx_check.view import ModelView
 
 
@@ -107,15 +107,19 @@ def coverage(view: ModelView) -> Coverage:
     result = Coverage()
     with_rules = operators_with_rules()
     profile = profile_operators()
+    listed = listed_operators()
     for index, node in enumerate(view.nodes):
         domain = view.domain(index)
+        op = node.op_type
         if domain:
-            bucket, key = result.outside_profile, f"{domain}::{node.op_type}"
-        elif node.op_type in with_rules:
-            bucket, key = result.operator_rules, node.op_type
-        elif node.op_type in profile:
-            bucket, key = result.general_only, node.op_type
+            bucket, op = result.outside_profile, f"{domain}::{op}"
+        elif op in with_rules:
+            bucket = result.draft_rules if profile[op].status == "draft" else result.operator_rules
+        elif op in profile:
+            bucket = result.general_only
+        elif op in listed:
+            bucket = result.unspecified
         else:
-            bucket, key = result.outside_profile, node.op_type
-        bucket[key] = bucket.get(key, 0) + 1
+            bucket = result.outside_profile
+        bucket[op] = bucket.get(op, 0) + 1
     return result

@@ -81,18 +81,52 @@ class Coverage:
     """How deeply each node was checked, so that an operator without rules is never silently passed."""
 
     operator_rules: dict[str, int] = field(default_factory=dict)  # op_type -> nodes checked by operator rules
-    general_only: dict[str, int] = field(default_factory=dict)  # in the profile, no operator rules yet
+    draft_rules: dict[str, int] = field(default_factory=dict)  # checked against a draft text's rules
+    general_only: dict[str, int] = field(default_factory=dict)  # specified, but no operator rules (a stub)
+    unspecified: dict[str, int] = field(default_factory=dict)  # listed by REQ OP 000, no specification yet
     outside_profile: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "operator_rules": dict(sorted(self.operator_rules.items())),
+            "draft_rules": dict(sorted(self.draft_rules.items())),
             "general_only": dict(sorted(self.general_only.items())),
+            "unspecified": dict(sorted(self.unspecified.items())),
             "outside_profile": dict(sorted(self.outside_profile.items())),
             "nodes_with_operator_rules": sum(self.operator_rules.values()),
+            "nodes_with_draft_rules": sum(self.draft_rules.values()),
             "nodes_with_general_rules_only": sum(self.general_only.values()),
+            "nodes_unspecified": sum(self.unspecified.values()),
             "nodes_outside_profile": sum(self.outside_profile.values()),
         }
+
+    def statement(self) -> str:
+        """One sentence for people: how deeply the model's nodes were checked, by operator type."""
+
+        def listing(counts: dict[str, int]) -> str:
+            return ", ".join(f"{op} {n}" for op, n in sorted(counts.items())) or "none"
+
+        parts = [
+            f"{sum(self.operator_rules.values())} node(s) checked against operator rules "
+            f"({listing(self.operator_rules)})"
+        ]
+        if self.draft_rules:
+            parts.append(
+                f"{sum(self.draft_rules.values())} against the rules of a draft specification "
+                f"({listing(self.draft_rules)})"
+            )
+        parts.append(
+            f"{sum(self.general_only.values())} against general rules only ({listing(self.general_only)})"
+        )
+        if self.unspecified:
+            parts.append(
+                f"{sum(self.unspecified.values())} listed by the profile without a specification yet "
+                f"({listing(self.unspecified)})"
+            )
+        parts.append(
+            f"{sum(self.outside_profile.values())} outside the profile ({listing(self.outside_profile)})"
+        )
+        return "coverage: " + "; ".join(parts)
 
 
 @dataclass

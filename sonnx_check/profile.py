@@ -1,38 +1,142 @@
-"""The SONNX operator set: which operators have a published specification, and for which ONNX versions.
+"""The SONNX operator set: each operator with a published specification, declared once in its catalogue file
+(``rules/<Op>.toml``, table ``[operator]``), and the operators the profile lists without a specification
+yet (``rules/profile.toml``, REQ OP 000).
 
-Data lives in rules/operators.toml so that a profile revision is a data change, not a code change.
+A declaration states the operator's signature (input and output names as the specification writes them, in
+ONNX order), the element types of each, the ONNX versions it accepts, its accuracy class, and one conforming
+example configuration from which the tests build their models. A profile revision is a data change.
 """
 
 from __future__ import annotations
 
 import functools
-import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from sonnx_check.catalogue import rules_dir
+import onnx
+
+from sonnx_check.catalogue import catalogue_files
+
+_T = onnx.TensorProto
+TYPE_NAMES: dict[str, int] = {
+    "float16": _T.FLOAT16,
+    "float": _T.FLOAT,
+    "double": _T.DOUBLE,
+    "bfloat16": _T.BFLOAT16,
+    "int8": _T.INT8,
+    "int16": _T.INT16,
+    "int32": _T.INT32,
+    "int64": _T.INT64,
+    "uint8": _T.UINT8,
+    "uint16": _T.UINT16,
+    "uint32": _T.UINT32,
+    "uint64": _T.UINT64,
+    "bool": _T.BOOL,
+    "string": _T.STRING,
+}
+STATUSES = ("complete", "draft", "stub")
+ACCURACY_CLASSES = ("exact", "correctly-rounded", "sum-of-products", "transcendental", "none")
 
 
 @dataclass(frozen=True)
-class OperatorSpec:
+class Param:
+    """A formal input or output. ``variadic``: it takes every remaining actual (Max's inputs)."""
+
+    name: str
+    position: int
+    optional: bool = False
+    variadic: bool = False
+
+    @classmethod
+    def parse(cls, text: str, position: int) -> Param:
+        # "B?" is optional, "data_0..." is variadic: the signature as the specification prints it.
+        if text.endswith("..."):
+            return cls(text[:-3], position, optional=False, variadic=True)
+        if text.endswith("?"):
+            return cls(text[:-1], position, optional=True)
+        return cls(text, position)
+
+
+@dataclass(frozen=True)
+class Operator:
     op_type: str
+    spec: str  # file under the working group's sonnx/ folder, e.g. "ops/relu/relu.md"
+    status: str
     spec_version: int
     equivalent_versions: tuple[int, ...]
     stated: bool
     note: str
+    inputs: tuple[Param, ...] = ()
+    outputs: tuple[Param, ...] = ()
+    types: Mapping[str, frozenset[int]] = field(default_factory=dict)  # role -> allowed element types
+    accuracy: str = "exact"
+    example: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    why_no_rules: str = ""  # a stub says why it has no rules (shown in the coverage statement)
+
+    def param(self, role: str) -> tuple[str, Param]:
+        """("input" | "output", the formal parameter) for a role name of the signature."""
+        for side, params in (("input", self.inputs), ("output", self.outputs)):
+            for p in params:
+                if p.name == role:
+                    return side, p
+        raise KeyError(f"{self.op_type} has no input or output named {role!r}")
+
+    def actuals(self, node: onnx.NodeProto, role: str) -> list[str]:
+        """The non-empty tensor names bound to ``role`` on ``node`` (several for a variadic role)."""
+        side, p = self.param(role)
+        names: Sequence[str] = node.input if side == "input" else node.output
+        chosen = names[p.position :] if p.variadic else names[p.position : p.position + 1]
+        return [n for n in chosen if n]
+
+
+def _types(op: str, raw: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int]]:
+    out = {}
+    for role, names in raw.items():
+        unknown = [n for n in names if n not in TYPE_NAMES]
+        if unknown:
+            raise ValueError(f"{op}.toml: unknown element type(s) {unknown} for {role}")
+        out[role] = frozenset(TYPE_NAMES[n] for n in names)
+    return out
+
+
+def _declaration(raw: Mapping[str, Any]) -> Operator:
+    op = raw["op_type"]
+    status = raw.get("status", "complete")
+    accuracy = raw.get("accuracy", "exact")
+    if status not in STATUSES or accuracy not in ACCURACY_CLASSES:
+        raise ValueError(f"{op}.toml: status {status!r} or accuracy {accuracy!r} is not a known one")
+    return Operator(
+        op_type=op,
+        spec=raw["spec"],
+        status=status,
+        spec_version=int(raw["spec_version"]),
+        equivalent_versions=tuple(int(v) for v in raw["equivalent_versions"]),
+        stated=bool(raw.get("stated", True)),
+        note=str(raw.get("note", "")),
+        inputs=tuple(Param.parse(t, i) for i, t in enumerate(raw.get("inputs", ()))),
+        outputs=tuple(Param.parse(t, i) for i, t in enumerate(raw.get("outputs", ()))),
+        types=_types(op, raw.get("types", {})),
+        accuracy=accuracy,
+        example=raw.get("example", {}),
+        why_no_rules=str(raw.get("why_no_rules", "")),
+    )
 
 
 @functools.lru_cache(maxsize=1)
-def profile_operators() -> dict[str, OperatorSpec]:
-    with open(rules_dir() / "operators.toml", "rb") as handle:
-        data = tomllib.load(handle)
+def profile_operators() -> dict[str, Operator]:
+    """Every operator with a published specification, by op_type."""
     return {
-        op: OperatorSpec(
-            op_type=op,
-            spec_version=int(entry["spec_version"]),
-            equivalent_versions=tuple(int(v) for v in entry["equivalent_versions"]),
-            stated=bool(entry.get("stated", True)),
-            note=str(entry.get("note", "")),
-        )
-        for op, entry in data.items()
-        if isinstance(entry, dict)
+        data["operator"]["op_type"]: _declaration(data["operator"])
+        for _, data in catalogue_files()
+        if "operator" in data
     }
+
+
+@functools.lru_cache(maxsize=1)
+def listed_operators() -> frozenset[str]:
+    """Operators REQ OP 000 lists as part of the profile, specified or not."""
+    for stem, data in catalogue_files():
+        if stem == "profile":
+            return frozenset(data["listed"]["operators"])
+    return frozenset()

@@ -12,14 +12,35 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx
-from onnx import defs
+from onnx import defs, numpy_helper
 
 from sonnx_check.findings import NodeRef
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+CONSTANT_ELEMENT_LIMIT = 1 << 24
+_LIST_CONSTANTS = {"value_float": onnx.TensorProto.FLOAT, "value_int": onnx.TensorProto.INT64}
+_LISTS_CONSTANTS = {"value_floats": onnx.TensorProto.FLOAT, "value_ints": onnx.TensorProto.INT64}
+
+
+def _constant_node_tensor(attrs: dict[str, onnx.AttributeProto]) -> onnx.TensorProto | None:
+    """A Constant node's value as a tensor, whichever of its alternative attributes holds it."""
+    if "value" in attrs and attrs["value"].type == onnx.AttributeProto.TENSOR:
+        return attrs["value"].t
+    for name, elem in _LIST_CONSTANTS.items():
+        if name in attrs:
+            a = attrs[name]
+            value = a.f if elem == onnx.TensorProto.FLOAT else a.i
+            return onnx.helper.make_tensor(name, elem, [], [value])
+    for name, elem in _LISTS_CONSTANTS.items():
+        if name in attrs:
+            a = attrs[name]
+            values = list(a.floats) if elem == onnx.TensorProto.FLOAT else list(a.ints)
+            return onnx.helper.make_tensor(name, elem, [len(values)], values)
+    return None
 
 
 def subgraph_attributes(node: onnx.NodeProto) -> list[str]:
@@ -195,6 +216,32 @@ class ModelView:
             return declared.static_shape
         inferred = self.inferred.get(name)
         return inferred.static_shape if inferred is not None else None
+
+    def constant(self, name: str) -> np.ndarray | None:
+        """The value of a constant tensor (an embedded initializer or a Constant node's output), or None.
+
+        Weights stored as external data are never read by a static check, and a constant over
+        ``CONSTANT_ELEMENT_LIMIT`` elements is not decoded: a data rule then stays silent rather than spend
+        the memory (the comparison checks the same rule on the actual data)."""
+        tensor = self.initializers.get(name)
+        if tensor is None:
+            producers = self.producers.get(name, ())
+            if len(producers) != 1 or self.nodes[producers[0]].op_type != "Constant":
+                return None
+            tensor = _constant_node_tensor(self.attributes(producers[0]))
+            if tensor is None:
+                return None
+        if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.HasField("segment"):
+            return None
+        size = 1
+        for d in tensor.dims:
+            size *= d
+        if size > CONSTANT_ELEMENT_LIMIT:
+            return None
+        try:
+            return numpy_helper.to_array(tensor)
+        except Exception:  # noqa: BLE001 - a malformed tensor is MODEL.onnx's finding, not a data rule's
+            return None
 
     def is_defined(self, name: str) -> bool:
         return name in self.producers or name in self.initializers or name in self.graph_inputs

@@ -1,3 +1,2 @@
-"""Importing this package registers every check with the registry (one module per scope)."""
-
-from sonnx_check.checks import general, graph, max, maxpool, model  # noqa: F401
+"""Checks over the graph and every node (model, graph, general restrictions); bound to rule IDs by
+the catalogue (rules/*.toml), not by importing."""

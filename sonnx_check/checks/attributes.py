@@ -23,6 +23,11 @@ def get_ints(attrs: Attributes, name: str) -> list[int] | None:
     return list(a.ints) if a is not None and a.type == _A.INTS else None
 
 
+def get_float(attrs: Attributes, name: str) -> float | None:
+    a = attrs.get(name)
+    return a.f if a is not None and a.type == _A.FLOAT else None
+
+
 def get_str(attrs: Attributes, name: str) -> str | None:
     a = attrs.get(name)
     if a is None or a.type != _A.STRING:

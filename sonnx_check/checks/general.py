@@ -10,18 +10,16 @@ from onnx import defs
 
 from sonnx_check.checks.attributes import default_text
 from sonnx_check.checks.graph import declared_tensors
-from sonnx_check.registry import Violation, graph_check, node_check
+from sonnx_check.violation import Violation
+from sonnx_check.vocabulary import refined_ops
 from sonnx_check.view import ModelView, elem_type_name
 
 _SPARSE_ATTRIBUTES = (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS)
 
-# Operators with their own "every attribute explicit" rule: GR4 findings are reported under that rule.
-GR4_REFINED_BY = {"MaxPool": "MaxPool.R2"}
 # Constant's attributes are alternatives (exactly one of value, value_float, ...), not defaults.
 GR4_EXEMPT = frozenset({"Constant"})
 
 
-@graph_check("GR1")
 def no_sparse_tensors(view: ModelView) -> Iterator[Violation]:
     for sparse in view.graph.sparse_initializer:
         name = sparse.values.name or sparse.indices.name
@@ -39,7 +37,6 @@ def no_sparse_tensors(view: ModelView) -> Iterator[Violation]:
             yield Violation(f"tensor '{name}' is declared as a sparse tensor", tensor=name)
 
 
-@graph_check("GR2")
 def explicit_types(view: ModelView) -> Iterator[Violation]:
     for name, node, role in declared_tensors(view):
         declared = view.declared.get(name)
@@ -79,10 +76,9 @@ def _actual_positions(formal: tuple[int, ...], n_formal: int, n_actual: int, var
     return positions
 
 
-@node_check("GR3")
 def no_implicit_conversion(view: ModelView, index: int) -> Iterator[Violation]:
     schema = view.schema(index)
-    if schema is None:
+    if schema is None or (not view.domain(index) and view.nodes[index].op_type in refined_ops("GR3")):
         return
     node = view.nodes[index]
     for var, ins, outs, variadic in _type_groups(schema):
@@ -102,10 +98,9 @@ def no_implicit_conversion(view: ModelView, index: int) -> Iterator[Violation]:
             )
 
 
-@node_check("GR4")
 def no_default_values(view: ModelView, index: int) -> Iterator[Violation]:
     node = view.nodes[index]
-    if node.op_type in GR4_EXEMPT or (not view.domain(index) and node.op_type in GR4_REFINED_BY):
+    if node.op_type in GR4_EXEMPT or (not view.domain(index) and node.op_type in refined_ops("GR4")):
         return
     schema = view.schema(index)
     if schema is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 
 from sonnx_check.loading import external_data_issues, external_tensors
-from sonnx_check.registry import Violation, graph_check
+from sonnx_check.violation import Violation
 from sonnx_check.view import ModelView
 
 # onnx.checker names the node of a schema error in a trailing context line ...
@@ -19,7 +19,6 @@ _EXTERNAL_DATA_MESSAGE = "Data of TensorProto"
 _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=\s*\(op_type:|\Z)", re.S)
 
 
-@graph_check("MODEL.onnx")
 def valid_onnx(view: ModelView) -> Iterator[Violation]:
     try:
         # What check_model(full_check=True) does, in two steps so that the strictly inferred model can serve
@@ -71,7 +70,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-@graph_check("MODEL.external-data")
 def external_data_inside_folder(view: ModelView) -> Iterator[Violation]:
     for issue in external_data_issues(view.model, Path(view.path).parent):
         yield Violation(

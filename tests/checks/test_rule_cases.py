@@ -189,7 +189,11 @@ TESTED_ELSEWHERE = {
 
 
 def test_every_catalogue_rule_has_both_cases() -> None:
-    assert set(CASES) | set(TESTED_ELSEWHERE) == set(catalogue())
+    # Operator rules also get generated cases from their declarations (test_declarations.py); the table
+    # above keeps the hand-written ones for the general, graph and model rules and the seed operators.
+    declared = {e.id for e in catalogue().values() if e.op_type is not None}
+    assert set(CASES) | set(TESTED_ELSEWHERE) | declared == set(catalogue())
+    assert set(CASES) <= set(catalogue())
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))

@@ -1,4 +1,6 @@
-"""MaxPool rules (seed 003: restrictions R1-R5 and the attribute, input and output constraints).
+"""MaxPool rules that the shared vocabulary cannot state (seed 003, ops/maxpool/maxpool.md): the pads'
+form and size, the windows, Y's shape formula and the Indices output. The other MaxPool rules are
+vocabulary entries of rules/MaxPool.toml.
 
 Each rule reads only what it needs and stays silent when its inputs are unreadable (a wrong-typed attribute
 is MODEL.onnx's finding, a missing shape GRAPH.shapes'), so one defect gives one finding.
@@ -11,16 +13,11 @@ from collections.abc import Iterator
 import onnx
 
 from sonnx_check.checks.attributes import get_int, get_ints, get_str
-from sonnx_check.checks.general import missing_attributes
-from sonnx_check.registry import Violation, node_check
 from sonnx_check.shapes import dilated_extent, pool_output_shape
-from sonnx_check.view import ModelView, elem_type_name
+from sonnx_check.view import ModelView
+from sonnx_check.violation import Violation
 
-OP = "MaxPool"
-AUTO_PAD_VALUES = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 T = onnx.TensorProto
-PROFILE_TYPES = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.INT8, T.UINT8)
-SPATIAL_AXES = 2
 
 
 def _rank(view: ModelView, name: str) -> int | None:
@@ -37,125 +34,6 @@ def _spatial_axes(view: ModelView, index: int) -> int | None:
     return len(kernel) if kernel is not None else None
 
 
-@node_check("MaxPool.R1", OP)
-def two_spatial_axes(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    rank = _rank(view, node.input[0]) if node.input else None
-    if rank is not None and rank != SPATIAL_AXES + 2:
-        yield Violation(
-            f"X '{node.input[0]}' has rank {rank} ({rank - 2} spatial axes); "
-            "SONNX MaxPool requires rank 4 (N, C, H, W)",
-            tensor=node.input[0],
-            actual=rank,
-            expected=4,
-        )
-
-
-@node_check("MaxPool.R2", OP)
-def all_attributes_explicit(view: ModelView, index: int) -> Iterator[Violation]:
-    schema = view.schema(index)
-    if schema is not None:
-        yield from missing_attributes(view, index, schema)
-
-
-@node_check("MaxPool.R3", OP)
-def auto_pad_notset(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_str(view.attributes(index), "auto_pad")
-    if value is not None and value in AUTO_PAD_VALUES and value != "NOTSET":
-        yield Violation(
-            f"auto_pad={value!r}; SONNX requires 'NOTSET' with explicit pads",
-            attribute="auto_pad",
-            actual=value,
-            expected="NOTSET",
-        )
-
-
-@node_check("MaxPool.auto_pad.C1", OP)
-def auto_pad_domain(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_str(view.attributes(index), "auto_pad")
-    if value is not None and value not in AUTO_PAD_VALUES:
-        yield Violation(
-            f"auto_pad={value!r} is not one of {', '.join(AUTO_PAD_VALUES)}",
-            attribute="auto_pad",
-            actual=value,
-            expected=list(AUTO_PAD_VALUES),
-        )
-
-
-@node_check("MaxPool.R4", OP)
-def ceil_mode_zero(view: ModelView, index: int) -> Iterator[Violation]:
-    if get_int(view.attributes(index), "ceil_mode") == 1:
-        yield Violation(
-            "ceil_mode=1; SONNX requires ceil_mode=0 (floor)",
-            attribute="ceil_mode",
-            actual=1,
-            expected=0,
-        )
-
-
-@node_check("MaxPool.ceil_mode.C1", OP)
-def ceil_mode_domain(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_int(view.attributes(index), "ceil_mode")
-    if value is not None and value not in (0, 1):
-        yield Violation(
-            f"ceil_mode={value} is neither 0 nor 1",
-            attribute="ceil_mode",
-            actual=value,
-            expected=[0, 1],
-        )
-
-
-@node_check("MaxPool.R5", OP)
-def storage_order_zero(view: ModelView, index: int) -> Iterator[Violation]:
-    value = get_int(view.attributes(index), "storage_order")
-    if value is not None and value != 0:
-        yield Violation(
-            f"storage_order={value}; SONNX requires 0 (row major)",
-            attribute="storage_order",
-            actual=value,
-            expected=0,
-        )
-
-
-def _positive_list_rules(attribute: str, length_rule: str, value_rule: str) -> None:
-    """dilations, kernel_shape and strides share two constraints: strictly positive, one per spatial axis."""
-
-    @node_check(value_rule, OP)
-    def strictly_positive(view: ModelView, index: int) -> Iterator[Violation]:
-        values = get_ints(view.attributes(index), attribute)
-        if values is not None and any(v <= 0 for v in values):
-            yield Violation(
-                f"{attribute}={values} has a value that is not strictly positive",
-                attribute=attribute,
-                actual=values,
-            )
-
-    @node_check(length_rule, OP)
-    def one_per_axis(view: ModelView, index: int) -> Iterator[Violation]:
-        values = get_ints(view.attributes(index), attribute)
-        axes = _x_spatial_axes(view, index)
-        if values is not None and axes is not None and len(values) != axes:
-            yield Violation(
-                f"{attribute}={values} has {len(values)} value(s); X has {axes} spatial axes",
-                attribute=attribute,
-                actual=len(values),
-                expected=axes,
-            )
-
-
-def _x_spatial_axes(view: ModelView, index: int) -> int | None:
-    """Spatial axes of X from its rank only: a length rule must not compare a list with itself."""
-    node = view.nodes[index]
-    rank = _rank(view, node.input[0]) if node.input else None
-    return rank - 2 if rank is not None else None
-
-
-_positive_list_rules("dilations", "MaxPool.dilations.C2", "MaxPool.dilations.C1")
-_positive_list_rules("kernel_shape", "MaxPool.kernel_shape.C2", "MaxPool.kernel_shape.C1")
-_positive_list_rules("strides", "MaxPool.strides.C2", "MaxPool.strides.C1")
-
-
-@node_check("MaxPool.pads.C1", OP)
 def pads_well_formed(view: ModelView, index: int) -> Iterator[Violation]:
     pads = get_ints(view.attributes(index), "pads")
     if pads is None:
@@ -191,7 +69,6 @@ def _geometry(view: ModelView, index: int) -> tuple[list[int], list[int], list[i
     return kernel, strides, dilations, pads
 
 
-@node_check("MaxPool.pads.C2", OP)
 def pads_smaller_than_kernel(view: ModelView, index: int) -> Iterator[Violation]:
     geometry = _geometry(view, index)
     if geometry is None:
@@ -214,7 +91,6 @@ def pads_smaller_than_kernel(view: ModelView, index: int) -> Iterator[Violation]
                 )
 
 
-@node_check("MaxPool.windows", OP)
 def every_window_holds_an_element(view: ModelView, index: int) -> Iterator[Violation]:
     geometry = _geometry(view, index)
     node = view.nodes[index]
@@ -265,7 +141,7 @@ def _first_empty_window(
     return None
 
 
-def expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
+def _expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
     """Y's shape from X and the attributes (corrected Y.C1 formula), or None when it is not determined:
     X's shape unknown, attributes unreadable, or auto_pad / ceil_mode outside the profile (R3/R4 report)."""
     node = view.nodes[index]
@@ -282,13 +158,12 @@ def expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
     return pool_output_shape(x_shape, kernel, strides, dilations, pads)
 
 
-@node_check("MaxPool.Y.C1", OP)
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
     node = view.nodes[index]
     declared = view.declared.get(node.output[0]) if node.output else None
     if declared is None or declared.static_shape is None:
         return
-    expected = expected_y_shape(view, index)
+    expected = _expected_y_shape(view, index)
     if expected is not None and declared.static_shape != expected:
         yield Violation(
             f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; "
@@ -300,7 +175,6 @@ def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
         )
 
 
-@node_check("MaxPool.Indices.C1", OP)
 def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
     node = view.nodes[index]
     if len(node.output) < 2 or not node.output[1]:
@@ -318,7 +192,7 @@ def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
         )
     y_declared = view.declared.get(node.output[0])
     y_shape = y_declared.static_shape if y_declared is not None else None
-    y_shape = y_shape or expected_y_shape(view, index)
+    y_shape = y_shape or _expected_y_shape(view, index)
     if indices.static_shape is not None and y_shape is not None and indices.static_shape != y_shape:
         yield Violation(
             f"Indices '{name}' is declared {list(indices.static_shape)}; Y's shape is {list(y_shape)}",
@@ -328,19 +202,3 @@ def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
         )
 
 
-@node_check("MaxPool.types", OP)
-def profile_types(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    allowed = [elem_type_name(t) for t in PROFILE_TYPES]
-    for role, name in (
-        ("X", node.input[0] if node.input else ""),
-        ("Y", node.output[0] if node.output else ""),
-    ):
-        tt = view.type_of(name) if name else None
-        if tt is not None and tt.elem_type and tt.elem_type not in PROFILE_TYPES:
-            yield Violation(
-                f"{role} '{name}' is {tt.type_name}; SONNX MaxPool is specified for {', '.join(allowed)}",
-                tensor=name,
-                actual=tt.type_name,
-                expected=allowed,
-            )

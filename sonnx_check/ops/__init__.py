@@ -1,0 +1,1 @@
+"""Operator rules that are code: one module per operator, named by the catalogue entries that use it."""
