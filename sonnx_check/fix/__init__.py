@@ -11,6 +11,7 @@ for (ruff's rule: fixes follow the selection).
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import onnx
 
+from sonnx_check.catalogue import catalogue
 from sonnx_check.errors import UserError
 from sonnx_check.findings import Finding
 from sonnx_check.fix.attributes import fill_defaults
@@ -27,12 +29,33 @@ from sonnx_check.fix.shapes import declare_inferred
 from sonnx_check.loading import external_tensors, read_model
 from sonnx_check.view import ModelView
 
-__all__ = ["FIXABLE", "FIXED_SUFFIX", "FixOutcome", "FixRefused", "NotFixed", "Rewrite", "fix_file", "fix_model"]
+__all__ = [
+    "FIXED_SUFFIX",
+    "FixOutcome",
+    "FixRefused",
+    "NotFixed",
+    "Rewrite",
+    "fix_file",
+    "fix_model",
+    "fixable_rules",
+]
 
 FIXED_SUFFIX = ".fixed.onnx"
-DEFAULTS_RULES = ("GR4", "MaxPool.R2")
 SHAPE_RULES = ("GR2", "GRAPH.shapes")
-FIXABLE = frozenset({*DEFAULTS_RULES, *SHAPE_RULES, "MaxPool.R3", "MaxPool.R4"})
+# Node rewrites that are code, in the order they must apply: explicit pads (R3) before floor mode (R4),
+# which reads them.
+NODE_REWRITES = (("MaxPool.R3", explicit_pads), ("MaxPool.R4", floor_mode))
+
+
+@functools.lru_cache(maxsize=1)
+def defaults_rules() -> tuple[str, ...]:
+    """GR4 and every operator rule that refines it (attributes_explicit in the catalogue): all are fixed by
+    writing the defaults the absent attributes stand for."""
+    return ("GR4", *sorted(e.id for e in catalogue().values() if "attributes_explicit" in e.check))
+
+
+def fixable_rules() -> frozenset[str]:
+    return frozenset({*defaults_rules(), *SHAPE_RULES, *(rule for rule, _ in NODE_REWRITES)})
 
 
 class FixRefused(UserError):
@@ -51,7 +74,8 @@ def apply_fixes(
     """Rewrite ``model`` in place for every active fixable finding. Order matters: explicit pads (R3) before
     floor mode (R4), which reads them, before the defaults (R2/GR4), which must not add pads next to an
     auto_pad, and the declarations last, inferred from the rewritten model."""
-    active = [f for f in findings if f.waived is None and f.rule in FIXABLE]
+    fixable = fixable_rules()
+    active = [f for f in findings if f.waived is None and f.rule in fixable]
     view = ModelView(model, path)
     rewrites: list[Rewrite] = []
     left: list[NotFixed] = []
@@ -63,11 +87,10 @@ def apply_fixes(
                 seen.setdefault(f.node.index, f.rule)
         return sorted(seen.items())
 
-    for index, _ in nodes("MaxPool.R3"):
-        _record(explicit_pads(view, index), rewrites, left)
-    for index, _ in nodes("MaxPool.R4"):
-        _record(floor_mode(view, index), rewrites, left)
-    for index, rule in nodes(*DEFAULTS_RULES):
+    for rule, rewrite in NODE_REWRITES:
+        for index, _ in nodes(rule):
+            _record(rewrite(view, index), rewrites, left)
+    for index, rule in nodes(*defaults_rules()):
         rewrite, skipped = fill_defaults(view, index, rule)
         if rewrite is not None:
             rewrites.append(rewrite)

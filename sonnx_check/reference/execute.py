@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from sonnx_check.reference import max as max_kernel
-from sonnx_check.reference import maxpool as maxpool_kernel
+from sonnx_check.profile import profile_operators
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
 from sonnx_check.view import subgraph_attributes
 
 Kernel = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"], "int | None"], list[np.ndarray]]
 
-# Operators of the default ONNX domain with a reference kernel.
-KERNELS: dict[str, Kernel] = {"Max": max_kernel.run, "MaxPool": maxpool_kernel.run}
+
+@functools.lru_cache(maxsize=1)
+def kernels() -> dict[str, Kernel]:
+    """Operators of the default ONNX domain with a reference kernel: the declarations name them
+    (``kernel = "reference.max:run"`` in rules/<Op>.toml), so no table is kept here."""
+    table = {}
+    for op in profile_operators().values():
+        if op.kernel:
+            module, _, name = op.kernel.partition(":")
+            table[op.op_type] = getattr(importlib.import_module(f"sonnx_check.{module}"), name)
+    return table
 
 
 def supported_ops() -> frozenset[str]:
-    return frozenset(KERNELS)
+    return frozenset(kernels())
 
 
 def _kernel_for(node: onnx.NodeProto) -> Kernel | None:
@@ -29,7 +39,7 @@ def _kernel_for(node: onnx.NodeProto) -> Kernel | None:
         return None
     if subgraph_attributes(node):
         return None  # control flow is outside the profile and is not executed
-    return KERNELS.get(node.op_type)
+    return kernels().get(node.op_type)
 
 
 def _label(node: onnx.NodeProto) -> str:
