@@ -1,6 +1,10 @@
-"""Static checking speed: chains of 1k, 10k and 100k nodes, against onnx.checker on the same models.
+"""Static checking speed: models of 1k, 10k and 100k nodes, against onnx.checker on the same models.
 
-Run: python benchmarks/bench_static.py [--sizes 1000,10000,100000] [--repeat 3]
+Run: python benchmarks/bench_static.py [--sizes 1000,10000,100000] [--repeat 3] [--model mixed|chain]
+
+Two models: ``chain`` alternates MaxPool and Max; ``mixed`` cycles through every operator of the profile
+that has rules, each node the conforming example of its declaration (rules/<Op>.toml) with its own inputs,
+weights and outputs, so the time covers every operator's rules and not only two.
 
 Prints, measured in this run: seconds per model, microseconds per node, the growth ratio between the two
 largest sizes (linear growth gives 10x for 10k -> 100k), and the ratio against
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +27,10 @@ from onnx import helper as h
 
 from sonnx_check.catalogue import catalogue
 from sonnx_check.engine import check_file
+from sonnx_check.profile import profile_operators
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from declared import build  # noqa: E402 - the declaration's example model, as the generated tests build it
 
 SHAPE = [1, 4, 8, 8]
 without_checker = frozenset(catalogue()) - {"MODEL.onnx"}
@@ -56,6 +65,39 @@ def chain(n_nodes: int) -> onnx.ModelProto:
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
 
 
+def mixed(n_nodes: int) -> onnx.ModelProto:
+    """``n_nodes`` single-node islands, one operator after another, merged into one conforming graph."""
+    ops = [op for op in profile_operators().values() if op.status != "stub" and op.example]
+    examples = [build(op).graph for op in ops]
+    nodes, inputs, outputs, initializers, value_info = [], [], [], [], []
+    for i in range(n_nodes):
+        graph = examples[i % len(examples)]
+        rename = {v.name: f"{v.name}_{i}" for v in (*graph.input, *graph.output, *graph.initializer)}
+        node = onnx.NodeProto()
+        node.CopyFrom(graph.node[0])
+        node.name = f"{node.name}_{i}"
+        node.input[:] = [rename.get(n, n) for n in node.input]
+        node.output[:] = [rename.get(n, n) for n in node.output]
+        nodes.append(node)
+        for source, target in (
+            (graph.input, inputs),
+            (graph.output, outputs),
+            (graph.initializer, initializers),
+        ):
+            for item in source:
+                copy = type(item)()
+                copy.CopyFrom(item)
+                copy.name = rename[item.name]
+                target.append(copy)
+    graph = h.make_graph(nodes, "mixed", inputs, outputs, initializer=initializers, value_info=value_info)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+    model.ir_version = 10
+    return model
+
+
+MODELS = {"chain": chain, "mixed": mixed}
+
+
 def best_of(repeat: int, func) -> float:  # noqa: ANN001
     times = []
     for _ in range(repeat):
@@ -69,13 +111,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--model", choices=sorted(MODELS), default="mixed")
     args = parser.parse_args()
+    make = MODELS[args.model]
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for n in sizes:
-            path = Path(folder) / f"chain_{n}.onnx"
-            onnx.save(chain(n), path)
+            path = Path(folder) / f"{args.model}_{n}.onnx"
+            onnx.save(make(n), path)
             findings = check_file(str(path)).findings
             assert not findings, f"benchmark model is expected to conform: {findings[:3]}"
             ours = best_of(args.repeat, lambda p=path: check_file(str(p)))
@@ -83,6 +127,7 @@ def main() -> None:
             model = onnx.load(path)
             checker = best_of(args.repeat, lambda m=model: onnx.checker.check_model(m, full_check=True))
             rows.append((n, ours, own, checker))
+    print(f"model: {args.model}")
     print("all rules = the full static check (MODEL.onnx runs onnx.checker's full check inside it);")
     print("own rules = every rule except MODEL.onnx; checker = onnx.checker.check_model(full_check=True)")
     print(

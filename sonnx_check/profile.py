@@ -10,7 +10,7 @@ example configuration from which the tests build their models. A profile revisio
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,10 +85,23 @@ class Operator:
 
     def actuals(self, node: onnx.NodeProto, role: str) -> list[str]:
         """The non-empty tensor names bound to ``role`` on ``node`` (several for a variadic role)."""
+        return self.binder(role)(node)
+
+    def binder(self, role: str) -> Callable[[onnx.NodeProto], list[str]]:
+        """``actuals`` for one role, resolved once: checks call it on every node of large models."""
         side, p = self.param(role)
-        names: Sequence[str] = node.input if side == "input" else node.output
-        chosen = names[p.position :] if p.variadic else names[p.position : p.position + 1]
-        return [n for n in chosen if n]
+        position = p.position
+        if side == "input":
+            if p.variadic:
+                return lambda node: [n for n in node.input[position:] if n]
+            return lambda node: (
+                [node.input[position]] if len(node.input) > position and node.input[position] else []
+            )
+        if p.variadic:
+            return lambda node: [n for n in node.output[position:] if n]
+        return lambda node: (
+            [node.output[position]] if len(node.output) > position and node.output[position] else []
+        )
 
 
 def _types(op: str, raw: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int]]:

@@ -40,14 +40,15 @@ def _roles(op: Operator, roles: Sequence[str] | str) -> tuple[str, ...]:
     return roles
 
 
+def _binders(
+    op: Operator, roles: Sequence[str]
+) -> tuple[tuple[str, Callable[[onnx.NodeProto], list[str]]], ...]:
+    return tuple((role, op.binder(role)) for role in roles)
+
+
 def _rank(view: ModelView, name: str) -> int | None:
     tt = view.type_of(name)
     return len(tt.shape) if tt is not None and tt.shape is not None else None
-
-
-def _first(op: Operator, view: ModelView, index: int, role: str) -> str | None:
-    names = op.actuals(view.nodes[index], role)
-    return names[0] if names else None
 
 
 def _shown(shape: Sequence[int]) -> list[int]:
@@ -58,12 +59,13 @@ def _shown(shape: Sequence[int]) -> list[int]:
 def same_shape(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """Every tensor bound to ``roles`` has one shape (no broadcasting)."""
     roles = _roles(op, roles)
+    bound = _binders(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         node = view.nodes[index]
         known = []
-        for role in roles:
-            for name in op.actuals(node, role):
+        for role, actuals in bound:
+            for name in actuals(node):
                 shape = view.shape_of(name)
                 if shape is not None:
                     known.append((role, name, shape))
@@ -82,9 +84,9 @@ def same_shape(op: Operator, roles: Sequence[str]) -> NodeCheck:
     return check
 
 
-def _input_shapes(op: Operator, view: ModelView, index: int, roles: Sequence[str]) -> list | None:
+def _input_shapes(view: ModelView, index: int, bound: Sequence[tuple[str, Callable]]) -> list | None:
     node = view.nodes[index]
-    shapes = [view.shape_of(name) for role in roles for name in op.actuals(node, role)]
+    shapes = [view.shape_of(name) for _, actuals in bound for name in actuals(node)]
     if not shapes or any(s is None for s in shapes):
         return None
     return shapes
@@ -92,10 +94,10 @@ def _input_shapes(op: Operator, view: ModelView, index: int, roles: Sequence[str
 
 def broadcastable(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """The tensors bound to ``roles`` are multidirectionally broadcastable (common/broadcast.md)."""
-    roles = _roles(op, roles)
+    bound = _binders(op, _roles(op, roles))
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        shapes = _input_shapes(op, view, index, roles)
+        shapes = _input_shapes(view, index, bound)
         if shapes is None:
             return
         try:
@@ -112,12 +114,14 @@ def broadcastable(op: Operator, roles: Sequence[str]) -> NodeCheck:
 
 def broadcast_output(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     """The declared shape of ``output`` is the broadcast of the ``inputs``' shapes."""
-    inputs = _roles(op, params["inputs"])
+    bound = _binders(op, _roles(op, params["inputs"]))
     (output,) = _roles(op, params["output"])
+    output_actuals = op.binder(output)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        name = _first(op, view, index, output)
-        shapes = _input_shapes(op, view, index, inputs)
+        names = output_actuals(view.nodes[index])
+        name = names[0] if names else None
+        shapes = _input_shapes(view, index, bound)
         declared = view.declared.get(name) if name else None
         if shapes is None or declared is None or declared.static_shape is None:
             return
@@ -140,6 +144,7 @@ def broadcast_output(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
 def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     """The rank of ``role`` is ``equals``, or within [``min``, ``max``]."""
     (role,) = _roles(op, params["role"])
+    actuals = op.binder(role)
     low = params.get("equals", params.get("min", 0))
     high = params.get("equals", params.get("max"))
     wanted = (
@@ -147,7 +152,7 @@ def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     )
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        for name in op.actuals(view.nodes[index], role):
+        for name in actuals(view.nodes[index]):
             r = _rank(view, name)
             if r is not None and (r < low or (high is not None and r > high)):
                 yield Violation(
@@ -162,11 +167,11 @@ def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
 
 def scalar(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """The tensors bound to ``roles`` are scalars (rank 0)."""
-    roles = _roles(op, roles)
+    bound = _binders(op, _roles(op, roles))
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        for role in roles:
-            for name in op.actuals(view.nodes[index], role):
+        for role, actuals in bound:
+            for name in actuals(view.nodes[index]):
                 r = _rank(view, name)
                 if r is not None and r != 0:
                     yield Violation(
@@ -181,11 +186,11 @@ def scalar(op: Operator, roles: Sequence[str]) -> NodeCheck:
 
 def present(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """Inputs that ONNX makes optional but the profile requires."""
-    roles = _roles(op, roles)
+    bound = _binders(op, _roles(op, roles))
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         node = view.nodes[index]
-        missing = [role for role in roles if not op.actuals(node, role)]
+        missing = [role for role, actuals in bound if not actuals(node)]
         if missing:
             yield Violation(
                 f"input(s) {', '.join(missing)} not given; SONNX {op.op_type} requires them",
@@ -202,7 +207,7 @@ def _type_listing(allowed: frozenset[int]) -> list[str]:
 
 def types(op: Operator, _: Any) -> NodeCheck:
     """Every tensor's element type is in its role's type set, as the declaration's ``types`` table states."""
-    table = tuple(op.types.items())
+    table = tuple((role, op.binder(role), allowed) for role, allowed in op.types.items())
     if not table:
         raise ValueError(f"{op.op_type}: a types rule needs the declaration's types table")
 
@@ -210,8 +215,8 @@ def types(op: Operator, _: Any) -> NodeCheck:
         node = view.nodes[index]
         offending: dict[str, str] = {}
         expected: dict[str, list[str]] = {}
-        for role, allowed in table:
-            for name in op.actuals(node, role):
+        for role, actuals, allowed in table:
+            for name in actuals(node):
                 tt = view.type_of(name)
                 if tt is not None and tt.elem_type and tt.elem_type not in allowed:
                     offending[name] = tt.type_name
@@ -233,12 +238,13 @@ def types(op: Operator, _: Any) -> NodeCheck:
 def same_type(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """The tensors bound to ``roles`` have one element type (no implicit conversion)."""
     roles = _roles(op, roles)
+    bound = _binders(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         node = view.nodes[index]
         typed: dict[str, int] = {}
-        for role in roles:
-            for name in op.actuals(node, role):
+        for _, actuals in bound:
+            for name in actuals(node):
                 tt = view.type_of(name)
                 if tt is not None and tt.elem_type:
                     typed[name] = tt.elem_type
@@ -340,11 +346,13 @@ def length_per_spatial_axis(op: Operator, params: Mapping[str, Any]) -> NodeChec
     """A list attribute has ``factor`` values per spatial axis of ``role`` (rank - 2)."""
     attribute = params["attribute"]
     (role,) = _roles(op, params.get("role", "X"))
+    actuals = op.binder(role)
     factor = int(params.get("factor", 1))
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         values = get_ints(view.attributes(index), attribute)
-        name = _first(op, view, index, role)
+        names = actuals(view.nodes[index])
+        name = names[0] if names else None
         r = _rank(view, name) if name else None
         if values is None or r is None or len(values) == factor * (r - 2):
             return
@@ -364,11 +372,13 @@ def axis_in_range(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     """An axis attribute lies in [-r, r-1] for ``role`` of rank r ([-r, r] with ``allow_rank``)."""
     attribute = params["attribute"]
     (role,) = _roles(op, params["role"])
+    actuals = op.binder(role)
     extra = 1 if params.get("allow_rank", False) else 0
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         value = get_int(view.attributes(index), attribute)
-        name = _first(op, view, index, role)
+        names = actuals(view.nodes[index])
+        name = names[0] if names else None
         r = _rank(view, name) if name else None
         if value is None or r is None or -r <= value <= r - 1 + extra:
             return
@@ -410,11 +420,12 @@ def constant_values(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     initializer or a Constant); ``types`` limits the rule to the type section that states it (Div's B ≠ 0
     is a constraint of the integer section only: the float section defines x/0)."""
     (role,) = _roles(op, params["role"])
+    actuals = op.binder(role)
     holds, wording = _PREDICATES[params["require"]]
     section = frozenset(TYPE_NAMES[t] for t in params["types"]) if "types" in params else None
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        for name in op.actuals(view.nodes[index], role):
+        for name in actuals(view.nodes[index]):
             if section is not None:
                 tt = view.type_of(name)
                 if tt is None or tt.elem_type not in section:

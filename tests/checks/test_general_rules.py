@@ -24,3 +24,41 @@ def test_attribute_with_schema_default_is_reported_with_its_default(tmp_path: Pa
     (finding,) = [f for f in check(_shape_model(), tmp_path) if f.rule == "GR4"]
     assert finding.actual == ["start"]
     assert "start=0" in finding.message
+
+
+def _single(op_type: str, **attrs: object) -> object:
+    return model([h.make_node(op_type, ["x"], ["y"], name="n", **attrs)], [vi("x")], [vi("y")])
+
+
+def test_operator_listed_without_specification_is_told_apart_from_one_outside_the_profile(
+    tmp_path: Path,
+) -> None:
+    (listed,) = [
+        f for f in check(_single("Transpose", perm=[0, 1, 3, 2]), tmp_path) if f.rule == "GRAPH.operator"
+    ]
+    (outside,) = [
+        f for f in check(_single("HardSigmoid", alpha=0.2, beta=0.5), tmp_path) if f.rule == "GRAPH.operator"
+    ]
+    assert "listed by the SONNX profile (REQ OP 000) but has no published specification" in listed.message
+    assert listed.data["profile_status"] == "listed-unspecified"
+    assert "not in the SONNX profile" in outside.message and "REQ OP 000" in outside.message
+    assert outside.data["profile_status"] == "outside"
+
+
+def test_coverage_counts_listed_and_draft_operators_apart(tmp_path: Path) -> None:
+    from builders import save
+
+    from sonnx_check.engine import check_file
+
+    nodes = [
+        h.make_node("Transpose", ["x"], ["t"], name="t", perm=[0, 1, 2, 3]),
+        h.make_node("Neg", ["t"], ["y"], name="neg"),
+    ]
+    m = model(nodes, [vi("x")], [vi("y")], value_info=[vi("t")])
+    coverage = check_file(str(save(m, tmp_path))).coverage
+    assert coverage is not None
+    assert coverage.unspecified == {"Transpose": 1}
+    assert coverage.draft_rules == {"Neg": 1}
+    statement = coverage.statement()
+    assert "1 against the rules of a draft specification (Neg 1)" in statement
+    assert "1 listed by the profile without a specification yet (Transpose 1)" in statement
