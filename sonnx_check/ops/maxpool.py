@@ -200,5 +200,3 @@ def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
             actual=list(indices.static_shape),
             expected=list(y_shape),
         )
-
-
