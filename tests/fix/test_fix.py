@@ -280,7 +280,9 @@ def test_defaults_without_a_value_are_left_to_a_person(tmp_path: Path) -> None:
     model.ir_version = 10
     original = save(model, tmp_path / "m.onnx")
     document = json.loads(
-        run_cli(["--isolated", "--fix", "--select", "GR4", "--format", "json", str(original)]).stdout
+        run_cli(
+            ["--isolated", "--fix", "--select", "GR4,LeakyRelu.R1", "--format", "json", str(original)]
+        ).stdout
     )
     fix = document["models"][0]["fix"]
     assert [(r["node"]["name"], r["description"]) for r in fix["rewrites"]] == [
