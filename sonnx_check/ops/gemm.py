@@ -1,0 +1,114 @@
+"""Gemm rules that the shared vocabulary cannot state (ops/gemm/gemm.md, a draft): the inputs are
+matrices, alpha, beta, transA and transB keep their neutral values, C is exactly (m, p), the inner dimensions
+agree and Y is (m, p). The other Gemm rules are vocabulary entries of rules/Gemm.toml.
+
+Shapes are read through transA/transB as ONNX applies them, so a transposition flag gives one finding
+(Gemm.R2), not a cascade of shape findings. Each rule stays silent when a shape it needs is unknown
+(GRAPH.shapes' finding) or when an input is not a matrix (Gemm.R1's finding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sonnx_check.checks.attributes import get_float, get_int
+from sonnx_check.view import ModelView
+from sonnx_check.violation import Violation
+
+_NEUTRAL = (("alpha", 1.0), ("beta", 1.0), ("transA", 0), ("transB", 0))
+
+
+def inputs_are_matrices(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    for role, name in zip(("A", "B"), node.input, strict=False):
+        shape = view.shape_of(name) if name else None
+        if shape is not None and len(shape) != 2:
+            yield Violation(
+                f"{role} '{name}' has rank {len(shape)}; SONNX Gemm requires 2-D inputs (matrices)",
+                tensor=name,
+                actual=len(shape),
+                expected=2,
+            )
+
+
+def neutral_attributes(view: ModelView, index: int) -> Iterator[Violation]:
+    attrs = view.attributes(index)
+    changed = {}
+    for name, neutral in _NEUTRAL:
+        value = get_float(attrs, name) if isinstance(neutral, float) else get_int(attrs, name)
+        if value is not None and value != neutral:
+            changed[name] = value
+    if changed:
+        listing = ", ".join(f"{n}={v!r}" for n, v in changed.items())
+        yield Violation(
+            f"{listing}; SONNX Gemm supports no scaling or transposition (alpha=1.0, beta=1.0, transA=0, "
+            "transB=0)",
+            attribute=next(iter(changed)),
+            actual=changed,
+            expected={n: v for n, v in _NEUTRAL if n in changed},
+        )
+
+
+def _mnp(view: ModelView, index: int) -> tuple[int, int, int, int] | None:
+    """(m, n of A, n of B, p) with transA/transB applied, when A and B are matrices of known shape."""
+    node = view.nodes[index]
+    if len(node.input) < 2:
+        return None
+    a, b = view.shape_of(node.input[0]), view.shape_of(node.input[1])
+    if a is None or b is None or len(a) != 2 or len(b) != 2:
+        return None
+    attrs = view.attributes(index)
+    if get_int(attrs, "transA"):
+        a = a[::-1]
+    if get_int(attrs, "transB"):
+        b = b[::-1]
+    return a[0], a[1], b[0], b[1]
+
+
+def inner_dimensions_agree(view: ModelView, index: int) -> Iterator[Violation]:
+    dims = _mnp(view, index)
+    if dims is None:
+        return
+    m, n_a, n_b, p = dims
+    if n_a != n_b:
+        node = view.nodes[index]
+        yield Violation(
+            f"A '{node.input[0]}' is (m x n) = ({m} x {n_a}) and B '{node.input[1]}' has {n_b} rows; "
+            "SONNX Gemm requires B to be (n x p) with the n of A",
+            tensor=node.input[1],
+            actual=[n_a, n_b],
+        )
+
+
+def c_is_m_by_p(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    dims = _mnp(view, index)
+    c = view.shape_of(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    if dims is None or c is None:
+        return
+    m, _, _, p = dims
+    if c != (m, p):
+        yield Violation(
+            f"C '{node.input[2]}' has shape {list(c)}; SONNX Gemm requires C of shape (m x p) = [{m}, {p}] "
+            "exactly (no broadcasting of C)",
+            tensor=node.input[2],
+            actual=list(c),
+            expected=[m, p],
+        )
+
+
+def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    declared = view.declared.get(node.output[0]) if node.output else None
+    dims = _mnp(view, index)
+    if declared is None or declared.static_shape is None or dims is None:
+        return
+    m, _, _, p = dims
+    if declared.static_shape != (m, p):
+        yield Violation(
+            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; "
+            f"A and B give (m x p) = [{m}, {p}]",
+            tensor=node.output[0],
+            actual=list(declared.static_shape),
+            expected=[m, p],
+        )

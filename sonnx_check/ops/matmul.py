@@ -1,0 +1,72 @@
+"""MatMul rules that the shared vocabulary cannot state (ops/matmul/matmul.md): both inputs are matrices,
+their inner dimensions agree, and Y's shape is (dA0, dB1). The other MatMul rules are vocabulary entries of
+rules/MatMul.toml.
+
+Each rule stays silent when a shape it needs is unknown (GRAPH.shapes' finding) or when an input is not a
+matrix (MatMul.R1's finding), so one defect gives one finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sonnx_check.view import ModelView
+from sonnx_check.violation import Violation
+
+
+def _matrices(view: ModelView, index: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    node = view.nodes[index]
+    if len(node.input) < 2:
+        return None
+    a, b = view.shape_of(node.input[0]), view.shape_of(node.input[1])
+    if a is None or b is None or len(a) != 2 or len(b) != 2:
+        return None
+    return a, b
+
+
+def inputs_are_matrices(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    for role, name in zip(("A", "B"), node.input, strict=False):
+        shape = view.shape_of(name) if name else None
+        if shape is not None and len(shape) != 2:
+            yield Violation(
+                f"{role} '{name}' has rank {len(shape)}; SONNX MatMul requires 2-D inputs (matrices)",
+                tensor=name,
+                actual=len(shape),
+                expected=2,
+            )
+
+
+def inner_dimensions_agree(view: ModelView, index: int) -> Iterator[Violation]:
+    shapes = _matrices(view, index)
+    if shapes is None:
+        return
+    a, b = shapes
+    if a[1] != b[0]:
+        node = view.nodes[index]
+        yield Violation(
+            f"A '{node.input[0]}' is {list(a)} and B '{node.input[1]}' is {list(b)}: A's columns ({a[1]}) "
+            f"differ from B's rows ({b[0]}); SONNX MatMul requires dA1 = dB0",
+            tensor=node.input[1],
+            actual=[a[1], b[0]],
+        )
+
+
+def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
+    node = view.nodes[index]
+    declared = view.declared.get(node.output[0]) if node.output else None
+    shapes = _matrices(view, index)
+    if declared is None or declared.static_shape is None or shapes is None:
+        return
+    if len(declared.static_shape) != 2:
+        return  # MatMul.Y.C1's finding
+    a, b = shapes
+    expected = (a[0], b[1])
+    if declared.static_shape != expected:
+        yield Violation(
+            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; A '{node.input[0]}' {list(a)} "
+            f"times B '{node.input[1]}' {list(b)} gives {list(expected)} (dY0 = dA0, dY1 = dB1)",
+            tensor=node.output[0],
+            actual=list(declared.static_shape),
+            expected=list(expected),
+        )
