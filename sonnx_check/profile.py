@@ -34,6 +34,12 @@ TYPE_NAMES: dict[str, int] = {
     "uint64": _T.UINT64,
     "bool": _T.BOOL,
     "string": _T.STRING,
+    "int4": _T.INT4,
+    "uint4": _T.UINT4,
+    "int2": _T.INT2,
+    "uint2": _T.UINT2,
+    "complex64": _T.COMPLEX64,
+    "complex128": _T.COMPLEX128,
 }
 STATUSES = ("complete", "draft", "stub")
 ACCURACY_CLASSES = ("exact", "correctly-rounded", "sum-of-products", "transcendental", "none")

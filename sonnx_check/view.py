@@ -159,6 +159,7 @@ class ModelView:
             self.declared[name] = TensorType(init.data_type, tuple(init.dims))
         self._inferred: dict[str, TensorType] | None = None
         self._attributes: list[dict[str, onnx.AttributeProto] | None] = [None] * len(self.nodes)
+        self._int_lists: dict[str, list[int] | None] = {}
 
     def attributes(self, index: int) -> dict[str, onnx.AttributeProto]:
         """The node's attributes by name (built on first use; several rules read the same node)."""
@@ -242,6 +243,15 @@ class ModelView:
             return numpy_helper.to_array(tensor)
         except Exception:  # noqa: BLE001 - a malformed tensor is MODEL.onnx's finding, not a data rule's
             return None
+
+    def int_list(self, name: str) -> list[int] | None:
+        """The values of a 1-D integer constant (a shape, axes, starts, ...), or None when ``name`` is not
+        one. Decoded once per model: several rules of one node read the same list."""
+        if name not in self._int_lists:
+            value = self.constant(name)
+            ok = value is not None and value.ndim == 1 and value.dtype.kind in "iu"
+            self._int_lists[name] = [int(v) for v in value] if ok else None  # type: ignore[union-attr]
+        return self._int_lists[name]
 
     def is_defined(self, name: str) -> bool:
         return name in self.producers or name in self.initializers or name in self.graph_inputs

@@ -23,7 +23,7 @@ from sonnx_check.profile import TYPE_NAMES, Operator
 from sonnx_check.view import resolve_schema
 
 Override = Mapping[str, Any]
-_STRANGE_TYPES = ("bfloat16", "bool", "string", "int8", "uint64", "double", "float")
+_STRANGE_TYPES = ("bfloat16", "bool", "string", "complex64", "int8", "uint64", "double", "float")
 
 
 def opset_for(op: Operator) -> int:
