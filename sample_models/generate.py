@@ -96,13 +96,13 @@ def small_cnn() -> onnx.ModelProto:
         h.make_node("Max", ["relu2", "pool1"], ["skip"], name="skip"),
         h.make_node("Flatten", ["skip"], ["flat"], name="flatten", axis=1),
         h.make_node(
-            "Gemm", ["flat", "fc.w", "fc.b"], ["logits"], name="fc", alpha=1.0, beta=1.0, transA=0, transB=1
+            "Gemm", ["flat", "fc.w", "fc.b"], ["logits"], name="fc", alpha=1.0, beta=1.0, transA=0, transB=0
         ),
     ]
     initializers = [
         weights("conv1.w", [8, 3, 3, 3]), weights("conv1.b", [8]),
         weights("conv2.w", [8, 8, 3, 3]), weights("conv2.b", [8]),
-        weights("fc.w", [10, 8 * 8 * 8]), weights("fc.b", [10]),
+        weights("fc.w", [8 * 8 * 8, 10]), weights("fc.b", [1, 10]),  # SONNX Gemm (draft): no transB, C is m x p
     ]  # fmt: skip
     value_info = [
         tensor("conv1", [1, 8, 16, 16]), tensor("relu1", [1, 8, 16, 16]), tensor("pool1", [1, 8, 8, 8]),
@@ -112,6 +112,53 @@ def small_cnn() -> onnx.ModelProto:
     outputs = [tensor("logits", [1, 10]), tensor("pool1.indices", [1, 8, 8, 8], T.INT64)]
     return build(
         "small_cnn", nodes, [tensor("image", [1, 3, 16, 16])], outputs,
+        value_info=value_info, initializers=initializers,
+    )  # fmt: skip
+
+
+def residual_cnn() -> onnx.ModelProto:
+    """The operators of an image classifier: Conv -> Relu -> MaxPool -> BatchNormalization, a residual block
+    (Conv -> Relu -> Conv, Add with the block input) -> Relu -> Flatten -> Gemm -> Softmax. Every attribute
+    explicit, every tensor declared; the Add's operands have one shape (SONNX Add does not broadcast)."""
+    pool = {**MAXPOOL_EXPLICIT}
+    nodes = [
+        conv("stem", "image", "stem.w", "stem.b", "stem", 3),
+        h.make_node("Relu", ["stem"], ["stem.relu"], name="stem.relu"),
+        h.make_node("MaxPool", ["stem.relu"], ["pool"], name="pool", **pool),
+        h.make_node(
+            "BatchNormalization", ["pool", "bn.scale", "bn.bias", "bn.mean", "bn.var"], ["bn"], name="bn",
+            epsilon=1e-5, momentum=0.9, training_mode=0,
+        ),
+        conv("block.conv1", "bn", "block.conv1.w", "block.conv1.b", "block.conv1", 3),
+        h.make_node("Relu", ["block.conv1"], ["block.relu1"], name="block.relu1"),
+        conv("block.conv2", "block.relu1", "block.conv2.w", "block.conv2.b", "block.conv2", 3),
+        h.make_node("Add", ["block.conv2", "bn"], ["block.add"], name="block.add"),
+        h.make_node("Relu", ["block.add"], ["block.out"], name="block.relu2"),
+        h.make_node("Flatten", ["block.out"], ["flat"], name="flatten", axis=1),
+        h.make_node(
+            "Gemm", ["flat", "fc.w", "fc.b"], ["logits"], name="fc", alpha=1.0, beta=1.0, transA=0, transB=0
+        ),
+        h.make_node("Softmax", ["logits"], ["probabilities"], name="softmax", axis=1),
+    ]  # fmt: skip
+    channels = np.arange(8, dtype=np.float32)
+    initializers = [
+        weights("stem.w", [8, 3, 3, 3]), weights("stem.b", [8]),
+        numpy_helper.from_array(1.0 + channels / 16, "bn.scale"),
+        numpy_helper.from_array(channels / 32, "bn.bias"),
+        numpy_helper.from_array(channels / 8 - 0.5, "bn.mean"),
+        numpy_helper.from_array(0.5 + channels / 8, "bn.var"),
+        weights("block.conv1.w", [8, 8, 3, 3]), weights("block.conv1.b", [8]),
+        weights("block.conv2.w", [8, 8, 3, 3]), weights("block.conv2.b", [8]),
+        weights("fc.w", [8 * 8 * 8, 10]), weights("fc.b", [1, 10]),  # SONNX Gemm (draft): no transB, C is m x p
+    ]  # fmt: skip
+    value_info = [
+        tensor("stem", [1, 8, 16, 16]), tensor("stem.relu", [1, 8, 16, 16]), tensor("pool", [1, 8, 8, 8]),
+        tensor("bn", [1, 8, 8, 8]), tensor("block.conv1", [1, 8, 8, 8]), tensor("block.relu1", [1, 8, 8, 8]),
+        tensor("block.conv2", [1, 8, 8, 8]), tensor("block.add", [1, 8, 8, 8]),
+        tensor("block.out", [1, 8, 8, 8]), tensor("flat", [1, 512]), tensor("logits", [1, 10]),
+    ]  # fmt: skip
+    return build(
+        "residual_cnn", nodes, [tensor("image", [1, 3, 16, 16])], [tensor("probabilities", [1, 10])],
         value_info=value_info, initializers=initializers,
     )  # fmt: skip
 
@@ -202,6 +249,42 @@ def max_bfloat16() -> onnx.ModelProto:
     return build("max_bfloat16", [node], inputs, [tensor("Y", [4], T.BFLOAT16)])
 
 
+def conv_grouped() -> onnx.ModelProto:
+    """A grouped convolution that is neither standard (group 1) nor depthwise (group = channels)."""
+    node = h.make_node(
+        "Conv", ["X", "W", "B"], ["Y"], name="conv", auto_pad="NOTSET", dilations=[1, 1], group=2,
+        kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1],
+    )  # fmt: skip
+    return build(
+        "conv_grouped", [node], [tensor("X", [1, 4, 8, 8])], [tensor("Y", [1, 4, 8, 8])],
+        initializers=[weights("W", [4, 2, 3, 3]), weights("B", [4])],
+    )  # fmt: skip
+
+
+def add_broadcast() -> onnx.ModelProto:
+    """A per-channel bias added by broadcasting, as exporters write it: SONNX Add needs one shape."""
+    node = h.make_node("Add", ["X", "bias"], ["Y"], name="add")
+    return build(
+        "add_broadcast", [node], [tensor("X", [1, 4, 8, 8])], [tensor("Y", [1, 4, 8, 8])],
+        initializers=[weights("bias", [1, 4, 1, 1])],
+    )
+
+
+def softmax_axis_out_of_range() -> onnx.ModelProto:
+    node = h.make_node("Softmax", ["X"], ["Y"], name="softmax", axis=2)
+    return build("softmax_axis", [node], [tensor("X", [1, 10])], [tensor("Y", [1, 10])])
+
+
+def integer_division_by_zero() -> onnx.ModelProto:
+    """Integer Div by a constant holding a zero (the integer section forbids it; float division is defined)."""
+    divisor = numpy_helper.from_array(np.array([1, 2, 0, 4], dtype=np.int32), "B")
+    node = h.make_node("Div", ["A", "B"], ["C"], name="div")
+    return build(
+        "integer_division_by_zero", [node], [tensor("A", [4], T.INT32)], [tensor("C", [4], T.INT32)],
+        initializers=[divisor],
+    )
+
+
 def operator_outside_profile() -> onnx.ModelProto:
     node = h.make_node("HardSwish", ["X"], ["Y"], name="hardswish")
     return build("operator_outside_profile", [node], [tensor("X", [1, 4])], [tensor("Y", [1, 4])])
@@ -269,6 +352,7 @@ def external_data_outside() -> tuple[onnx.ModelProto, dict]:
 
 SAMPLES: dict[str, Callable[[], onnx.ModelProto | tuple[onnx.ModelProto, dict]]] = {
     "conforming/small_cnn.onnx": small_cnn,
+    "conforming/residual_cnn.onnx": residual_cnn,
     "conforming/max_broadcast.onnx": max_broadcast,
     "conforming/maxpool_explicit.onnx": maxpool_explicit,
     "conforming/external_weights.onnx": external_weights,
@@ -282,6 +366,10 @@ SAMPLES: dict[str, Callable[[], onnx.ModelProto | tuple[onnx.ModelProto, dict]]]
     "violating/maxpool_empty_window.onnx": maxpool_empty_window,
     "violating/max_not_broadcastable.onnx": max_not_broadcastable,
     "violating/max_bfloat16.onnx": max_bfloat16,
+    "violating/conv_grouped.onnx": conv_grouped,
+    "violating/add_broadcast.onnx": add_broadcast,
+    "violating/softmax_axis_out_of_range.onnx": softmax_axis_out_of_range,
+    "violating/integer_division_by_zero.onnx": integer_division_by_zero,
     "violating/operator_outside_profile.onnx": operator_outside_profile,
     "violating/custom_domain.onnx": custom_domain,
     "violating/control_flow.onnx": control_flow,

@@ -21,6 +21,9 @@ from onnx import helper as h
 from sonnx_check.engine import check_file
 
 FIXABLE = {"GR2", "GR4", "GRAPH.shapes", "MaxPool.R2", "MaxPool.R3", "MaxPool.R4"}
+# torch's Linear exports a Gemm with transB=1 and a [p] bias, which the draft Gemm text warns about; --fix
+# leaves them (the rewrite would change the weights, which --fix never loads).
+DRAFT_GEMM_WARNINGS = {"Gemm.R2", "Gemm.R3"}
 LEVELS = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
 SAMPLES = Path(os.environ.get("SONNX_CHECK_SAMPLES", Path(__file__).resolve().parents[2] / "sample_models"))
 ORT_TYPES = {
@@ -138,7 +141,7 @@ def test_torchscript_export_is_fixed_and_computes_the_same(tmp_path: Path) -> No
     fixed = tmp_path / "classifier.fixed.onnx"
     assert result.code == 0, result.stdout
     assert fixed.exists()
-    assert rules_of(fixed) == before - FIXABLE == set()
+    assert rules_of(fixed) - DRAFT_GEMM_WARNINGS == before - FIXABLE - DRAFT_GEMM_WARNINGS == set()
     assert f"--fix wrote {fixed} (12 rewrite(s))" in result.stdout
     assert (
         "fixed MaxPool.R4 MaxPool '/pool/MaxPool' (node #2): ceil_mode=1 replaced by ceil_mode=0"
@@ -148,7 +151,7 @@ def test_torchscript_export_is_fixed_and_computes_the_same(tmp_path: Path) -> No
         "fixed MaxPool.R2 MaxPool '/pool/MaxPool' (node #2): set auto_pad='NOTSET', storage_order=0"
         in result.stdout
     )
-    assert "(fixed model, re-checked) conforms" in result.stdout
+    assert "(fixed model, re-checked)" in result.stdout and "0 error(s)" in result.stdout
     feeds = [{"input": x} for x in edge_inputs((1, 3, 7, 7), np.float32)]
     assert_bit_identical(original, fixed, feeds)
 
@@ -168,7 +171,7 @@ def test_dynamic_batch_export_reports_what_needs_a_person(tmp_path: Path) -> Non
     assert "not a static shape" in left[("GRAPH.shapes", "/conv/Conv_output_0")]
     assert "X's shape is not static" in left[("MaxPool.R4", None)]
     remaining = {f["rule"] for f in model["findings"]}
-    assert remaining == {"GRAPH.shapes", "MaxPool.R4"}
+    assert remaining - DRAFT_GEMM_WARNINGS == {"GRAPH.shapes", "MaxPool.R4"}
     text = run_cli(["--isolated", "--fix", str(original)]).stdout
     assert "not fixed MaxPool.R4 MaxPool '/pool/MaxPool' (node #2): X's shape is not static" in text
     assert "finding(s) remain in the fixed model: they need a person" in text
@@ -323,7 +326,7 @@ def test_external_weights_stay_external_and_untouched(tmp_path: Path) -> None:
     assert _external_entries(after) == _external_entries(before)
     assert all(t.data_location == T.EXTERNAL and not t.raw_data for t in after.graph.initializer)
     assert fixed.stat().st_size < 10_000  # the weights were not inlined
-    assert rules_of(fixed) == set()
+    assert rules_of(fixed) - DRAFT_GEMM_WARNINGS == set()
     assert_bit_identical(original, fixed, [{"input": x} for x in edge_inputs((1, 3, 7, 7), np.float32)])
 
 
