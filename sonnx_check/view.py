@@ -148,6 +148,7 @@ class ModelView:
                     self.consumers[name].append(i)
         self.initializers = {t.name: t for t in model.graph.initializer}
         self.graph_inputs = [v.name for v in model.graph.input]
+        self.graph_input_names = frozenset(self.graph_inputs)  # membership tests on models with 10k inputs
         self.graph_outputs = [v.name for v in model.graph.output]
         self.declared: dict[str, TensorType] = {}
         for vi in (*model.graph.input, *model.graph.value_info, *model.graph.output):
@@ -254,4 +255,4 @@ class ModelView:
         return self._int_lists[name]
 
     def is_defined(self, name: str) -> bool:
-        return name in self.producers or name in self.initializers or name in self.graph_inputs
+        return name in self.producers or name in self.initializers or name in self.graph_input_names

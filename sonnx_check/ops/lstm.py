@@ -37,7 +37,7 @@ def _output(view: ModelView, index: int, role: str) -> str | None:
 def _is_constant(view: ModelView, name: str) -> bool:
     """An initializer that no graph input can override, or the output of a Constant node."""
     if name in view.initializers:
-        return name not in view.graph_inputs
+        return name not in view.graph_input_names
     producers = view.producers.get(name, ())
     return len(producers) == 1 and view.nodes[producers[0]].op_type == "Constant"
 
