@@ -102,7 +102,7 @@ def small_cnn() -> onnx.ModelProto:
     initializers = [
         weights("conv1.w", [8, 3, 3, 3]), weights("conv1.b", [8]),
         weights("conv2.w", [8, 8, 3, 3]), weights("conv2.b", [8]),
-        weights("fc.w", [8 * 8 * 8, 10]), weights("fc.b", [1, 10]),  # SONNX Gemm (draft): no transB, C is m x p
+        weights("fc.w", [8 * 8 * 8, 10]), weights("fc.b", [1, 10]),  # draft Gemm: no transB, C is m x p
     ]  # fmt: skip
     value_info = [
         tensor("conv1", [1, 8, 16, 16]), tensor("relu1", [1, 8, 16, 16]), tensor("pool1", [1, 8, 8, 8]),
@@ -149,7 +149,7 @@ def residual_cnn() -> onnx.ModelProto:
         numpy_helper.from_array(0.5 + channels / 8, "bn.var"),
         weights("block.conv1.w", [8, 8, 3, 3]), weights("block.conv1.b", [8]),
         weights("block.conv2.w", [8, 8, 3, 3]), weights("block.conv2.b", [8]),
-        weights("fc.w", [8 * 8 * 8, 10]), weights("fc.b", [1, 10]),  # SONNX Gemm (draft): no transB, C is m x p
+        weights("fc.w", [8 * 8 * 8, 10]), weights("fc.b", [1, 10]),  # draft Gemm: no transB, C is m x p
     ]  # fmt: skip
     value_info = [
         tensor("stem", [1, 8, 16, 16]), tensor("stem.relu", [1, 8, 16, 16]), tensor("pool", [1, 8, 8, 8]),
@@ -276,7 +276,7 @@ def softmax_axis_out_of_range() -> onnx.ModelProto:
 
 
 def integer_division_by_zero() -> onnx.ModelProto:
-    """Integer Div by a constant holding a zero (the integer section forbids it; float division is defined)."""
+    """Integer Div by a constant holding a zero (the int section forbids it; float division is defined)."""
     divisor = numpy_helper.from_array(np.array([1, 2, 0, 4], dtype=np.int32), "B")
     node = h.make_node("Div", ["A", "B"], ["C"], name="div")
     return build(

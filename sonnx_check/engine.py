@@ -12,8 +12,8 @@ from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
 from sonnx_check.loading import read_model
 from sonnx_check.profile import listed_operators, profile_operators
 from sonnx_check.registry import CHECKS, Check, operators_with_rules
-from sonnx_check.violation import Violation
 from sonnx_check.view import ModelView
+from sonnx_check.violation import Violation
 
 
 class InternalError(Exception):

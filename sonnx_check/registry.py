@@ -35,7 +35,7 @@ class Check:
 
 
 def resolve(reference: str) -> Callable[..., Iterable[Violation]]:
-    """``"ops.conv:group_divides_channels"`` -> the function ``sonnx_check.ops.conv.group_divides_channels``."""
+    """``"ops.conv:output_shape"`` -> the function ``sonnx_check.ops.conv.output_shape``."""
     module, _, name = reference.partition(":")
     func = getattr(importlib.import_module(f"sonnx_check.{module}"), name, None)
     if not callable(func):

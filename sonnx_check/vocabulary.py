@@ -142,9 +142,8 @@ def broadcast_output(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
 
 
 def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
-    """The rank of ``role`` is ``equals``, or within [``min``, ``max``]."""
-    (role,) = _roles(op, params["role"])
-    actuals = op.binder(role)
+    """The rank of ``role`` (one role or a list) is ``equals``, or within [``min``, ``max``]."""
+    bound = _binders(op, _roles(op, params["role"]))
     low = params.get("equals", params.get("min", 0))
     high = params.get("equals", params.get("max"))
     wanted = (
@@ -152,15 +151,17 @@ def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     )
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        for name in actuals(view.nodes[index]):
-            r = _rank(view, name)
-            if r is not None and (r < low or (high is not None and r > high)):
-                yield Violation(
-                    f"{role} '{name}' has rank {r}; SONNX {op.op_type} requires {wanted}",
-                    tensor=name,
-                    actual=r,
-                    expected=low if low == high else [low, high],
-                )
+        node = view.nodes[index]
+        for role, actuals in bound:
+            for name in actuals(node):
+                r = _rank(view, name)
+                if r is not None and (r < low or (high is not None and r > high)):
+                    yield Violation(
+                        f"{role} '{name}' has rank {r}; SONNX {op.op_type} requires {wanted}",
+                        tensor=name,
+                        actual=r,
+                        expected=low if low == high else [low, high],
+                    )
 
     return check
 

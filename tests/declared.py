@@ -160,11 +160,12 @@ def derived_violation(op: Operator, entry: RuleEntry) -> Override:
             tensors[role] = items if isinstance(given, list) else items[0]
         return {"tensors": tensors}
     if kind == "rank":
-        item = _first_item(op, params["role"])
+        role = params["role"] if isinstance(params["role"], str) else params["role"][0]
+        item = _first_item(op, role)
         r = len(item["shape"])
         wanted = r + 1 if "max" in params or "equals" in params else max(params["min"] - 1, 0)
         shape = [1] * (wanted - r) + item["shape"] if wanted > r else item["shape"][r - wanted :]
-        return {"tensors": _set(op, params["role"], _reshaped(item, shape))}
+        return {"tensors": _set(op, role, _reshaped(item, shape))}
     if kind == "scalar":
         role = list(params)[0]
         return {"tensors": _set(op, role, _reshaped(_first_item(op, role), [1]))}

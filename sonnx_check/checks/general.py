@@ -10,9 +10,9 @@ from onnx import defs
 
 from sonnx_check.checks.attributes import default_text
 from sonnx_check.checks.graph import declared_tensors
+from sonnx_check.view import ModelView, elem_type_name
 from sonnx_check.violation import Violation
 from sonnx_check.vocabulary import refined_ops
-from sonnx_check.view import ModelView, elem_type_name
 
 _SPARSE_ATTRIBUTES = (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS)
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import onnx
 
 from sonnx_check.profile import listed_operators, profile_operators
-from sonnx_check.violation import Violation
 from sonnx_check.view import CONTROL_FLOW_OPS, ModelView, TensorType, subgraph_attributes
+from sonnx_check.violation import Violation
 
 LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
 

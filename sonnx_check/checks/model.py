@@ -9,8 +9,8 @@ from pathlib import Path
 import onnx
 
 from sonnx_check.loading import external_data_issues, external_tensors
-from sonnx_check.violation import Violation
 from sonnx_check.view import ModelView
+from sonnx_check.violation import Violation
 
 # onnx.checker names the node of a schema error in a trailing context line ...
 _CONTEXT = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")

@@ -18,19 +18,6 @@ from sonnx_check.violation import Violation
 _NEUTRAL = (("alpha", 1.0), ("beta", 1.0), ("transA", 0), ("transB", 0))
 
 
-def inputs_are_matrices(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    for role, name in zip(("A", "B"), node.input, strict=False):
-        shape = view.shape_of(name) if name else None
-        if shape is not None and len(shape) != 2:
-            yield Violation(
-                f"{role} '{name}' has rank {len(shape)}; SONNX Gemm requires 2-D inputs (matrices)",
-                tensor=name,
-                actual=len(shape),
-                expected=2,
-            )
-
-
 def neutral_attributes(view: ModelView, index: int) -> Iterator[Violation]:
     attrs = view.attributes(index)
     changed = {}

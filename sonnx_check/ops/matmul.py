@@ -24,19 +24,6 @@ def _matrices(view: ModelView, index: int) -> tuple[tuple[int, ...], tuple[int, 
     return a, b
 
 
-def inputs_are_matrices(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    for role, name in zip(("A", "B"), node.input, strict=False):
-        shape = view.shape_of(name) if name else None
-        if shape is not None and len(shape) != 2:
-            yield Violation(
-                f"{role} '{name}' has rank {len(shape)}; SONNX MatMul requires 2-D inputs (matrices)",
-                tensor=name,
-                actual=len(shape),
-                expected=2,
-            )
-
-
 def inner_dimensions_agree(view: ModelView, index: int) -> Iterator[Violation]:
     shapes = _matrices(view, index)
     if shapes is None:
