@@ -1,34 +1,124 @@
 """The ``sonnx-check`` command: wires options to functions, prints, and sets the exit code.
 
 Exit codes (rules.md): 0 conforms, 1 findings at or above the failing severity (``--fail-on``; never with
-``--exit-zero``), 2 usage or configuration error, unreadable model, or a refused ``--fix`` output, 3 internal
-error. With ``--fix`` the code describes the fixed models (like ``ruff check --fix``: 1 when violations
-remain after fixing).
+``--exit-zero``), 2 usage or configuration error, unreadable model, refused output, or a run interrupted by
+SIGINT/SIGTERM, 3 internal error. With ``--fix`` the code describes the fixed models (like ``ruff check
+--fix``: 1 when violations remain after fixing); ``--exit-non-zero-on-fix`` also makes it 1 when a fixed
+model was written (the pre-commit hook passes it, so a commit never passes on a fix it did not include).
+
+Everything printed goes through ``sanitise``: model strings are display-sanitised before any reporter sees
+them (JSON gets the exact-string flavour), and every stderr line is one line that cannot be a GitHub
+workflow command.
 """
 
 from __future__ import annotations
 
+import datetime
+import io
+import mmap
 import os
+import stat
 import sys
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from sonnx_check import __version__
+from sonnx_check import __version__, sanitise
 from sonnx_check.config import FAIL_ON, FORMATS, OPT_LEVELS, CliOptions, FixSettings, Settings
-from sonnx_check.errors import UsageError, UserError
-from sonnx_check.findings import ModelResult, Severity
+from sonnx_check.discovery import FIXED_SUFFIX, Discovery, Target
+from sonnx_check.errors import RunInterrupted, UsageError, UserError
+from sonnx_check.findings import Finding, ModelResult, Severity
+from sonnx_check.report.summary import INTERNAL_RULE, is_internal, summarise
 
 if TYPE_CHECKING:
+    from sonnx_check.config import Configurations
     from sonnx_check.fix.outcome import FixOutcome
-    from sonnx_check.loading import Target
+    from sonnx_check.runner import ModelOutcome
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+UNWRAPPED = 100_000  # console width when not a terminal: a CI log line is never split
+
+# --help: options grouped by purpose (click has no groups; the command formats them itself).
+SECTIONS = (
+    ("Rules", ("select", "extend_select", "ignore")),
+    ("Reports", ("output_format", "output", "output_formats", "quiet", "statistics")),
+    ("Exit code", ("fail_on", "exit_zero")),
+    ("Files and configuration", ("config_path", "isolated", "force_exclude")),
+    ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
+    (
+        "Comparing with onnxruntime (--compare)",
+        ("compare", "inputs", "seed", "ort_opt_level", "shapes", "max_elements", "timeout"),
+    ),
+    ("Running", ("jobs", "show_traceback")),
+    ("Information", ("list_rules", "explain", "version", "help")),
+)
+EPILOG = """\
+Examples:
+  sonnx-check models/                          check every model under models/ (.gitignore respected)
+  sonnx-check --compare model.onnx             also diff onnxruntime against the SONNX reference kernels
+  sonnx-check --format github --output-format sarif:sonnx-check.sarif models/
+                                               CI: annotations, a SARIF file (and, on GitHub Actions,
+                                               a step summary) in one run
+  sonnx-check --fix --exit-non-zero-on-fix model.onnx
+                                               write model.fixed.onnx; exit 1 when a fix was written
+  sonnx-check --explain MaxPool.R4             what a rule checks, why, and how to fix it
+
+Exit codes:
+  0  every model conforms (no finding at or above --fail-on)
+  1  findings at or above --fail-on (0 with --exit-zero), or a fix written with --exit-non-zero-on-fix
+  2  usage or configuration error, a model that could not be read, a refused output, or a run
+     interrupted by SIGINT or SIGTERM
+  3  internal error (a bug in sonnx-check): one paragraph, the traceback with --show-traceback
+"""
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+class _Command(click.Command):
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        records: dict[str, list[tuple[str, str]]] = {}
+        section_of = {name: title for title, names in SECTIONS for name in names}
+        help_option = self.get_help_option(ctx)
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None or isinstance(param, click.Argument):
+                continue
+            name = "help" if param is help_option else param.name or ""
+            records.setdefault(section_of.get(name, "Other"), []).append(record)
+        for title in [t for t, _ in SECTIONS] + ["Other"]:
+            if title in records:
+                with formatter.section(title):
+                    formatter.write_dl(records[title])
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_paragraph()
+        for text in EPILOG.splitlines():  # laid out by hand: click would re-wrap the columns
+            formatter.write(f"{'':>{formatter.current_indent}}{text}\n" if text else "\n")
+
+
+class _Timeout(click.ParamType):
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        if str(value).strip().lower() == "none":
+            return 0.0
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0:  # also refuses NaN
+            self.fail(f"{value!r}: expected a number of seconds >= 0, or 'none'", param, ctx)
+        return seconds
+
+
+@click.command(
+    cls=_Command,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option(
     "--select",
@@ -47,10 +137,16 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
     "config_path",
     type=click.Path(dir_okay=False, path_type=str),
     metavar="FILE",
-    help="Read [tool.sonnx-check] from FILE (default: the nearest pyproject.toml that has it, from the "
-    "working directory upwards).",
+    help="Read [tool.sonnx-check] from FILE for every model (default: for each model, the nearest "
+    "pyproject.toml that has it, from the model's folder upwards, else from the working directory).",
 )
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option(
+    "--force-exclude",
+    is_flag=True,
+    help="Skip files named on the command line that a folder scan would skip (exclude, .gitignore, "
+    "*.fixed.onnx); the pre-commit hook passes it.",
+)
 @click.option(
     "--format",
     "output_format",
@@ -60,6 +156,13 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 )
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."
+)
+@click.option(
+    "--output-format",
+    "output_formats",
+    multiple=True,
+    metavar="FORMAT:PATH",
+    help="Also write a report in FORMAT to PATH (repeatable), e.g. sarif:results.sarif junit:results.xml.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no coverage.")
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule.")
@@ -90,6 +193,12 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
     type=click.Path(dir_okay=False, path_type=str),
     metavar="PATH",
     help="With --fix and one model: write the fixed model to PATH instead.",
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="With --fix: exit 1 when a fixed model was written, even if it conforms (the original still "
+    "violates the profile until it is replaced).",
 )
 @click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
@@ -125,19 +234,65 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
     metavar="N",
     help="Refuse comparison tensors larger than this many elements (default 100000000).",
 )
+@click.option(
+    "--timeout",
+    type=_Timeout(),
+    default=None,
+    metavar="SECONDS",
+    help="Stop onnxruntime after SECONDS per model (default 300; 0 or 'none': no limit).",
+)
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")
-def main(**options: object) -> None:
+def main(**options: Any) -> None:
     """Check ONNX models against the SONNX safety-related profile.
 
     PATHS are model files or folders (searched recursively for *.onnx).
     """
     try:
-        code = run(**options)  # type: ignore[arg-type]
+        code = run(**options)
     except UserError as exc:
-        click.echo(f"sonnx-check: error: {exc}", err=True)
+        say(f"error: {exc}")
         code = EXIT_USAGE
+    except RunInterrupted as exc:
+        say(f"interrupted ({exc.signal_name})")
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        say("interrupted (SIGINT)")
+        code = EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more can be reported on stdout.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout again at exit
+        code = EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - a crash outside any model is still one paragraph, exit 3
+        from sonnx_check.runner import internal_message
+
+        say_internal(internal_message(exc, bool(options.get("show_traceback"))))
+        code = EXIT_INTERNAL
     sys.exit(code)
+
+
+def say(message: str) -> None:
+    """One stderr line ``sonnx-check: MESSAGE``, whatever model strings the message embeds."""
+    click.echo(sanitise.line(f"sonnx-check: {message}"), err=True)
+
+
+def say_internal(message: str) -> None:
+    """An internal error: its paragraph as one line (an exception's text may hold line breaks and model
+    strings), then, with --show-traceback, the traceback line by line."""
+    paragraph, marker, traceback = message.partition("\nTraceback (most recent call last):")
+    click.echo(sanitise.line(paragraph), err=True)
+    if marker:
+        for text in (marker.strip() + traceback).splitlines():
+            click.echo(sanitise.line(text), err=True)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One report: its format and file (None: stdout). ``option`` names it in error messages."""
+
+    fmt: str
+    path: str | None
+    option: str
 
 
 def run(
@@ -147,8 +302,10 @@ def run(
     ignore: tuple[str, ...],
     config_path: str | None,
     isolated: bool,
+    force_exclude: bool,
     output_format: str | None,
     output: str | None,
+    output_formats: tuple[str, ...],
     quiet: bool,
     statistics: bool,
     fail_on: str | None,
@@ -156,6 +313,7 @@ def run(
     jobs: int | None,
     fix: bool,
     fix_output: str | None,
+    exit_non_zero_on_fix: bool,
     list_rules: bool,
     explain: str | None,
     compare: bool | None,
@@ -164,18 +322,20 @@ def run(
     ort_opt_level: str | None,
     shapes: tuple[str, ...],
     max_elements: int | None,
+    timeout: float | None,
     show_traceback: bool,
 ) -> int:
     from sonnx_check import config
     from sonnx_check.explain import explain as explain_rule
     from sonnx_check.explain import list_rules as list_catalogue
 
-    stdout = Console(highlight=False, soft_wrap=True)
+    started = time.monotonic()
+    timestamp = datetime.datetime.now().isoformat(timespec="seconds")
     if list_rules:
-        list_catalogue(stdout)
+        _print(stdout_console(), list_catalogue)
         return EXIT_OK
     if explain:
-        explain_rule(stdout, explain)
+        _print(stdout_console(), lambda console: explain_rule(console, explain))
         return EXIT_OK
     if not paths:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
@@ -198,47 +358,123 @@ def run(
         exit_zero=exit_zero,
         statistics=statistics,
         show_traceback=show_traceback,
+        timeout=timeout,
     )
-    settings = config.resolve(cli, config.load(config_path, isolated))
-    _refuse_model_as_output(output, paths)
-    targets = _targets(paths, settings, fix_output, output)
+    configs = config.Configurations(cli, config_path, isolated)
+    settings = configs.run
+    outputs = _outputs(settings.output_format, output, output_formats)
 
-    from sonnx_check.runner import run_all
+    from sonnx_check.discovery import discover
 
-    outcomes = run_all(targets, settings)
-    results = [o.result for o in outcomes if o.result is not None]
-    fixes = [o.fix for o in outcomes if o.result is not None] if settings.fix is not None else None
+    found = discover(
+        paths,
+        exclude=configs.excluded,
+        respect_gitignore=settings.respect_gitignore,
+        force_exclude=force_exclude,
+    )
+    targets = _targets(found, settings, fix_output, outputs)
+    per_model = [configs.settings_for(t.path) for t in targets]
+    _prepare_outputs(outputs, targets, configs, per_model)
+
+    outcomes = _run_groups(targets, per_model)
+    results = [
+        o.result if o.result is not None else internal_result(t.path, o)
+        for t, o in zip(targets, outcomes, strict=True)
+    ]
+    fixes = [o.fix for o in outcomes] if settings.fix is not None else None
     internal_errors = [o.internal_error for o in outcomes if o.internal_error]
     user_errors = [o.user_error for o in outcomes if o.user_error]
 
-    _write_report(results, fixes, settings, output, quiet, stdout)
+    from sonnx_check.waivers import unused_entries
+
+    checked = [
+        (t.path, r, s)
+        for t, r, s in zip(targets, results, per_model, strict=True)
+        if not r.load_error and not is_internal(r)
+    ]
+    unused = unused_entries(checked, scanned_folder=found.scanned_folder)
+    report = _Report(
+        results=results,
+        fixes=fixes,
+        settings=settings,
+        quiet=quiet,
+        model_configs=[s.config_file for s in per_model],
+        configuration=_configuration_label(per_model, isolated),
+        unused=[u.to_json() for u in unused],
+        seconds=time.monotonic() - started,
+        timestamp=timestamp,
+    )
+    unwritten = _write_reports(report, outputs)
+    user_errors += unwritten
     for message in user_errors:
-        click.echo(f"sonnx-check: error: {message}", err=True)
+        say(f"error: {message}")
     for message in internal_errors:
-        click.echo(message, err=True)
+        say_internal(message)
+    for entry in unused:
+        say(f"warning: {entry.line()}")
+    _step_summary(report)
+    wrote_fix = any(f is not None and f.output is not None for f in fixes or ())
+    return _final_code(
+        results, internal_errors, settings, bool(user_errors), exit_non_zero_on_fix and wrote_fix
+    )
+
+
+def _final_code(
+    results: list[ModelResult], internal_errors: list[str], settings: Settings, user_error: bool, fixed: bool
+) -> int:
+    """``fixed``: --exit-non-zero-on-fix and a fixed model was written (the original still violates)."""
     code = exit_code(results, internal_errors, settings.fail_on)
     if code == EXIT_FINDINGS and settings.exit_zero:
         code = EXIT_OK
-    if user_errors and code != EXIT_INTERNAL:
+    if user_error and code != EXIT_INTERNAL:
         code = EXIT_USAGE  # a refused --fix output outranks findings, as an unreadable model does
+    if fixed and code == EXIT_OK:
+        code = EXIT_FINDINGS
     return code
 
 
-def _targets(
-    paths: Sequence[str], settings: Settings, fix_output: str | None, output: str | None
-) -> list[Target]:
-    """The models to process. With --fix, earlier outputs (*.fixed.onnx) are skipped: fixing them again would
-    write *.fixed.fixed.onnx, and reading one while another worker rewrites it would race."""
-    from sonnx_check.fix import FIXED_SUFFIX
-    from sonnx_check.loading import discover
+def internal_result(path: str, outcome: ModelOutcome) -> ModelResult:
+    """A model whose check failed inside sonnx-check stays in every report, as an error finding naming the
+    cause: a report that silently drops a model reads as a pass for it (and a SARIF upload would close its
+    alerts)."""
+    paragraph = (outcome.internal_error or "internal error").partition("\nTraceback (most recent call")[0]
+    cause = paragraph.removeprefix("sonnx-check: ")
+    message = f"the model could not be checked: {cause}"
+    return ModelResult(path=path, findings=[Finding(INTERNAL_RULE, message, Severity.ERROR)])
 
-    targets = discover(paths)
+
+# -- what to check ----------------------------------------------------------------------------------------
+
+
+def _run_groups(targets: list[Target], per_model: list[Settings]) -> list[ModelOutcome]:
+    """One run_all per configuration (each model is checked with its own), outcomes in input order."""
+    from sonnx_check.runner import run_all
+
+    groups: dict[int, list[int]] = {}
+    for i, settings in enumerate(per_model):
+        groups.setdefault(id(settings), []).append(i)
+    outcomes: list[ModelOutcome | None] = [None] * len(targets)
+    for indices in groups.values():
+        done = run_all([targets[i] for i in indices], per_model[indices[0]])  # type: ignore[arg-type]
+        for i, outcome in zip(indices, done, strict=True):
+            outcomes[i] = outcome
+    return outcomes  # type: ignore[return-value]
+
+
+def _targets(
+    found: Discovery, settings: Settings, fix_output: str | None, outputs: list[Output]
+) -> list[Target]:
+    """The models to process. With --fix, earlier outputs (*.fixed.onnx) are skipped even when named: fixing
+    them again would write *.fixed.fixed.onnx, and reading one while another worker rewrites it would race."""
     if settings.fix is None:
-        return targets
+        return found.targets
+    for path, why in found.skipped:
+        if why == "it is a --fix output":
+            say(f"note: {path}: skipped, it is a --fix output")
     kept = []
-    for target in targets:
+    for target in found.targets:
         if target.error is None and target.path.endswith(FIXED_SUFFIX):
-            click.echo(f"sonnx-check: note: {target.path}: skipped, it is a --fix output", err=True)
+            say(f"note: {target.path}: skipped, it is a --fix output")
         else:
             kept.append(target)
     if fix_output is not None:
@@ -246,38 +482,203 @@ def _targets(
             raise UsageError(f"--fix-output {fix_output}: needs exactly one model, got {len(kept)}")
         if not fix_output.endswith(".onnx"):
             raise UsageError(f"--fix-output {fix_output}: the fixed model's name must end in .onnx")
-        if output is not None and os.path.abspath(output) == os.path.abspath(fix_output):
-            raise UsageError(f"--fix-output {fix_output}: is also the report's --output")
+        for out in outputs:
+            if out.path is not None and os.path.abspath(out.path) == os.path.abspath(fix_output):
+                raise UsageError(f"--fix-output {fix_output}: is also the report's {out.option.split()[0]}")
     return kept
 
 
-def _refuse_model_as_output(output: str | None, paths: tuple[str, ...]) -> None:
-    if output is None:
-        return
-    target = os.path.realpath(output)
-    if output.endswith(".onnx") or any(os.path.realpath(p) == target for p in paths):
-        raise UsageError(f"--output {output}: refusing to write a report over a model file")
+# -- where reports go -------------------------------------------------------------------------------------
 
 
-def render_report(
-    results: list[ModelResult],
-    fixes: list[FixOutcome | None] | None,
-    settings: Settings,
-    *,
-    quiet: bool = False,
-) -> str:
-    """The report in a machine format (everything but text, which rich prints to a console)."""
-    fmt = settings.output_format
+def _outputs(main_format: str, output: str | None, specs: Sequence[str]) -> list[Output]:
+    """The main report (``--format``/``--output``, stdout by default), then each ``--output-format``."""
+    outputs = [Output(main_format, output, f"--output {output}")]
+    for spec in specs:
+        fmt, sep, path = spec.partition(":")
+        if not sep or fmt not in FORMATS or not path:
+            raise UsageError(
+                f"--output-format {spec}: expected FORMAT:PATH with FORMAT one of {', '.join(FORMATS)}"
+            )
+        outputs.append(Output(fmt, path, f"--output-format {spec}"))
+    seen: dict[str, Output] = {}
+    for out in outputs:
+        if out.path is None:
+            continue
+        real = os.path.realpath(out.path)
+        if real in seen:
+            raise UsageError(f"{out.option}: the same file as {seen[real].option}")
+        seen[real] = out
+    return outputs
+
+
+def _prepare_outputs(
+    outputs: list[Output], targets: list[Target], configs: Configurations, per_model: list[Settings]
+) -> None:
+    """Before anything is checked: refuse a report over any file the run reads (a model, its external
+    data, a configuration file, a comparison input), and create missing folders, so a typo does not cost a
+    whole run."""
+    read: dict[str, str] = {}
+    for settings in {id(s): s for s in per_model}.values():
+        if settings.compare.enabled:
+            for name in settings.compare.inputs:
+                if name not in ("random", "edge"):
+                    read[os.path.realpath(name)] = "a comparison input"
+    for file in configs.read_files():
+        read[os.path.realpath(file)] = "a configuration file"
+    for target in targets:
+        read[os.path.realpath(target.path)] = "a model file"
+    for out in outputs:
+        if out.path is None:
+            continue
+        real = os.path.realpath(out.path)
+        if out.path.endswith(".onnx") or read.get(real) == "a model file":
+            raise UsageError(f"{out.option}: refusing to write a report over a model file")
+        what = read.get(real) or _inside_dataset(real, read) or _external_data_of(real, targets)
+        if what is not None:
+            raise UsageError(f"{out.option}: refusing to write a report over {what} this run reads")
+        if os.path.isdir(out.path):
+            raise UsageError(f"{out.option}: is a folder")
+        folder = os.path.dirname(os.path.abspath(out.path))
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"{out.option}: cannot create the folder {folder}: {exc.strerror or exc}"
+            ) from None
+
+
+def _inside_dataset(real: str, read: dict[str, str]) -> str | None:
+    for path, what in read.items():
+        if what == "a comparison input" and real.startswith(path + os.sep):
+            return "a comparison input"
+    return None
+
+
+def _external_data_of(real: str, targets: list[Target]) -> str | None:
+    """Whether an existing file is the external data of a model of the run. A location is relative to its
+    model's folder, so only models in a folder above the file can name it, and only if the file's name
+    appears in the model's bytes (a cheap scan before parsing)."""
+    try:
+        if not stat.S_ISREG(os.stat(real).st_mode):
+            return None
+    except OSError:
+        return None
+    needle = os.path.basename(real).encode("utf-8", "surrogateescape")
+    for target in targets:
+        if target.error is not None:
+            continue
+        model = os.path.realpath(target.path)
+        folder = os.path.dirname(model)
+        if not real.startswith(folder + os.sep) or not _contains(model, needle):
+            continue
+        for location in _locations(model):
+            try:
+                if os.path.realpath(os.path.join(folder, location)) == real:
+                    return f"the external data of {target.path}"
+            except ValueError:  # a NUL in the location
+                continue
+    return None
+
+
+def _contains(path: str, needle: bytes) -> bool:
+    try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_size == 0:
+            return False  # never open a FIFO or a device
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(needle) >= 0
+    except (OSError, ValueError):
+        return False
+
+
+def _locations(path: str) -> list[str]:
+    from sonnx_check.errors import ModelLoadError
+    from sonnx_check.loading import external_tensors, read_model
+
+    try:
+        model = read_model(path)
+    except ModelLoadError:
+        return []
+    locations = []
+    for tensor in external_tensors(model):
+        for entry in tensor.external_data:
+            if entry.key == "location" and isinstance(entry.value, str):
+                locations.append(entry.value)
+    return locations
+
+
+# -- rendering --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Report:
+    results: list[ModelResult]
+    fixes: list[FixOutcome | None] | None
+    settings: Settings
+    quiet: bool
+    model_configs: list[str | None]
+    configuration: str
+    unused: list[dict[str, Any]]
+    seconds: float
+    timestamp: str
+    _display: tuple[list[ModelResult], list[FixOutcome | None] | None] | None = None
+
+    def display(self) -> tuple[list[ModelResult], list[FixOutcome | None] | None]:
+        """Results for people (every format but JSON), sanitised once."""
+        if self._display is None:
+            self._display = sanitise.for_display(self.results, self.fixes)
+        return self._display
+
+
+def _configuration_label(per_model: list[Settings], isolated: bool) -> str:
+    if isolated:
+        return "none (--isolated)"
+    counts: dict[str | None, int] = {}
+    for settings in per_model:
+        counts[settings.config_file] = counts.get(settings.config_file, 0) + 1
+    if not counts:
+        return "none"
+    names = {name: name if name is not None else "none found (defaults)" for name in counts}
+    if len(counts) == 1:
+        return next(iter(names.values()))
+    return ", ".join(f"{names[name]} ({n} model(s))" for name, n in counts.items())
+
+
+def render_report(report: _Report, fmt: str, *, console: Console | None = None) -> str:
+    """The report as text in one format. ``console``: the text format's destination (stdout), whose
+    colour and terminal width the rendering follows; None renders plain text for a file."""
+    settings = report.settings
     if fmt == "json":
         from sonnx_check.report import json_report
 
+        results, fixes = sanitise.for_data(report.results, report.fixes)
         return json_report.render(
             results,
             fixes=fixes,
             statistics=settings.statistics,
             config_file=settings.config_file,
             fail_on=settings.fail_on,
+            model_configs=report.model_configs,
+            unused=report.unused,
         )
+    results, fixes = report.display()
+    if fmt == "text":
+        from sonnx_check.report import text as text_report
+
+        target = console or Console(
+            file=io.StringIO(), color_system=None, width=UNWRAPPED, soft_wrap=True, highlight=False
+        )
+        with target.capture() as captured:
+            text_report.render(
+                target,
+                results,
+                quiet=report.quiet,
+                fixes=fixes,
+                statistics=settings.statistics,
+                configuration=report.configuration,
+            )
+        return sanitise.guard_lines(captured.get())
     if fmt == "sarif":
         from sonnx_check.report import sarif
 
@@ -285,58 +686,84 @@ def render_report(
     if fmt == "github":
         from sonnx_check.report import github
 
-        return github.render(results, fixes=fixes, quiet=quiet)
+        return github.render(results, fixes=fixes, quiet=report.quiet)
     if fmt == "junit":
         from sonnx_check.report import junit
 
-        return junit.render(results, fail_on=settings.fail_on)
+        return junit.render(
+            results, fail_on=settings.fail_on, seconds=report.seconds, timestamp=report.timestamp
+        )
     raise AssertionError(f"no renderer for {fmt}")
 
 
-def _write_report(
-    results: list[ModelResult],
-    fixes: list[FixOutcome | None] | None,
-    settings: Settings,
-    output: str | None,
-    quiet: bool,
-    stdout: Console,
-) -> None:
-    fmt = settings.output_format
-    if fmt == "text":
-        from sonnx_check.report import text as text_report
+def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:
+    """Print or write every report; the reports that could not be written, as error messages (the others
+    are still written, and the run still reports its internal errors before exiting 2)."""
+    from sonnx_check.report.files import write_atomic
 
-        options = {"quiet": quiet, "fixes": fixes, "statistics": settings.statistics}
-        if output:
-            try:
-                with open(output, "w", encoding="utf-8") as handle:
-                    console = Console(file=handle, no_color=True, width=160, soft_wrap=True)
-                    text_report.render(console, results, **options)
-            except OSError as exc:
-                raise UsageError(f"--output {output}: {exc.strerror or exc}") from None
-        else:
-            text_report.render(stdout, results, **options)
-    else:
-        text = render_report(results, fixes, settings, quiet=quiet)
-        if output:
-            _write_text(output, text)
-        else:
-            click.echo(text, nl=False)
-        if settings.statistics and fmt != "json":
-            # Machine formats stay parseable on stdout; the counts go to the log.
-            from sonnx_check.report.text import render_statistics
+    main = outputs[0]
+    written: list[Output] = []
+    failures: list[str] = []
+    for out in outputs:
+        if out.path is None:
+            console = stdout_console() if out.fmt == "text" else None
+            click.echo(render_report(report, out.fmt, console=console), nl=False)
+            continue
+        try:
+            write_atomic(out.path, render_report(report, out.fmt))
+            written.append(out)
+        except OSError as exc:
+            failures.append(f"{out.option}: {exc.strerror or exc}")
+    if report.settings.statistics and main.fmt not in ("json", "text"):
+        # Machine formats stay parseable on stdout; the counts go to the log.
+        from sonnx_check.report.text import render_statistics
 
-            render_statistics(Console(stderr=True, highlight=False, soft_wrap=True), results)
+        results, _ = report.display()
+        errors = Console(file=io.StringIO(), color_system=None, width=UNWRAPPED, soft_wrap=True)
+        with errors.capture() as captured:
+            render_statistics(errors, results)
+        click.echo(sanitise.guard_lines(captured.get()), nl=False, err=True)
+    if main.path is not None and not report.quiet and main in written:
+        files = ", ".join(f"{o.path} ({o.fmt})" for o in written)
+        say(f"{summarise(report.results).line()}; report(s): {files}")
+    elif written and not report.quiet:
+        say("report(s): " + ", ".join(f"{o.path} ({o.fmt})" for o in written))
+    results, _ = report.display()
+    to_terminal = main.path is None and main.fmt == "text" and sys.stdout.isatty()
     for result in results:
-        if result.load_error and (output or fmt != "text" or not sys.stdout.isatty()):
-            click.echo(f"sonnx-check: error: {result.path}: {result.findings[0].message}", err=True)
+        if result.load_error and not to_terminal:
+            say(f"error: {result.path}: {result.findings[0].message}")
+    return failures
 
 
-def _write_text(path: str, text: str) -> None:
+def _step_summary(report: _Report) -> None:
+    """GitHub Actions: append a Markdown summary to the job's page when ``$GITHUB_STEP_SUMMARY`` is set."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    from sonnx_check.report import step_summary
+
+    results, _ = report.display()
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(step_summary.render(results, configuration=report.configuration))
     except OSError as exc:
-        raise UsageError(f"--output {path}: {exc.strerror or exc}") from None
+        say(f"warning: GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}; no step summary written")
+
+
+def stdout_console() -> Console:
+    """stdout as rich sees it: colour and wrapping on a terminal; piped (CI logs, ``| tee``), plain and
+    never wrapped, so a rule ID or node name is never split across lines."""
+    console = Console(highlight=False, soft_wrap=True)
+    if console.is_terminal:
+        return console
+    return Console(highlight=False, soft_wrap=True, width=UNWRAPPED)
+
+
+def _print(console: Console, render: Any) -> None:
+    with console.capture() as captured:
+        render(console)
+    click.echo(sanitise.guard_lines(captured.get()), nl=False)
 
 
 def exit_code(

@@ -6,7 +6,14 @@ with exit code 2 instead of silently checking less. Every error names the file a
 
 Precedence: command-line flags, then the configuration file, then the defaults below. Rule selection is
 layered like ruff's: each layer (file, then command line) may reset the selection with ``select``, then adds
-``extend-select`` and removes ``ignore``; ``per-model-ignores`` and waivers come last.
+``extend-select`` and removes ``ignore``; ``per-model-ignores`` and waivers come last. A selection that ends
+up empty is an error: a run that checks nothing must not report every model as conforming.
+
+Each model is checked with its own configuration (``Configurations``): the nearest ``pyproject.toml`` with a
+``[tool.sonnx-check]`` table upward from the model, so that running from a parent folder keeps a project's
+waivers; ``--config`` names one file for every model. What concerns the run as a whole (``format``,
+``fail-on``, ``jobs``, ``respect-gitignore``) comes from ``--config`` or the file found from the working
+directory.
 """
 
 from __future__ import annotations
@@ -40,8 +47,11 @@ TOP_KEYS = (
     "jobs",
     "compare",
     "waivers",
+    "exclude",
+    "respect-gitignore",
 )
-COMPARE_KEYS = ("enabled", "inputs", "seed", "ort-opt-level", "shapes", "max-elements")
+COMPARE_KEYS = ("enabled", "inputs", "seed", "ort-opt-level", "shapes", "max-elements", "timeout")
+DEFAULT_TIMEOUT = 300.0
 WAIVER_KEYS = ("rule", "models", "node", "op_type", "reason")
 
 
@@ -74,7 +84,7 @@ class CompareSettings:
     ort_opt_level: str = "default"
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     max_elements: int = DEFAULT_MAX_ELEMENTS
-    timeout: float | None = 300.0  # seconds onnxruntime may run per model (compare.DEFAULT_TIMEOUT)
+    timeout: float | None = DEFAULT_TIMEOUT  # seconds onnxruntime may run per model; None: no limit
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,8 @@ class Settings:
     exit_zero: bool = False
     statistics: bool = False
     show_traceback: bool = False
+    exclude: tuple[str, ...] = ()  # model globs a folder scan skips (relative to ``root``)
+    respect_gitignore: bool = True
 
     def rules_for(self, model_path: str) -> frozenset[str]:
         """The rules to run on one model: the selection minus the per-model ignores that match it."""
@@ -136,6 +148,7 @@ class CliOptions:
     exit_zero: bool = False
     statistics: bool = False
     show_traceback: bool = False
+    timeout: float | None = None  # seconds; 0 means no limit (None: not given)
 
 
 # -- model globs ------------------------------------------------------------------------------------------
@@ -214,11 +227,13 @@ def find_config(start: str | os.PathLike[str]) -> Path | None:
 def _read_table(path: Path, shown: str) -> dict[str, Any] | None:
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+            raw = handle.read()
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(_decode(raw, shown))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
     tool = data.get("tool")
     if not isinstance(tool, dict) or "sonnx-check" not in tool:
         return None
@@ -226,6 +241,19 @@ def _read_table(path: Path, shown: str) -> dict[str, Any] | None:
     if not isinstance(table, dict):
         raise ConfigError(f"{shown}: {TABLE} must be a table")
     return table
+
+
+def _decode(raw: bytes, shown: str) -> str:
+    """TOML is UTF-8. A byte-order mark is dropped (editors on Windows add one); a file saved as UTF-16
+    (PowerShell's default redirection) is one error line that says what to do, not a traceback."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(f"{shown}: is UTF-16 text; TOML files must be UTF-8 (save it again as UTF-8)")
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{shown}: is not UTF-8 text (byte {exc.start}: 0x{raw[exc.start]:02x}); TOML files must be UTF-8"
+        ) from None
 
 
 def load_table(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -309,6 +337,8 @@ class FileConfig:
     jobs: int | None = None
     compare: dict[str, Any] = field(default_factory=dict)
     waivers: tuple[Waiver, ...] = ()
+    exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
 
 
 def parse_table(table: Mapping[str, Any], file: str, folder_of: str | None = None) -> FileConfig:
@@ -337,6 +367,11 @@ def parse_table(table: Mapping[str, Any], file: str, folder_of: str | None = Non
         config = replace(config, compare=_compare_table(r, table["compare"], Path(folder)))
     if "waivers" in table:
         config = replace(config, waivers=_waivers(r, table["waivers"]))
+    if "exclude" in table:
+        config = replace(config, exclude=r.strings(table["exclude"], key + "exclude"))
+    if "respect-gitignore" in table:
+        k = key + "respect-gitignore"
+        config = replace(config, respect_gitignore=r.boolean(table["respect-gitignore"], k))
     return config
 
 
@@ -373,6 +408,8 @@ def _compare_table(r: _Reader, value: Any, base: Path) -> dict[str, Any]:
         out["ort_opt_level"] = r.choice(value["ort-opt-level"], f"{key}.ort-opt-level", OPT_LEVELS)
     if "max-elements" in value:
         out["max_elements"] = r.integer(value["max-elements"], f"{key}.max-elements", 1)
+    if "timeout" in value:
+        out["timeout"] = _timeout(r, value["timeout"], f"{key}.timeout")
     if "shapes" in value:
         shapes = value["shapes"]
         if not isinstance(shapes, dict):
@@ -385,6 +422,15 @@ def _compare_table(r: _Reader, value: Any, base: Path) -> dict[str, Any]:
             parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
         out["shapes"] = tuple(parsed)
     return out
+
+
+def _timeout(r: _Reader, value: Any, key: str) -> float | None:
+    """Seconds (a number >= 0), where 0 and "none" mean no limit."""
+    if isinstance(value, str) and value.lower() == "none":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise r.fail(key, f'expected a number of seconds >= 0, or "none", got {value!r}')
+    return float(value) or None
 
 
 def _waivers(r: _Reader, value: Any) -> tuple[Waiver, ...]:
@@ -473,8 +519,8 @@ def _display_path(path: Path, cwd: str) -> str:
     return relative if len(relative) < len(str(path)) else str(path)
 
 
-def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) -> Settings:
-    """Merge the configuration file and the command line (command line wins)."""
+def _selection(cli: CliOptions, file: FileConfig | None) -> frozenset[str]:
+    """The rules the layers select; an empty selection is a usage error naming the layer that emptied it."""
     from sonnx_check.catalogue import catalogue
 
     selected: frozenset[str] = frozenset(catalogue())
@@ -482,15 +528,34 @@ def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) ->
         if file.select is not None:
             selected = file.select
         selected = (selected | file.extend_select) - file.ignore
+        if not selected and not cli.select:
+            key = "select" if file.select is not None and not file.select | file.extend_select else "ignore"
+            raise ConfigError(
+                f"{file.path}: {TABLE}.{key}: selects no rule, so nothing would be checked "
+                "(see sonnx-check --list-rules)"
+            )
     if cli.select:
         selected = _cli_rules(cli.select, "--select")
+        if not selected:
+            raise UsageError('--select: selects no rule, so nothing would be checked (e.g. --select "GR*")')
     selected = (selected | _cli_rules(cli.extend_select, "--extend-select")) - _cli_rules(
         cli.ignore, "--ignore"
     )
+    if not selected:
+        raise UsageError("--ignore: removes every selected rule, so nothing would be checked")
+    return selected
 
+
+def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) -> Settings:
+    """Merge the configuration file and the command line (command line wins)."""
+    selected = _selection(cli, file)
     file_compare = file.compare if file is not None else {}
     shapes = dict(file_compare.get("shapes", ()))
     shapes.update(_cli_shapes(cli.shapes))
+    if cli.timeout is not None:
+        timeout = cli.timeout or None
+    else:
+        timeout = file_compare.get("timeout", DEFAULT_TIMEOUT)
     compare = CompareSettings(
         enabled=cli.compare if cli.compare is not None else file_compare.get("enabled", False),
         inputs=tuple(cli.inputs) or file_compare.get("inputs", CompareSettings.inputs),
@@ -498,10 +563,12 @@ def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) ->
         ort_opt_level=cli.ort_opt_level or file_compare.get("ort_opt_level", "default"),
         shapes=tuple(shapes.items()),
         max_elements=cli.max_elements or file_compare.get("max_elements", DEFAULT_MAX_ELEMENTS),
+        timeout=timeout,
     )
     fail_on = cli.fail_on or (file.fail_on if file else None) or "error"
     jobs = cli.jobs if cli.jobs is not None else (file.jobs if file and file.jobs is not None else 1)
     root = file.folder if file is not None else os.path.abspath(cwd or os.getcwd())
+    gitignore = file.respect_gitignore if file is not None and file.respect_gitignore is not None else True
     return Settings(
         selected=selected,
         root=root,
@@ -516,4 +583,104 @@ def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) ->
         exit_zero=cli.exit_zero,
         statistics=cli.statistics,
         show_traceback=cli.show_traceback,
+        exclude=file.exclude if file is not None else (),
+        respect_gitignore=gitignore,
     )
+
+
+# -- one configuration per model --------------------------------------------------------------------------
+
+
+class Configurations:
+    """The configuration of each model and of the run.
+
+    ``--config FILE`` applies to every model, ``--isolated`` to none. Otherwise a model gets the nearest
+    ``pyproject.toml`` with a ``[tool.sonnx-check]`` table from its own folder upwards, else the one found
+    from the working directory (``run_file``). Every file is read and validated once; each distinct file
+    gives one Settings, whose run-wide fields (format, fail-on, jobs, .gitignore) are the run's."""
+
+    def __init__(
+        self, cli: CliOptions, config: str | None = None, isolated: bool = False, cwd: str | None = None
+    ) -> None:
+        self.cli = cli
+        self.cwd = cwd or os.getcwd()
+        self.fixed = config is not None or isolated  # one file (or none) for every model
+        self.run_file = load(config, isolated, self.cwd)
+        self.run = resolve(cli, self.run_file, self.cwd)
+        self._found: dict[str, FileConfig | None] = {}  # folder -> nearest file with the table
+        self._files: dict[str, FileConfig] = {}  # absolute path -> the file, parsed once
+        self._read: set[str] = set()  # every pyproject.toml looked into, with the table or without
+        if self.run_file is not None:
+            self._files[self._key(self.run_file)] = self.run_file
+            self._read.add(self._key(self.run_file))
+        self._settings: dict[str | None, Settings] = {}
+
+    @staticmethod
+    def _key(file: FileConfig) -> str:
+        return str((Path(file.folder) / os.path.basename(file.path)).resolve())
+
+    def file_for(self, model_path: str) -> FileConfig | None:
+        if self.fixed:
+            return self.run_file
+        found = self._nearest(os.path.dirname(os.path.abspath(model_path)))
+        return found if found is not None else self.run_file
+
+    def settings_for(self, model_path: str) -> Settings:
+        file = self.file_for(model_path)
+        key = None if file is None else self._key(file)
+        if key not in self._settings:
+            own = resolve(self.cli, file, self.cwd)
+            self._settings[key] = replace(
+                own,
+                output_format=self.run.output_format,
+                fail_on=self.run.fail_on,
+                jobs=self.run.jobs,
+                respect_gitignore=self.run.respect_gitignore,
+            )
+        return self._settings[key]
+
+    def read_files(self) -> list[str]:
+        """The absolute path of every configuration file this run read (--output refuses to write over
+        them): the files in force, and the pyproject.toml files looked into on the way up."""
+        return sorted(self._read)
+
+    def excluded(self, path: str, is_dir: bool) -> str | None:
+        """Why a folder scan skips ``path``: an ``exclude`` pattern of the configuration that governs it."""
+        settings = self.settings_for(path)
+        for pattern in settings.exclude:
+            if model_matches(pattern.rstrip("/"), path, settings.root):
+                return f'excluded by {settings.config_file}: exclude "{pattern}"'
+        return None
+
+    def _nearest(self, folder: str) -> FileConfig | None:
+        visited = []
+        current = folder
+        found: FileConfig | None = None
+        while True:  # iterative: a model may sit a thousand folders deep
+            if current in self._found:
+                found = self._found[current]
+                break
+            visited.append(current)
+            candidate = Path(current) / "pyproject.toml"
+            if candidate.is_file():
+                found = self._parse(candidate)
+                if found is not None:
+                    break
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        for seen in visited:
+            self._found[seen] = found
+        return found
+
+    def _parse(self, candidate: Path) -> FileConfig | None:
+        key = str(candidate.resolve())
+        self._read.add(key)
+        if key not in self._files:
+            shown = _display_path(candidate, self.cwd)
+            table = _read_table(candidate, shown)
+            if table is None:
+                return None
+            self._files[key] = parse_table(table, shown, str(candidate.parent))
+        return self._files[key]

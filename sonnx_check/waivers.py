@@ -7,9 +7,9 @@ A waiver never removes a finding: certification evidence must show what was acce
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from sonnx_check.config import Waiver
+from sonnx_check.config import Settings, Waiver
 from sonnx_check.findings import Finding, ModelResult
 
 
@@ -35,3 +35,98 @@ def apply_waivers(result: ModelResult, waivers: Sequence[Waiver]) -> ModelResult
         waiver = next((w for w in waivers if covers(w, finding)), None)
         findings.append(replace(finding, waived=waiver.reason) if waiver is not None else finding)
     return replace(result, findings=findings)
+
+
+# -- configuration entries that did nothing ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unused:
+    """A waiver or per-model ignore that had no effect in this run: a stale waiver hides nothing but still
+    reads as an accepted risk in the configuration, and a glob with a typo silently waives nothing."""
+
+    file: str | None  # the configuration file, as shown
+    key: str  # "tool.sonnx-check.waivers[2]"
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.file}: {self.key}: {self.reason}"
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"file": self.file, "key": self.key, "reason": self.reason}
+
+
+def unused_entries(
+    checked: Sequence[tuple[str, ModelResult, Settings]], *, scanned_folder: bool
+) -> list[Unused]:
+    """Waivers that covered no finding in the models they match (their rules were run), and per-model
+    ignores that ignore nothing selected. An entry whose glob matches no model of the run is reported only
+    when the run scanned a folder: a run on a list of files (pre-commit) sees a part of the project, where
+    most entries rightly match nothing."""
+    groups: dict[int, tuple[Settings, list[tuple[str, ModelResult]]]] = {}
+    for path, result, settings in checked:
+        groups.setdefault(id(settings), (settings, []))[1].append((path, result))
+    unused: list[Unused] = []
+    for settings, models in groups.values():
+        unused.extend(_unused_waivers(settings, models, scanned_folder))
+        unused.extend(_unused_ignores(settings, models, scanned_folder))
+    return unused
+
+
+def _unused_waivers(
+    settings: Settings, models: list[tuple[str, ModelResult]], scanned_folder: bool
+) -> list[Unused]:
+    used: set[int] = set()
+    matched: dict[int, int] = {}  # waiver -> models it matches whose rules include one of its rules
+    matched_any: set[int] = set()
+    for path, result in models:
+        waivers = settings.waivers_for(path)
+        rules = settings.rules_for(path)
+        for waiver in waivers:
+            matched_any.add(id(waiver))
+            if waiver.rules & rules:
+                matched[id(waiver)] = matched.get(id(waiver), 0) + 1
+        for finding in result.findings:
+            if finding.waived is None:
+                continue
+            # The first covering waiver gave the reason (apply_waivers), so it is the one used.
+            bare = replace(finding, waived=None)
+            waiver = next((w for w in waivers if covers(w, bare)), None)
+            if waiver is not None:
+                used.add(id(waiver))
+    out = []
+    for number, waiver in enumerate(settings.waivers, start=1):
+        key = f"tool.sonnx-check.waivers[{number}]"
+        what = f"waiver of {waiver.rule}"
+        if id(waiver) in used:
+            continue
+        if id(waiver) in matched:
+            count = matched[id(waiver)]
+            out.append(
+                Unused(
+                    settings.config_file, key, f"{what} covered no finding in the {count} model(s) it matches"
+                )
+            )
+        elif id(waiver) not in matched_any and scanned_folder:
+            globs = ", ".join(waiver.models)
+            out.append(
+                Unused(
+                    settings.config_file, key, f"{what}: models {globs} match no model checked in this run"
+                )
+            )
+    return out
+
+
+def _unused_ignores(
+    settings: Settings, models: list[tuple[str, ModelResult]], scanned_folder: bool
+) -> list[Unused]:
+    from sonnx_check.config import model_matches
+
+    out = []
+    for pattern, rules in settings.per_model_ignores:
+        key = f'tool.sonnx-check.per-model-ignores."{pattern}"'
+        if not rules & settings.selected:
+            out.append(Unused(settings.config_file, key, "ignores only rules that are not selected"))
+        elif scanned_folder and not any(model_matches(pattern, path, settings.root) for path, _ in models):
+            out.append(Unused(settings.config_file, key, "matches no model checked in this run"))
+    return out

@@ -1,5 +1,9 @@
 """The terminal table of a ``--compare`` run: one row per compared tensor, built from the JSON-ready
-``comparison`` dict alone, so the text and JSON reports cannot tell different stories."""
+``comparison`` dict alone, so the text and JSON reports cannot tell different stories.
+
+Node and tensor names, and onnxruntime's own messages, come from the model: every cell, the title and the
+caption are ``rich.text.Text`` (never markup strings), so ``[link=...]`` or a trailing ``[/]`` in a name is
+shown as written instead of becoming a link or crashing the report."""
 
 from __future__ import annotations
 
@@ -20,40 +24,49 @@ _STATUS_STYLE = {
 }
 
 
-def render_comparison(comparison: Mapping[str, Any]) -> Table:
+def render_comparison(comparison: Mapping[str, Any], *, wrap: bool = True) -> Table:
     """A rich Table: node, output, dataset, status, "K of N differ", first mismatch, known divergence.
 
     An end-to-end row is shown only when it tells something the node rows do not (its statistics differ
-    from those of the node output of the same name); the JSON keeps every one."""
+    from those of the node output of the same name); the JSON keeps every one. ``wrap=False`` (output that
+    is not a terminal: CI logs, ``| tee``) keeps every cell on one line, so rule IDs and node names are never
+    split and a log can be searched."""
+    caption = _caption(comparison)
     table = Table(
-        title=_title(comparison),
+        title=Text(_title(comparison)),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_lines=False,
         pad_edge=False,
-        caption=_caption(comparison),
+        caption=Text(caption) if caption is not None else None,
         caption_justify="left",
     )
-    table.add_column("node", overflow="fold", max_width=24)
-    table.add_column("output", overflow="fold", max_width=16)
-    table.add_column("dataset", overflow="fold", max_width=16)
+    folded: dict[str, Any] = {"overflow": "fold"} if wrap else {"no_wrap": True}
+    table.add_column("node", **folded, max_width=24 if wrap else None)
+    table.add_column("output", **folded, max_width=16 if wrap else None)
+    table.add_column("dataset", **folded, max_width=16 if wrap else None)
     table.add_column("status", no_wrap=True)
     table.add_column("differ", no_wrap=True)
-    table.add_column("first mismatch: onnxruntime vs SONNX", overflow="fold", min_width=22)
-    table.add_column("known divergence", overflow="fold", min_width=24)  # the longest id fits
+    table.add_column("first mismatch: onnxruntime vs SONNX", **folded, min_width=22)
+    table.add_column("known divergence", **folded, min_width=24)  # the longest id fits
     by_tensor: dict[str, tuple[Any, ...]] = {}
     for node in comparison.get("nodes", ()):
         label = _node_label(node)
         if node.get("status") == "not-compared":
-            table.add_row(label, "", "", _status("not-compared"), "", node.get("reason", ""), "")
+            table.add_row(*_cells(label, "", "", _status("not-compared"), "", node.get("reason", ""), ""))
             continue
         for output in node.get("outputs", ()):
             by_tensor[output.get("output", "")] = _key(output)
-            table.add_row(label, *_output_cells(output))
+            table.add_row(*_cells(label, *_output_cells(output)))
     for output in comparison.get("outputs", ()):
         if by_tensor.get(output.get("output", "")) != _key(output):
-            table.add_row("(end to end)", *_output_cells(output))
+            table.add_row(*_cells("(end to end)", *_output_cells(output)))
     return table
+
+
+def _cells(*values: Any) -> list[Text]:
+    """Every cell as Text: a str handed to rich would be parsed as markup."""
+    return [v if isinstance(v, Text) else Text(str(v)) for v in values]
 
 
 def _key(output: Mapping[str, Any]) -> tuple[Any, ...]:

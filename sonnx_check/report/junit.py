@@ -4,7 +4,13 @@ dashboard then counts models).
 
 A rule whose findings are all waived is a skipped case whose message is the waiver's reason; findings
 below the failing severity (``--fail-on``) are a passing case that lists them; an unreadable model is an
-``error`` case (MODEL.load), matching exit code 2.
+``error`` case (MODEL.load), matching exit code 2, and so is a model whose check failed inside sonnx-check
+(MODEL.internal-error, exit code 3).
+
+The document is valid against the Jenkins xUnit plugin's JUnit schema (junit-10.xsd, vendored in
+tests/formats): ``file`` on the test suite (the schema has no ``file`` on a test case), no ``skipped`` on
+``testsuites``, and ``time`` (seconds, the whole run) on ``testsuites``; per-model durations are not
+measured, so test suites carry a ``timestamp`` instead of a made-up ``time``.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from sonnx_check.findings import Finding, ModelResult, Severity
+from sonnx_check.report.summary import INTERNAL_RULE
 
 CLEAN_CASE = "conforms"
 # XML 1.0 cannot carry most control characters, which node names from a model file may contain.
@@ -28,36 +35,48 @@ def _line(finding: Finding) -> str:
     return text + (f" [waived: {finding.waived}]" if finding.waived is not None else "")
 
 
-def render(results: list[ModelResult], *, fail_on: Severity = Severity.ERROR) -> str:
+def render(
+    results: list[ModelResult],
+    *,
+    fail_on: Severity = Severity.ERROR,
+    seconds: float | None = None,
+    timestamp: str | None = None,
+) -> str:
+    """``seconds``: how long the run took; ``timestamp``: when it started (ISO 8601, no time zone, as
+    the schema's consumers expect)."""
     root = ET.Element("testsuites", name="sonnx-check")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0}
     for result in results:
         suite = _suite(result, fail_on)
+        if timestamp is not None:
+            suite.set("timestamp", timestamp)
         root.append(suite)
         for key in totals:
             totals[key] += int(suite.get(key, "0"))
     for key, value in totals.items():
         root.set(key, str(value))
+    if seconds is not None:
+        root.set("time", f"{seconds:.3f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
     path = _clean(result.path)
-    suite = ET.Element("testsuite", name=path)
+    suite = ET.Element("testsuite", name=path, file=path)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     by_rule: dict[str, list[Finding]] = {}
     for finding in result.findings:
         by_rule.setdefault(finding.rule, []).append(finding)
     failing_model = False
     for rule, findings in by_rule.items():
-        case = ET.SubElement(suite, "testcase", classname=path, name=_clean(rule), file=path)
+        case = ET.SubElement(suite, "testcase", classname=path, name=_clean(rule))
         counts["tests"] += 1
         active = [f for f in findings if f.waived is None]
         failing = [f for f in active if f.severity.rank >= fail_on.rank]
         body = _clean("\n".join(_line(f) for f in findings))
-        if result.load_error and rule == "MODEL.load":
-            element = ET.SubElement(case, "error", type="MODEL.load", message=_clean(findings[0].message))
+        if (result.load_error and rule == "MODEL.load") or rule == INTERNAL_RULE:
+            element = ET.SubElement(case, "error", type=rule, message=_clean(findings[0].message))
             element.text = body
             counts["errors"] += 1
             failing_model = True
@@ -75,7 +94,7 @@ def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
         else:
             ET.SubElement(case, "system-out").text = body  # below --fail-on: reported, passing
     if not failing_model:
-        ET.SubElement(suite, "testcase", classname=path, name=CLEAN_CASE, file=path)
+        ET.SubElement(suite, "testcase", classname=path, name=CLEAN_CASE)
         counts["tests"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))

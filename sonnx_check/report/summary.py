@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from sonnx_check.findings import ModelResult, Severity
 
+# The finding that stands for a model whose check failed inside sonnx-check (exit 3): the model stays in every
+# report, so a SARIF upload after a crash does not close that model's open alerts.
+INTERNAL_RULE = "MODEL.internal-error"
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -15,6 +19,8 @@ class Summary:
     warnings: int
     waived: int
     unreadable: int
+    internal_errors: int = 0
+    failing_models: int = 0  # models with at least one active finding
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -24,7 +30,21 @@ class Summary:
             "warnings": self.warnings,
             "waived": self.waived,
             "unreadable": self.unreadable,
+            "internal_errors": self.internal_errors,
         }
+
+    def line(self) -> str:
+        """``3 model(s) checked, 2 error(s), 0 warning(s), 1 unreadable in 2 model(s)``: the text report's
+        last line, the annotation format's and the stderr summary of a report written to a file."""
+        parts = [f"{self.models} model(s) checked", f"{self.errors} error(s)", f"{self.warnings} warning(s)"]
+        if self.waived:
+            parts.append(f"{self.waived} waived")
+        if self.unreadable:
+            parts.append(f"{self.unreadable} unreadable")
+        if self.internal_errors:
+            parts.append(f"{self.internal_errors} internal error(s)")
+        tail = f" in {self.failing_models} model(s)" if self.failing_models else ""
+        return ", ".join(parts) + tail
 
 
 def summarise(results: list[ModelResult]) -> Summary:
@@ -36,7 +56,13 @@ def summarise(results: list[ModelResult]) -> Summary:
         warnings=sum(f.severity is Severity.WARNING for f in active),
         waived=sum(f.waived is not None for r in results for f in r.findings),
         unreadable=sum(r.load_error for r in results),
+        internal_errors=sum(is_internal(r) for r in results),
+        failing_models=sum(1 for r in results if any(f.waived is None for f in r.findings)),
     )
+
+
+def is_internal(result: ModelResult) -> bool:
+    return any(f.rule == INTERNAL_RULE for f in result.findings)
 
 
 @dataclass(frozen=True)

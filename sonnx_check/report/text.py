@@ -2,7 +2,10 @@
 
 Colour and styles are decided by the Console the caller passes (no colour when not a terminal).
 With --fix, each model's rewrites and what was left to a person come before the re-checked model; with
---statistics, a count per rule replaces the per-finding lines (as ruff does)."""
+--statistics, a count per rule replaces the per-finding lines (as ruff does).
+
+Every string here that a model controls arrives display-sanitised (``sanitise.for_display``) and is put in a
+``rich.text.Text``, never in a markup string: a node named ``[link=...]`` stays those characters."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
-from sonnx_check.report.summary import rule_counts, summarise
+from sonnx_check.report.summary import is_internal, rule_counts, summarise
 
 if TYPE_CHECKING:
     from sonnx_check.fix.outcome import FixOutcome
@@ -28,7 +31,11 @@ def render(
     quiet: bool = False,
     fixes: Sequence[FixOutcome | None] | None = None,
     statistics: bool = False,
+    configuration: str | None = None,
 ) -> None:
+    """``configuration`` heads the report: which configuration file the models were checked with."""
+    if configuration and not quiet:
+        console.print(Text(f"configuration: {configuration}", style="dim"))
     if statistics:
         render_statistics(console, results)
     else:
@@ -89,13 +96,16 @@ def _fix_block(console: Console, fix: FixOutcome, result: ModelResult) -> None:
 def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -> None:
     if quiet and not result.findings:
         return
-    status = (
-        "[red]unreadable[/]"
-        if result.load_error
-        else ("[green]conforms[/]" if not any(f.waived is None for f in result.findings) else "")
-    )
+    if result.load_error:
+        status = Text("unreadable", style="red")
+    elif is_internal(result):
+        status = Text("not checked (internal error)", style="red")
+    elif not any(f.waived is None for f in result.findings):
+        status = Text("conforms", style="green")
+    else:
+        status = Text("")
     header = Text(result.path, style="bold")
-    for part in (Text(note, style="dim"), Text.from_markup(status)):
+    for part in (Text(note, style="dim"), status):
         if part.plain:
             header.append(" ").append(part)
     console.print(header)
@@ -104,7 +114,7 @@ def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -
     if result.comparison and not quiet:
         from sonnx_check.report.comparison_table import render_comparison
 
-        console.print(render_comparison(result.comparison))
+        console.print(render_comparison(result.comparison, wrap=console.is_terminal))
     if result.coverage is not None and not quiet:
         console.print(Text("  " + coverage_line(result.coverage), style="dim"))
 
@@ -141,12 +151,5 @@ def coverage_line(coverage: Coverage) -> str:
 
 def _summary_line(results: list[ModelResult]) -> Text:
     s = summarise(results)
-    failing = sum(1 for r in results if any(f.waived is None for f in r.findings))
-    parts = [f"{s.models} model(s) checked", f"{s.errors} error(s)", f"{s.warnings} warning(s)"]
-    if s.waived:
-        parts.append(f"{s.waived} waived")
-    if s.unreadable:
-        parts.append(f"{s.unreadable} unreadable")
     style = "bold red" if s.errors or s.unreadable else ("yellow" if s.warnings else "bold green")
-    tail = f" in {failing} model(s)" if failing else ""
-    return Text(", ".join(parts) + tail, style=style)
+    return Text(s.line(), style=style)

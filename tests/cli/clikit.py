@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +31,16 @@ class Run:
     stderr: str
 
 
-def run_cli(args: Sequence[str], cwd: Path | None = None) -> Run:
-    """Run ``sonnx-check ARGS`` in this process (fast), from ``cwd`` when given."""
+def run_cli(args: Sequence[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None) -> Run:
+    """Run ``sonnx-check ARGS`` in this process (fast), from ``cwd`` when given. A suite run inside GitHub
+    Actions must not append its runs to the job's step summary: ``GITHUB_STEP_SUMMARY`` is unset unless
+    ``env`` sets it."""
     previous = os.getcwd()
     if cwd is not None:
         os.chdir(cwd)
     try:
-        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        environment = {"GITHUB_STEP_SUMMARY": None, **(env or {})}
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False, env=environment)
     finally:
         os.chdir(previous)
     return Run(result.exit_code, result.stdout, result.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,7 +90,8 @@ def test_statistics_counts_per_rule_in_text_and_json(repo: Path) -> None:
     text = run_cli(["--isolated", "--statistics", "--quiet", model])
     lines = [line.split() for line in text.stdout.splitlines() if line.strip()]
     counts = {parts[1]: int(parts[0]) for parts in lines if parts[0].isdigit()}
-    assert counts == {"GR2": 4, "GRAPH.shapes": 4, "GR4": 2, "MaxPool.R2": 1, "MaxPool.R4": 1}
+    expected = {"GR2": 4, "GRAPH.shapes": 4, "GR4": 2, "MaxPool.R2": 1, "MaxPool.R4": 1}
+    assert {rule: counts.get(rule) for rule in expected} == expected  # other operators' rules may add more
     assert "ceil_mode=1" not in text.stdout  # the table replaces the per-finding lines
     document = json.loads(run_cli(["--isolated", "--statistics", "--format", "json", model]).stdout)
     assert {s["rule"]: s["count"] for s in document["statistics"]} == counts
@@ -134,9 +136,14 @@ def test_jobs_output_is_byte_identical_to_serial(repo: Path, fmt: str) -> None:
     folder = str(repo / "models")
     serial = run_cli(["--isolated", "--format", fmt, folder])
     parallel = run_cli(["--isolated", "--format", fmt, "--jobs", "2", folder])
-    assert parallel.stdout == serial.stdout
+    assert _untimed(parallel.stdout) == _untimed(serial.stdout)
     assert parallel.stderr == serial.stderr
     assert parallel.code == serial.code == 2
+
+
+def _untimed(report: str) -> str:
+    """JUnit carries the run's duration and start time: everything else is byte-identical."""
+    return re.sub(r' (time|timestamp)="[^"]*"', "", report)
 
 
 def test_jobs_in_a_real_process_matches_serial(repo: Path) -> None:

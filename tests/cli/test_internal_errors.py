@@ -1,5 +1,6 @@
 """A crash inside sonnx-check is a bug: exit 3, one paragraph that names the rule and the model (the
-traceback only on request), and the other models of the run are still checked."""
+traceback only on request), the other models of the run are still checked, and the crashed model stays in
+every report as a MODEL.internal-error finding."""
 
 from __future__ import annotations
 
@@ -36,7 +37,12 @@ def test_a_crashing_rule_is_exit_3_with_one_paragraph_and_the_other_models_are_c
     (line,) = [line for line in result.stderr.splitlines() if "internal error" in line]
     assert "rule MaxPool.R4 crashed on" in line and "ZeroDivisionError: synthetic bug" in line
     assert "--show-traceback" in line
-    assert [m["path"] for m in json.loads(result.stdout)["models"]] == [str(other)]
+    models = json.loads(result.stdout)["models"]
+    assert [m["path"] for m in models] == [str(pool), str(other)]
+    (finding,) = models[0]["findings"]
+    assert finding["rule"] == "MODEL.internal-error" and finding["severity"] == "error"
+    assert "rule MaxPool.R4 crashed" in finding["message"] and "synthetic bug" in finding["message"]
+    assert json.loads(result.stdout)["summary"]["internal_errors"] == 1
 
 
 def test_the_traceback_is_shown_on_request(crashing_r4: None, tmp_path: Path) -> None:

@@ -26,7 +26,10 @@ def _field(name: str) -> str:
 def test_hook_runs_the_installed_command_on_onnx_files() -> None:
     assert re.search(r"^- id: sonnx-check$", HOOKS.read_text(encoding="utf-8"), re.M)
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
-    assert _field("entry") in scripts
+    command, *options = _field("entry").split()
+    assert command in scripts
+    # pre-commit names every file, and `args: [--fix]` must not let the unfixed model be committed
+    assert options == ["--force-exclude", "--exit-non-zero-on-fix"]
     assert _field("language") == "python"
     files = re.compile(_field("files"))
     for name in ("model.onnx", "models/a/b.onnx"):

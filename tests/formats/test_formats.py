@@ -168,30 +168,86 @@ def test_sarif_uri_is_percent_encoded_and_absolute_paths_become_file_uris() -> N
 # -- GitHub annotations -----------------------------------------------------------------------------------
 
 
+def _github(report: str) -> tuple[list[str], list[str], str]:
+    """The log group's lines, the annotations, the summary line."""
+    lines = report.splitlines()
+    assert lines[0].startswith("::group::sonnx-check: ") and "::endgroup::" in lines
+    end = lines.index("::endgroup::")
+    return lines[1:end], lines[end + 1 : -1], lines[-1]
+
+
 def test_github_annotations_match_the_workflow_command_syntax(reports: dict[str, str]) -> None:
-    lines = reports["github"].splitlines()
-    annotations = [line for line in lines if line.startswith("::")]
-    assert lines[-1].startswith("sonnx-check: ") and len(annotations) == len(lines) - 1
+    log, annotations, summary = _github(reports["github"])
+    assert summary.startswith("sonnx-check: ")
     for line in annotations:
         assert ANNOTATION.match(line), line
     commands = Counter(ANNOTATION.match(line)["command"] for line in annotations)  # type: ignore[index]
     assert commands["notice"] == 1  # the waived finding
-    assert commands["error"] == sum(_json_findings(reports).values()) - 1
+    document = json.loads(reports["json"])
+    groups = {
+        (f["severity"], m["path"], f["rule"])
+        for m in document["models"]
+        for f in m["findings"]
+        if not f.get("waived")
+    }
+    for kind in ("error", "warning"):  # one annotation per (model, rule)
+        assert commands[kind] == sum(1 for g in groups if g[0] == kind)
     waived = next(line for line in annotations if line.startswith("::notice"))
     assert "file=models/legacy/old.onnx," in waived
     assert "title=sonnx-check (MaxPool.R2)::" in waived
     assert f"[reason: {REASON}]" in waived
+    # the log lists every finding, one line each, starting with a word of ours
+    assert len(log) == sum(_json_findings(reports).values())
+    assert all(line.split(" ", 1)[0] in ("error", "warning", "waived") for line in log)
+
+
+def test_github_annotation_lists_every_node_of_its_rule(tmp_path: Path) -> None:
+    model = maxpool_r2("first")
+    second = onnx.helper.make_node("MaxPool", ["y"], ["z"], name="second")
+    second.attribute.extend(a for a in model.graph.node[0].attribute)
+    model.graph.node.append(second)
+    save(model, tmp_path / "m.onnx")
+    report = run_cli(["--isolated", "--select", "MaxPool.R2", "--format", "github", "m.onnx"], cwd=tmp_path)
+    _, annotations, _ = _github(report.stdout)
+    (line,) = annotations
+    match = ANNOTATION.match(line)
+    assert match and match["title"] == "sonnx-check (MaxPool.R2)"
+    assert match["message"].startswith("2 finding(s):%0AMaxPool 'first' (node #0): ")
+    assert "%0AMaxPool 'second' (node #1): " in match["message"]
+
+
+def test_github_stays_under_the_annotation_limits_and_says_what_it_left_out() -> None:
+    few = [
+        ModelResult(f"m{i}.onnx", [Finding("MaxPool.R2", "a"), Finding("MaxPool.R4", "b")]) for i in range(4)
+    ]
+    _, annotations, _ = _github(github.render(few))
+    assert len(annotations) == 8  # 8 groups fit: one per (model, rule)
+    many = [
+        ModelResult(f"m{i:02d}.onnx", [Finding(rule, "m") for rule in ("MaxPool.R2", "MaxPool.R4")])
+        for i in range(12)
+    ]
+    many.append(ModelResult("w.onnx", [Finding("GR4", "w", waived="accepted") for _ in range(3)]))
+    _, annotations, summary = _github(github.render(many))
+    commands = Counter(line.split(" ", 1)[0].split("::")[1] for line in annotations)
+    assert commands == {"error": github.LIMIT, "notice": 2}
+    # 24 groups do not fit: one annotation per model instead, listing each rule's findings
+    assert "title=sonnx-check (2 rules)::2 finding(s):%0AMaxPool.R2: m%0AMaxPool.R4: m" in annotations[0]
+    overflow = annotations[-1]
+    assert overflow.startswith("::notice title=sonnx-check::2 error annotation(s) not shown")
+    assert summary == "sonnx-check: 13 model(s) checked, 24 error(s), 0 warning(s), 3 waived in 12 model(s)"
 
 
 def test_github_escapes_what_would_break_or_inject_a_command() -> None:
     node = NodeRef(0, "evil,name:x\n::error::injected", "MaxPool")
     result = ModelResult("./dir,1/a:b.onnx", [Finding("MaxPool.R4", "50% off\r\nsecond line", node=node)])
-    (line, summary) = github.render([result]).splitlines()
+    log, (line,), summary = _github(github.render([result]))
     match = ANNOTATION.match(line)
     assert match, line
     assert match["file"] == "dir%2C1/a%3Ab.onnx"
     assert "%0A::error::injected" in match["message"] and "50%25 off%0D%0Asecond line" in match["message"]
     assert summary.startswith("sonnx-check: 1 model(s) checked")
+    (entry,) = log  # the log line keeps the finding on one line
+    assert entry.startswith("error MaxPool.R4 ./dir,1/a:b.onnx: ") and "\\n::error::injected" in entry
 
 
 # -- JUnit ----------------------------------------------------------------------------------------------
@@ -220,9 +276,9 @@ def test_junit_parses_with_one_case_per_model_and_rule(reports: dict[str, str]) 
     # a model whose only finding is waived conforms
     assert ("models/legacy/old.onnx", junit.CLEAN_CASE) in cases
     assert ("models/legacy/older.onnx", junit.CLEAN_CASE) not in cases
-    totals = {k: int(root.get(k, "-1")) for k in ("tests", "failures", "errors", "skipped")}
+    totals = {k: int(root.get(k, "-1")) for k in ("tests", "failures", "errors")}
     assert totals["tests"] == len(cases)
-    assert totals["errors"] == 1 and totals["skipped"] == 1
+    assert totals["errors"] == 1 and sum(int(s.get("skipped", "0")) for s in suites.values()) == 1
     assert totals["failures"] == sum(1 for c in cases.values() if c.find("failure") is not None)
 
 
@@ -244,10 +300,9 @@ def test_every_format_carries_the_same_findings(reports: dict[str, str]) -> None
     )
     assert in_sarif == expected
     in_github = Counter()
-    for line in reports["github"].splitlines()[:-1]:
-        match = ANNOTATION.match(line)
-        assert match
-        in_github[(match["file"], match["title"].removeprefix("sonnx-check (").removesuffix(")"))] += 1
+    for line in _github(reports["github"])[0]:
+        _, rule, path, _ = line.split(" ", 3)
+        in_github[(path.removesuffix(":"), rule)] += 1
     assert in_github == expected
     root = ET.fromstring(reports["junit"])
     in_junit = Counter()
@@ -263,7 +318,13 @@ def test_every_format_carries_the_same_findings(reports: dict[str, str]) -> None
 def test_json_report_keeps_the_rules_md_contract_and_marks_waivers(reports: dict[str, str]) -> None:
     document = json.loads(reports["json"])
     assert document["tool"]["name"] == "sonnx-check"
-    assert document["configuration"] == {"file": "pyproject.toml", "fail_on": "error"}
+    assert document["configuration"] == {
+        "file": "pyproject.toml",
+        "fail_on": "error",
+        "files": ["pyproject.toml"],
+        "unused": [],
+    }
+    assert {m["configuration"] for m in document["models"]} == {"pyproject.toml"}
     for key in ("models", "findings", "errors", "warnings"):
         assert key in document["summary"]
     waived = [f for m in document["models"] for f in m["findings"] if f.get("waived")]

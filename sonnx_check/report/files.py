@@ -1,0 +1,36 @@
+"""Writing a report file so that a reader never sees half of it.
+
+A CI job uploads whatever file it finds: a SARIF file truncated by a full disk, or by a run stopped half
+way, would be sent as it is. The report is written to a temporary file in the same folder, flushed to disk,
+then renamed over the target (``os.replace``, atomic on one file system); on any failure the temporary file
+is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Raises OSError (the caller turns it into one line naming the file)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,64 @@
+"""The Markdown summary a GitHub Actions job shows on its run page (appended to ``$GITHUB_STEP_SUMMARY``).
+
+A table of models with their counts, then the findings (at most ``ROWS``; GitHub accepts 1 MiB per step, and
+a page of thousands of rows helps nobody: the SARIF and JSON reports hold everything). Every model string
+goes through ``sanitise.markdown``: control characters escaped, then every ASCII punctuation character
+backslash-escaped, so a node name can be neither a link, an image, an HTML tag nor a table separator.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sonnx_check.findings import Finding, ModelResult
+from sonnx_check.report.summary import is_internal, summarise
+from sonnx_check.sanitise import markdown as _markdown
+
+ROWS = 200  # findings listed
+
+
+def markdown(text: str) -> str:
+    # The results arrive display-sanitised and cut already; this only makes them inert in Markdown.
+    return _markdown(text, 100_000)
+
+
+def render(results: list[ModelResult], *, configuration: str | None = None) -> str:
+    s = summarise(results)
+    lines = ["## sonnx-check", ""]
+    verdict = "failed" if s.errors or s.unreadable or s.internal_errors else "passed"
+    lines.append(f"**{verdict}**: {markdown(s.line())}")
+    if configuration:
+        lines.append(f"(configuration: {markdown(configuration)})")
+    lines += ["", "| model | status | errors | warnings | waived | rules |", "|---|---|---:|---:|---:|---|"]
+    for result in results:
+        active = [f for f in result.findings if f.waived is None]
+        counts = Counter(f.severity.value for f in active)
+        rules = ", ".join(f"{rule} ×{n}" for rule, n in Counter(f.rule for f in active).items())
+        lines.append(
+            f"| {markdown(result.path)} | {_status(result, active)} | {counts['error']} | "
+            f"{counts['warning']} | {len(result.findings) - len(active)} | {markdown(rules)} |"
+        )
+    findings = [(r.path, f) for r in results for f in r.findings if f.waived is None]
+    if findings:
+        lines += ["", "<details><summary>Findings</summary>", ""]
+        lines += ["| model | rule | severity | message |", "|---|---|---|---|"]
+        lines += [_row(path, f) for path, f in findings[:ROWS]]
+        if len(findings) > ROWS:
+            lines += ["", f"{len(findings) - ROWS} more finding(s): see the SARIF or JSON report or the log."]
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n\n"
+
+
+def _status(result: ModelResult, active: list[Finding]) -> str:
+    if result.load_error:
+        return "unreadable"
+    if is_internal(result):
+        return "not checked (internal error)"
+    return "violations" if active else "conforms"
+
+
+def _row(path: str, finding: Finding) -> str:
+    return (
+        f"| {markdown(path)} | {markdown(finding.rule)} | {finding.severity.value} | "
+        f"{markdown(finding.located_message())} |"
+    )

@@ -1,0 +1,102 @@
+"""Model strings and catalogue prose never reach rich as markup: the --compare table, --explain and
+--list-rules show brackets as written, a trailing ``[/]`` crashes nothing, and ``[link=...]`` never becomes a
+terminal hyperlink. Piped, the table and the rule list are never wrapped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from clikit import run_cli
+from rich.console import Console
+
+from sonnx_check import explain
+from sonnx_check.catalogue import RuleEntry
+from sonnx_check.findings import Severity
+from sonnx_check.report.comparison_table import render_comparison
+
+LINK = "[link=https://evil.example/]trusted[/link]"
+LONG = "/backbone/stage4/block3/" + "very_long_segment_" * 6 + "pool[/]"
+
+
+def _comparison() -> dict[str, Any]:
+    first = {"dataset": "edge", "index": [0, 1], "onnxruntime": 1.0, "onnxruntime_bits": "0x3f800000"}
+    first |= {"sonnx": 2.0, "sonnx_bits": "0x40000000"}
+    return {
+        "onnxruntime": {"version": "[bold]1.32[/bold]", "providers": ["CPU[/]"], "optimization_level": "all"},
+        "reason": "refused by [red]onnxruntime[/red]",
+        "datasets": [{"name": "edge[/]", "status": "failed"}],
+        "nodes": [
+            {"index": 0, "op_type": "MaxPool", "name": LINK, "status": "not-compared", "reason": "x [/] y"},
+            {
+                "index": 1,
+                "op_type": "Max",
+                "name": LONG,
+                "outputs": [
+                    {
+                        "output": "y[/]",
+                        "status": "differs",
+                        "mismatches": 1,
+                        "total": 4,
+                        "datasets": [{"name": "edge", "status": "differs"}],
+                        "first_mismatch": first,
+                        "known_divergence": [{"id": "ORT-[b]X[/b]"}],
+                    }
+                ],
+            },
+        ],
+        "outputs": [],
+    }
+
+
+def _render(renderable: Any, *, terminal: bool, width: int = 100) -> str:
+    console = Console(force_terminal=terminal, color_system="truecolor" if terminal else None, width=width)
+    with console.capture() as captured:
+        console.print(renderable)
+    return captured.get()
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "piped"])
+def test_comparison_table_shows_names_as_written(terminal: bool) -> None:
+    table = render_comparison(_comparison(), wrap=terminal)
+    text = _render(table, terminal=terminal, width=100 if terminal else 100_000)
+    assert "\x1b]8;" not in text  # no hyperlink
+    for literal in ("[bold]1.32[/bold]", "CPU[/]", "refused by [red]onnxruntime[/red]", "edge[/]", "y[/]"):
+        assert literal in text, literal
+    if not terminal:  # one line per row: the names are whole and greppable
+        assert any(LINK in line and "not-compared" in line for line in text.splitlines())
+        assert any(LONG in line and "1 of 4" in line for line in text.splitlines())
+
+
+def _entry(**changes: Any) -> RuleEntry:
+    fields = dict(
+        id="X.pads.C1",
+        title="pads [begin, end] [/]",
+        statement="pads is [x1_begin, x2_begin, x1_end, x2_end].",
+        rationale="[link=https://evil.example/]why[/link]",
+        origin="seed [003]",
+        severity=Severity.ERROR,
+        fix="Write pads as [0, 0, 0, 0] [/b]",
+        scope="X",
+        aliases=("X.[a]",),
+    )
+    return RuleEntry(**(fields | changes))
+
+
+def test_explain_keeps_bracketed_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(explain, "lookup", lambda rule_id: _entry())
+    result = run_cli(["--explain", "X.pads.C1"])
+    assert result.code == 0, result.stderr
+    for literal in ("pads [begin, end] [/]", "[x1_begin, x2_begin, x1_end, x2_end]", "[0, 0, 0, 0] [/b]"):
+        assert literal in result.stdout
+    assert "[link=https://evil.example/]why[/link]" in result.stdout and "X.[a]" in result.stdout
+
+
+def test_list_rules_keeps_brackets_and_is_not_wrapped_when_piped(monkeypatch: pytest.MonkeyPatch) -> None:
+    long_title = "a title long enough to be wrapped at eighty columns by any table [/] " * 2
+    entries = {"X.pads.C1": _entry(title=long_title.strip())}
+    monkeypatch.setattr(explain, "catalogue", lambda: entries)
+    result = run_cli(["--list-rules"])
+    assert result.code == 0, result.stderr
+    (row,) = [line for line in result.stdout.splitlines() if "X.pads.C1" in line]
+    assert long_title.strip() in row and "X.[a]" in row
