@@ -45,6 +45,9 @@ def check_file(path: str, selected: frozenset[str] | None = None) -> ModelResult
 
 def check_model(model: onnx.ModelProto, path: str, selected: frozenset[str] | None = None) -> ModelResult:
     """Check an already parsed model (the run reads each file once and shares the parse)."""
+    not_text = _operator_not_text(model)
+    if not_text is not None:
+        return load_failure(path, not_text)
     # The cyclic collector rescans the whole protobuf graph again and again on large models (quadratic in
     # practice); rules create no reference cycles, so reference counting alone frees what they allocate.
     gc_was_enabled = gc.isenabled()
@@ -55,6 +58,20 @@ def check_model(model: onnx.ModelProto, path: str, selected: frozenset[str] | No
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _operator_not_text(model: onnx.ModelProto) -> str | None:
+    """ONNX strings are UTF-8, but protobuf parses invalid bytes into an op_type or a domain anyway (as bytes).
+    No operator can be named by them, so the model cannot be read as ONNX: say where, instead of crashing."""
+    for imp in model.opset_import:
+        if type(imp.domain) is not str:
+            return f"an opset import's domain is not UTF-8 text ({imp.domain!r})"
+    for index, node in enumerate(model.graph.node):
+        for field in ("op_type", "domain"):
+            value = getattr(node, field)
+            if type(value) is not str:
+                return f"node #{index}'s {field} is not UTF-8 text ({value!r}); ONNX requires UTF-8 strings"
+    return None
 
 
 def run_checks(view: ModelView, selected: frozenset[str] | None = None) -> list[Finding]:

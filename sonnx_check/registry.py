@@ -23,7 +23,7 @@ from sonnx_check.vocabulary import VOCABULARY
 
 __all__ = ["CHECKS", "Check", "GraphCheck", "NodeCheck", "Violation", "bind", "operators_with_rules"]
 
-STAGES = ("engine", "compare")
+STAGES = ("engine", "compare", "cli")
 
 
 @dataclass(frozen=True)

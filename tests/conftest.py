@@ -7,6 +7,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 
+@pytest.fixture(autouse=True)
+def _no_github_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite may itself run inside GitHub Actions: no test may append to that run's real step summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A run in which no test passed (everything skipped or deselected) is not a green CI: fail it, as
     pytest already does when nothing is collected."""

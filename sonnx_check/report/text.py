@@ -135,18 +135,7 @@ def _finding_line(finding: Finding) -> Text:
 
 
 def coverage_line(coverage: Coverage) -> str:
-    def listing(counts: dict[str, int]) -> str:
-        return ", ".join(f"{op} {n}" for op, n in sorted(counts.items())) or "none"
-
-    with_rules = sum(coverage.operator_rules.values())
-    general = sum(coverage.general_only.values())
-    outside = sum(coverage.outside_profile.values())
-    operator_rules = listing(coverage.operator_rules)
-    return (
-        f"coverage: {with_rules} node(s) checked against operator rules ({operator_rules}); "
-        f"{general} against general rules only ({listing(coverage.general_only)}); "
-        f"{outside} outside the profile ({listing(coverage.outside_profile)})"
-    )
+    return coverage.statement()
 
 
 def _summary_line(results: list[ModelResult]) -> Text:

@@ -185,6 +185,7 @@ CASES: dict[str, tuple[Factory, Factory]] = {
 # the stage that produces them.
 TESTED_ELSEWHERE = {
     "MODEL.load": "tests/test_loading.py",
+    "MODEL.internal-error": "tests/output_safety/test_crashed_model.py",
     "RUNTIME.divergence": "tests/compare/",
     "RUNTIME.not-compared": "tests/compare/",
 }
