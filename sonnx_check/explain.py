@@ -10,14 +10,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sonnx_check.catalogue import catalogue, lookup
+from sonnx_check.catalogue import RuleEntry, catalogue, lookup
 
 
 def list_rules(console: Console) -> None:
     """One row per rule. On a terminal long titles fold; piped (``| grep``), every row stays on one line."""
     table = Table(title=Text("sonnx-check rules"), show_lines=False)
     wrap = console.is_terminal
-    for column in ("ID", "severity", "scope", "title", "aliases"):
+    for column in ("ID", "severity", "scope", "status", "title", "aliases"):
         if wrap:
             table.add_column(column, overflow="fold")
         else:
@@ -30,6 +30,7 @@ def list_rules(console: Console) -> None:
                     entry.id,
                     entry.severity.value,
                     entry.scope,
+                    entry.status,
                     entry.title,
                     ", ".join(entry.aliases),
                 )
@@ -44,6 +45,11 @@ def explain(console: Console, rule_id: str) -> None:
     if entry.aliases:
         console.print(Text(f"Aliases: {', '.join(entry.aliases)}"))
     console.print(Text(f"Default severity: {entry.severity.value}    Scope: {entry.scope}"))
+    if entry.status == "draft":
+        console.print(
+            Text("Status: draft (from a specification text the working group marks as draft; it may change)")
+        )
+    console.print(Text(f"Checked by: {_checked_by(entry)}"))
     for heading, body in (
         ("What it checks", entry.statement),
         ("Why", entry.rationale),
@@ -52,3 +58,14 @@ def explain(console: Console, rule_id: str) -> None:
     ):
         console.print(Text(f"\n{heading}", style="bold"))
         console.print(Text(" ".join(body.split())))
+
+
+def _checked_by(entry: RuleEntry) -> str:
+    """How the rule is decided, as its entry states it: a vocabulary constraint, code, or a stage."""
+    ((kind, params),) = entry.check.items()
+    if kind in ("node", "graph"):
+        where = "the graph" if kind == "graph" else f"every {entry.op_type or ''} node".replace("  ", " ")
+        return f"code, sonnx_check.{str(params).replace(':', '.')} (on {where})"
+    if kind == "stage":
+        return f"the {params} stage"
+    return f"the shared constraint {kind} {params}" if params is not True else f"the shared constraint {kind}"

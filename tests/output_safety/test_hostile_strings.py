@@ -105,10 +105,14 @@ def test_on_a_terminal_only_rich_colours_reach_it(terminal: Run) -> None:
 def test_stderr_lines_stay_single_and_visible(piped: dict[str, Run]) -> None:
     for fmt in FORMATS:
         errors = [line for line in piped[fmt].stderr.splitlines() if "cannot read the model" in line]
-        (line,) = errors
+        assert all(line.isprintable() for line in errors)
+        (line,) = [line for line in errors if line.startswith("sonnx-check: error: bad")]
         assert line.startswith(
             "sonnx-check: error: bad\\n::warning file=x.onnx::forged\\x1b[2K.onnx: cannot read the model: "
         )
+        # An op_type that is not UTF-8 cannot name an operator: the model is unreadable, said in one line.
+        (utf8,) = [line for line in errors if "optype_utf8.onnx" in line]
+        assert "node #0's op_type is not UTF-8 text (b'Z\\xffZ\\x1b')" in utf8
 
 
 def test_text_shows_every_hostile_name_escaped_and_cut(piped: dict[str, Run]) -> None:
