@@ -80,6 +80,7 @@ class Operator:
     example: Mapping[str, Any] = field(default_factory=dict, repr=False)
     why_no_rules: str = ""  # a stub says why it has no rules (shown in the coverage statement)
     kernel: str | None = None  # "reference.max:run": the reference kernel, "module:function" in sonnx_check
+    spec_examples: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)  # the text's examples
 
     def param(self, role: str) -> tuple[str, Param]:
         """("input" | "output", the formal parameter) for a role name of the signature."""
@@ -141,6 +142,7 @@ def _declaration(raw: Mapping[str, Any]) -> Operator:
         example=raw.get("example", {}),
         why_no_rules=str(raw.get("why_no_rules", "")),
         kernel=raw.get("kernel"),
+        spec_examples=tuple(raw.get("spec_example", ())),
     )
 
 
