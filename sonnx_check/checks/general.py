@@ -108,6 +108,13 @@ def no_default_values(view: ModelView, index: int) -> Iterator[Violation]:
     yield from missing_attributes(view, index, schema, only_defaulted=True)
 
 
+@functools.lru_cache(maxsize=1024)
+def _attribute_defaults(schema: defs.OpSchema) -> tuple[tuple[str, str | None], ...]:
+    """Every attribute of a schema, sorted, with the default its absence stands for: read once per schema
+    (the binding builds a new dict of attributes on each access)."""
+    return tuple((name, default_text(attribute)) for name, attribute in sorted(schema.attributes.items()))
+
+
 def missing_attributes(
     view: ModelView, index: int, schema: defs.OpSchema, *, only_defaulted: bool = False
 ) -> Iterator[Violation]:
@@ -119,14 +126,11 @@ def missing_attributes(
     means "not used" (Shape's end, Split's num_outputs) is not a default. MaxPool.R2 asks for every attribute.
     """
     present = view.attributes(index)
-    missing = []
-    for name in sorted(schema.attributes):
-        if name in present:
-            continue
-        default = default_text(schema.attributes[name])
-        if only_defaulted and default is None:
-            continue
-        missing.append((name, default))
+    missing = [
+        (name, default)
+        for name, default in _attribute_defaults(schema)
+        if name not in present and not (only_defaulted and default is None)
+    ]
     if not missing:
         return
     names = [name for name, _ in missing]

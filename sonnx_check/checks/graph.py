@@ -15,49 +15,57 @@ from sonnx_check.violation import Violation
 LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
 
 
-def operator_in_profile(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if view.domain(index):
-        return  # a custom-domain operator is GRAPH.domain's finding
-    if node.op_type in profile_operators():
-        return
-    if node.op_type in listed_operators():
-        yield Violation(
-            f"operator {node.op_type} is listed by the SONNX profile (REQ OP 000) but has no published "
-            "specification yet, so there are no exact semantics to check it against",
-            actual=node.op_type,
-            data={"profile_status": "listed-unspecified"},
-        )
-        return
-    yield Violation(
-        f"operator {node.op_type} is not in the SONNX profile (not listed by REQ OP 000, no published "
-        "specification)",
-        actual=node.op_type,
-        data={"profile_status": "outside"},
-    )
+# The per-node rules below are written as one pass over the nodes: they do a dictionary lookup per node, and
+# a generator call per node would cost more than the lookup on 100k-node models.
 
 
-def default_domain(view: ModelView, index: int) -> Iterator[Violation]:
-    domain = view.domain(index)
-    if domain:
-        yield Violation(
-            f"operator domain '{domain}' is not the default ONNX domain; "
-            "custom operators are outside the SONNX profile",
-            actual=domain,
-            expected="",
-        )
+def operator_in_profile(view: ModelView) -> Iterator[Violation]:
+    profile, listed = profile_operators(), listed_operators()
+    for index, node in enumerate(view.nodes):
+        if view.domain(index) or node.op_type in profile:
+            continue  # a custom-domain operator is GRAPH.domain's finding
+        if node.op_type in listed:
+            yield Violation(
+                f"operator {node.op_type} is listed by the SONNX profile (REQ OP 000) but has no published "
+                "specification yet, so there are no exact semantics to check it against",
+                node=index,
+                actual=node.op_type,
+                data={"profile_status": "listed-unspecified"},
+            )
+        else:
+            yield Violation(
+                f"operator {node.op_type} is not in the SONNX profile (not listed by REQ OP 000, "
+                "no published specification)",
+                node=index,
+                actual=node.op_type,
+                data={"profile_status": "outside"},
+            )
 
 
-def no_control_flow(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    subgraphs = subgraph_attributes(node)
-    if subgraphs or node.op_type in CONTROL_FLOW_OPS:
-        detail = f" (subgraph attributes: {', '.join(subgraphs)})" if subgraphs else ""
-        yield Violation(
-            f"control flow and subgraphs are not in the SONNX profile{detail}; "
-            "subgraphs are not checked further",
-            attribute=subgraphs[0] if subgraphs else None,
-        )
+def default_domain(view: ModelView) -> Iterator[Violation]:
+    for index in range(len(view.nodes)):
+        domain = view.domain(index)
+        if domain:
+            yield Violation(
+                f"operator domain '{domain}' is not the default ONNX domain; "
+                "custom operators are outside the SONNX profile",
+                node=index,
+                actual=domain,
+                expected="",
+            )
+
+
+def no_control_flow(view: ModelView) -> Iterator[Violation]:
+    for index, node in enumerate(view.nodes):
+        subgraphs = subgraph_attributes(node)
+        if subgraphs or node.op_type in CONTROL_FLOW_OPS:
+            detail = f" (subgraph attributes: {', '.join(subgraphs)})" if subgraphs else ""
+            yield Violation(
+                f"control flow and subgraphs are not in the SONNX profile{detail}; "
+                "subgraphs are not checked further",
+                node=index,
+                attribute=subgraphs[0] if subgraphs else None,
+            )
 
 
 def operator_version(view: ModelView, index: int) -> Iterator[Violation]:
@@ -135,14 +143,16 @@ def single_assignment(view: ModelView) -> Iterator[Violation]:
             )
 
 
-def inputs_defined(view: ModelView, index: int) -> Iterator[Violation]:
-    for name in view.nodes[index].input:
-        if name and not view.is_defined(name):
-            yield Violation(
-                f"reads tensor '{name}', which no node produces and which is "
-                "neither a graph input nor an initializer",
-                tensor=name,
-            )
+def inputs_defined(view: ModelView) -> Iterator[Violation]:
+    for index, node in enumerate(view.nodes):
+        for name in node.input:
+            if name and not view.is_defined(name):
+                yield Violation(
+                    f"reads tensor '{name}', which no node produces and which is "
+                    "neither a graph input nor an initializer",
+                    node=index,
+                    tensor=name,
+                )
 
 
 def no_dead_nodes(view: ModelView) -> Iterator[Violation]:
