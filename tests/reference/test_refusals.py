@@ -23,9 +23,9 @@ def _maxpool_node(**attrs) -> onnx.NodeProto:
 def test_evaluate_names_every_operator_without_a_kernel() -> None:
     graph = h.make_graph(
         [
-            h.make_node("Relu", ["X"], ["A"]),
-            h.make_node("Conv", ["A", "W"], ["B"]),
-            h.make_node("Relu", ["B"], ["Y"]),
+            h.make_node("Transpose", ["X"], ["A"]),
+            h.make_node("Cast", ["A"], ["B"], to=1),
+            h.make_node("Transpose", ["B"], ["Y"]),
             h.make_node("Custom", ["Y"], ["Z"], domain="com.vendor"),
         ],
         "g",
@@ -34,8 +34,8 @@ def test_evaluate_names_every_operator_without_a_kernel() -> None:
     )
     with pytest.raises(reference.UnsupportedOperatorError) as caught:
         reference.evaluate(h.make_model(graph), {"X": np.zeros(1, np.float32)})
-    assert caught.value.ops == ["Conv", "Relu", "com.vendor.Custom"]
-    assert "no SONNX reference kernel for Conv, Relu, com.vendor.Custom" in str(caught.value)
+    assert caught.value.ops == ["Cast", "Transpose", "com.vendor.Custom"]
+    assert "no SONNX reference kernel for Cast, Transpose, com.vendor.Custom" in str(caught.value)
 
 
 def test_evaluate_names_a_missing_graph_input() -> None:
