@@ -51,7 +51,7 @@ SECTIONS = (
     ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
     (
         "Comparing with onnxruntime (--compare)",
-        ("compare", "inputs", "seed", "ort_opt_level", "shapes", "max_elements", "timeout"),
+        ("compare", "inputs", "seed", "ort_opt_level", "shapes", "max_elements", "max_memory", "timeout"),
     ),
     ("Running", ("jobs", "show_traceback")),
     ("Information", ("list_rules", "explain", "version", "help")),
@@ -113,6 +113,18 @@ class _Timeout(click.ParamType):
         if not seconds >= 0:  # also refuses NaN
             self.fail(f"{value!r}: expected a number of seconds >= 0, or 'none'", param, ctx)
         return seconds
+
+
+class _Size(click.ParamType):
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from sonnx_check.config import parse_size
+
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @click.command(
@@ -235,6 +247,13 @@ class _Timeout(click.ParamType):
     help="Refuse comparison tensors larger than this many elements (default 100000000).",
 )
 @click.option(
+    "--max-memory",
+    type=_Size(),
+    default=None,
+    metavar="SIZE",
+    help="Memory one model's comparison may use beyond the model, e.g. 512MiB (default 4GiB; 0: no limit).",
+)
+@click.option(
     "--timeout",
     type=_Timeout(),
     default=None,
@@ -322,6 +341,7 @@ def run(
     ort_opt_level: str | None,
     shapes: tuple[str, ...],
     max_elements: int | None,
+    max_memory: int | None,
     timeout: float | None,
     show_traceback: bool,
 ) -> int:
@@ -354,6 +374,7 @@ def run(
         ort_opt_level=ort_opt_level,
         shapes=shapes,
         max_elements=max_elements,
+        max_memory=max_memory,
         fix=FixSettings(output=fix_output) if fix else None,
         exit_zero=exit_zero,
         statistics=statistics,

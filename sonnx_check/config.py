@@ -50,8 +50,15 @@ TOP_KEYS = (
     "exclude",
     "respect-gitignore",
 )
-COMPARE_KEYS = ("enabled", "inputs", "seed", "ort-opt-level", "shapes", "max-elements", "timeout")
+COMPARE_KEYS = (
+    "enabled", "inputs", "seed", "ort-opt-level", "shapes", "max-elements", "timeout", "max-memory",
+    "accuracy",
+)  # fmt: skip
 DEFAULT_TIMEOUT = 300.0
+# compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
+DEFAULT_MAX_MEMORY = 4 << 30
+_SIZE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20}
+_SIZE_UNITS["g"] = 1 << 30
 WAIVER_KEYS = ("rule", "models", "node", "op_type", "reason")
 
 
@@ -85,6 +92,8 @@ class CompareSettings:
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     max_elements: int = DEFAULT_MAX_ELEMENTS
     timeout: float | None = DEFAULT_TIMEOUT  # seconds onnxruntime may run per model; None: no limit
+    max_memory: int | None = DEFAULT_MAX_MEMORY  # bytes one model's comparison may use; None: no limit
+    accuracy: tuple[tuple[str, str], ...] = ()  # operator -> a bound tighter than its annex's
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,7 @@ class CliOptions:
     statistics: bool = False
     show_traceback: bool = False
     timeout: float | None = None  # seconds; 0 means no limit (None: not given)
+    max_memory: int | None = None  # bytes; 0 means no limit (None: not given)
 
 
 # -- model globs ------------------------------------------------------------------------------------------
@@ -410,6 +420,13 @@ def _compare_table(r: _Reader, value: Any, base: Path) -> dict[str, Any]:
         out["max_elements"] = r.integer(value["max-elements"], f"{key}.max-elements", 1)
     if "timeout" in value:
         out["timeout"] = _timeout(r, value["timeout"], f"{key}.timeout")
+    if "max-memory" in value:
+        try:
+            out["max_memory"] = parse_size(value["max-memory"]) or None
+        except ValueError as exc:
+            raise r.fail(f"{key}.max-memory", str(exc)) from None
+    if "accuracy" in value:
+        out["accuracy"] = _accuracy_table(r, value["accuracy"], f"{key}.accuracy")
     if "shapes" in value:
         shapes = value["shapes"]
         if not isinstance(shapes, dict):
@@ -422,6 +439,38 @@ def _compare_table(r: _Reader, value: Any, base: Path) -> dict[str, Any]:
             parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
         out["shapes"] = tuple(parsed)
     return out
+
+
+def parse_size(value: Any) -> int:
+    """A memory size: bytes as an integer, or text such as "512MiB", "4 GiB", "none" (0: no limit)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size such as 4GiB or 512MiB, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"expected a size >= 0, got {value}")
+        return value
+    text = str(value).strip().lower()
+    if text == "none":
+        return 0
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", text)
+    if match is None or match.group(2) not in _SIZE_UNITS:
+        raise ValueError(f"expected a size such as 4GiB or 512MiB (units B, KiB, MiB, GiB), got {value!r}")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+
+
+def _accuracy_table(r: _Reader, value: Any, key: str) -> tuple[tuple[str, str], ...]:
+    """Operator = bound text; the bound's syntax and the operator's class are checked when a comparison
+    starts (compare/accuracy.py), so reading a configuration imports nothing of the comparison."""
+    from sonnx_check.profile import profile_operators
+
+    if not isinstance(value, dict):
+        raise r.fail(key, 'expected a table of operator = "bound" (e.g. Tanh = "2 ulp")')
+    for op_type, bound in value.items():
+        if op_type not in profile_operators():
+            raise r.fail(f"{key}.{op_type}", "not an operator with a SONNX specification")
+        if not isinstance(bound, str):
+            raise r.fail(f"{key}.{op_type}", f'expected a bound such as "2 ulp" or "1e-6 rel", got {bound!r}')
+    return tuple(sorted(value.items()))
 
 
 def _timeout(r: _Reader, value: Any, key: str) -> float | None:
@@ -564,6 +613,10 @@ def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) ->
         shapes=tuple(shapes.items()),
         max_elements=cli.max_elements or file_compare.get("max_elements", DEFAULT_MAX_ELEMENTS),
         timeout=timeout,
+        max_memory=(cli.max_memory or None)
+        if cli.max_memory is not None
+        else file_compare.get("max_memory", DEFAULT_MAX_MEMORY),
+        accuracy=file_compare.get("accuracy", ()),
     )
     fail_on = cli.fail_on or (file.fail_on if file else None) or "error"
     jobs = cli.jobs if cli.jobs is not None else (file.jobs if file and file.jobs is not None else 1)

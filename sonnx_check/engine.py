@@ -9,7 +9,7 @@ import onnx
 from sonnx_check.catalogue import catalogue
 from sonnx_check.errors import ModelLoadError
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
-from sonnx_check.loading import read_model
+from sonnx_check.loading import read_model_file
 from sonnx_check.profile import listed_operators, profile_operators
 from sonnx_check.registry import CHECKS, Check, operators_with_rules
 from sonnx_check.view import ModelView
@@ -37,14 +37,23 @@ def load_failure(path: str, cause: str) -> ModelResult:
 def check_file(path: str, selected: frozenset[str] | None = None) -> ModelResult:
     """Check one model file. ``selected`` holds canonical rule IDs (None = every rule)."""
     try:
-        model = read_model(path)
+        source = read_model_file(path)
+        model = source.skeleton()  # the static check never parses weights no rule reads
     except ModelLoadError as exc:
         return load_failure(path, exc.cause)
-    return check_model(model, path, selected)
+    source.release()
+    return check_model(model, path, selected, elided=source.elided)
 
 
-def check_model(model: onnx.ModelProto, path: str, selected: frozenset[str] | None = None) -> ModelResult:
-    """Check an already parsed model (the run reads each file once and shares the parse)."""
+def check_model(
+    model: onnx.ModelProto,
+    path: str,
+    selected: frozenset[str] | None = None,
+    *,
+    elided: frozenset[str] = frozenset(),
+) -> ModelResult:
+    """Check an already parsed model (the run reads each file once and shares the parse). ``elided``: the
+    initializers the loader's skeleton left unparsed (see ModelView)."""
     not_text = _operator_not_text(model)
     if not_text is not None:
         return load_failure(path, not_text)
@@ -53,7 +62,7 @@ def check_model(model: onnx.ModelProto, path: str, selected: frozenset[str] | No
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        view = ModelView(model, path)
+        view = ModelView(model, path, elided)
         return ModelResult(path=path, findings=run_checks(view, selected), coverage=coverage(view))
     finally:
         if gc_was_enabled:
@@ -61,8 +70,8 @@ def check_model(model: onnx.ModelProto, path: str, selected: frozenset[str] | No
 
 
 def _operator_not_text(model: onnx.ModelProto) -> str | None:
-    """ONNX strings are UTF-8, but protobuf parses invalid bytes into an op_type or a domain anyway (as bytes).
-    No operator can be named by them, so the model cannot be read as ONNX: say where, instead of crashing."""
+    """ONNX strings are UTF-8, but protobuf parses invalid bytes into an op_type or a domain anyway (as
+    bytes). No operator can be named by them, so the model cannot be read as ONNX: say where, not crash."""
     for imp in model.opset_import:
         if type(imp.domain) is not str:
             return f"an opset import's domain is not UTF-8 text ({imp.domain!r})"

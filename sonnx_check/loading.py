@@ -7,9 +7,11 @@ outside the model's folder.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,63 +25,14 @@ MODEL_SUFFIX = ".onnx"
 PROTOBUF_LIMIT = 2**31 - 1  # bytes: the most a serialised protobuf message can be
 
 
-@dataclass(frozen=True)
-class Target:
-    """A path to check, or the reason it cannot be (a missing path, an empty folder)."""
-
-    path: str
-    error: str | None = None
 
 
-def discover(paths: Sequence[str]) -> list[Target]:
-    """Expand folders recursively into their ``*.onnx`` files, in sorted order; keep explicit files as given.
-
-    Each path is reported once, in the order given (folders expanded in place), so a run's output order is
-    deterministic whatever the file system returns.
-    """
-    seen: set[str] = set()
-    targets: list[Target] = []
-    for raw in paths:
-        for target in _expand(raw):
-            if target.path not in seen:
-                seen.add(target.path)
-                targets.append(target)
-    return targets
 
 
-def _expand(raw: str) -> Iterator[Target]:
-    path = Path(raw)
-    if path.is_dir():
-        found = sorted(_models_under(path))
-        if not found:
-            yield Target(raw, f"folder contains no {MODEL_SUFFIX} files")
-        root = os.path.realpath(path)
-        for item in found:
-            yield Target(item, _escapes(item, root))
-    elif path.exists() or path.is_symlink():
-        yield Target(raw)
-    else:
-        yield Target(raw, "no such file or folder")
 
 
-def _escapes(item: str, root: str) -> str | None:
-    """A file found in a folder that is a symlink to somewhere outside it is not read: checking a folder
-    must not read the rest of the disk (a file named explicitly is read wherever it points)."""
-    if not os.path.islink(item):
-        return None
-    target = os.path.realpath(item)
-    if os.path.commonpath([target, root]) == root:
-        return None
-    return "is a symbolic link to a file outside the folder being checked; it was not read"
 
 
-def _models_under(folder: Path) -> Iterator[str]:
-    # followlinks=False: a symlinked folder loop must not hang a CI gate.
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in files:
-            if name.endswith(MODEL_SUFFIX):
-                yield os.path.join(root, name)
 
 
 @dataclass(frozen=True)
@@ -91,60 +44,162 @@ class ExternalDataIssue:
 
 def read_model(path: str | os.PathLike[str]) -> onnx.ModelProto:
     """Parse a model without its external weights. Raises ModelLoadError with a one-line cause."""
-    path = str(path)
-    data = _read_bytes(path)
-    if not data:
-        raise ModelLoadError(path, "empty file")
-    if data.startswith(LFS_POINTER_PREFIX):
-        raise ModelLoadError(path, "is a Git LFS pointer file, not the model (run 'git lfs pull')")
-    model = onnx.ModelProto()
-    try:
-        model.ParseFromString(data)
-    except (DecodeError, ValueError, RuntimeError) as exc:
-        raise ModelLoadError(path, f"not an ONNX model (protobuf parse error: {_first_line(exc)})") from None
-    if not model.HasField("graph") or not model.opset_import:
-        # Arbitrary bytes sometimes parse as a protobuf with only unknown fields; without a graph and an
-        # opset import there is nothing a checker could say about the file beyond "not a model".
-        raise ModelLoadError(path, "not an ONNX model (no graph or no opset import)")
-    return model
+    return read_model_file(path).model()
 
 
 def load_model(path: str | os.PathLike[str], *, load_weights: bool = False) -> onnx.ModelProto:
     """The model, with its external weights when asked. Weights are only loaded when every external-data
     location is a regular file inside the model's folder."""
     model = read_model(path)
-    if not load_weights:
-        return model
+    if load_weights:
+        load_external_weights(model, str(path))
+    return model
+
+
+def load_external_weights(model: onnx.ModelProto, path: str) -> None:
+    """Read the external weights of ``model`` (the file at ``path``) into it, when every location is a
+    regular file inside the model's folder; ModelLoadError otherwise."""
     issues = external_data_issues(model, Path(path).parent)
     if issues:
         issue = issues[0]
         raise ModelLoadError(
-            str(path), f"external data of tensor '{issue.tensor}' ({issue.location!r}) {issue.problem}"
+            path, f"external data of tensor '{issue.tensor}' ({issue.location!r}) {issue.problem}"
         )
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(Path(path).parent))
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(str(path), f"cannot read external data: {_first_line(exc)}") from None
-    return model
+        raise ModelLoadError(path, f"cannot read external data: {_first_line(exc)}") from None
 
 
-def _read_bytes(path: str) -> bytes:
+@contextmanager
+def external_weights_loaded(model: onnx.ModelProto, path: str) -> Iterator[onnx.ModelProto]:
+    """``model`` with its external weights read in, until the block ends; then its external-data entries
+    are as they were (the comparison needs the weights, --fix must write the entries unchanged)."""
+    saved = [(t, list(t.external_data)) for t in external_tensors(model)]
+    load_external_weights(model, path)
     try:
-        # Checked before opening: reading a FIFO blocks, a device never ends, and protobuf cannot parse more
-        # than 2 GiB, so none of them may make a CI gate hang or fill its memory.
-        status = os.stat(path)
-        if stat.S_ISDIR(status.st_mode):
-            raise IsADirectoryError(path)
-        if not stat.S_ISREG(status.st_mode):
-            raise ModelLoadError(path, "is not a regular file (a device, FIFO or socket); it was not read")
-        if status.st_size > PROTOBUF_LIMIT:
-            raise ModelLoadError(
-                path,
-                f"is {status.st_size / 2**30:.1f} GiB, over the 2 GiB a protobuf file can hold "
-                "(large weights belong in external data); it was not read",
+        yield model
+    finally:
+        for tensor, entries in saved:
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            del tensor.external_data[:]
+            tensor.external_data.extend(entries)
+
+
+# -- reading a file once -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What says the file at a path is still the one that was read: replaced (inode), rewritten in place
+    (size, modification time) or moved to another file system (device)."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, status: os.stat_result) -> FileIdentity:
+        return cls(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+class ModelFile:
+    """One model file, read once into one buffer. Every phase of a run works from these bytes: the static
+    check from ``skeleton()``, the comparison and --fix from ``model()`` (parsed once, when first asked),
+    so a file replaced mid-run cannot give a report that mixes two models; ``changed()`` tells whether the
+    file on disk is still the one read."""
+
+    def __init__(self, path: str, data: bytes, identity: FileIdentity) -> None:
+        self.path = path
+        self.identity = identity
+        self._data: bytes | None = data
+        self._model: onnx.ModelProto | None = None
+        self.elided: frozenset[str] = frozenset()  # initializers the skeleton declares as inputs instead
+
+    def skeleton(self) -> onnx.ModelProto:
+        """The model for the static check: the same graph, but an initializer whose data no rule decodes
+        (over ``view.CONSTANT_ELEMENT_LIMIT`` elements) is parsed as a graph input of its type and shape,
+        so its bytes are neither copied by the parse nor by onnx.checker and shape inference (they
+        serialise the whole model). The initializers elided are exactly those onnx.checker accepts: raw
+        data of the size their type and shape need, in a model of IR version 4 or later, not also listed as
+        a graph input, so the checker's verdict is the same."""
+        if self._model is not None:
+            return self._model  # parsed in full already: eliding now would copy every weight it keeps
+        data = self._bytes()
+        try:
+            found = _elidable(data)
+        except _Malformed:
+            found = None  # the full parse names the problem
+        if not found:
+            return self.model()
+        skeleton = self._parse(_without(data, found))
+        self.elided = frozenset(t.name for t in found)
+        skeleton.graph.input.extend(
+            onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in found
+        )
+        return skeleton
+
+    def model(self) -> onnx.ModelProto:
+        """The whole model, weights included (external ones stay external), parsed once."""
+        if self._model is None:
+            self._model = self._parse(self._bytes())
+        return self._model
+
+    def release(self) -> None:
+        """Drop the file's bytes: call once every parse a run needs is done."""
+        self._data = None
+
+    def changed(self) -> str | None:
+        """Why the file at ``path`` is no longer the one read (None when it is)."""
+        try:
+            now = FileIdentity.of(os.stat(self.path))
+        except OSError as exc:
+            return f"disappeared while it was being checked ({exc.strerror or exc}); it was not checked"
+        if now != self.identity:
+            return (
+                "changed while it was being checked (replaced or rewritten after it was read); the report "
+                "would mix two versions, so it was not checked: run sonnx-check again"
             )
-        with open(path, "rb") as handle:
-            return handle.read()
+        return None
+
+    def _bytes(self) -> bytes:
+        assert self._data is not None, "the file's bytes were released"
+        return self._data
+
+    def _parse(self, data: bytes) -> onnx.ModelProto:
+        model = onnx.ModelProto()
+        try:
+            model.ParseFromString(data)
+        except (DecodeError, ValueError, RuntimeError) as exc:
+            raise ModelLoadError(
+                self.path, f"not an ONNX model (protobuf parse error: {_first_line(exc)})"
+            ) from None
+        if not model.HasField("graph") or not model.opset_import:
+            # Arbitrary bytes sometimes parse as a protobuf with only unknown fields; without a graph and an
+            # opset import there is nothing a checker could say about the file beyond "not a model".
+            raise ModelLoadError(self.path, "not an ONNX model (no graph or no opset import)")
+        return model
+
+
+def read_model_file(path: str | os.PathLike[str]) -> ModelFile:
+    """Read a model file into memory once. Raises ModelLoadError with a one-line cause."""
+    path = str(path)
+    data, identity = _read_bytes(path)
+    if not data:
+        raise ModelLoadError(path, "empty file")
+    if data.startswith(LFS_POINTER_PREFIX):
+        raise ModelLoadError(path, "is a Git LFS pointer file, not the model (run 'git lfs pull')")
+    return ModelFile(path, data, identity)
+
+
+def _read_bytes(path: str) -> tuple[bytes, FileIdentity]:
+    try:
+        # Opened without blocking and checked on the open file, not the path: reading a FIFO blocks, a
+        # device never ends, and protobuf cannot parse more than 2 GiB, so none of them may make a CI gate
+        # hang or fill its memory, even when the path is swapped for one between a check and the read.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         raise ModelLoadError(path, "is a folder, not a model file") from None
     except PermissionError:
@@ -153,6 +208,208 @@ def _read_bytes(path: str) -> bytes:
         raise ModelLoadError(path, "no such file") from None
     except OSError as exc:
         raise ModelLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise ModelLoadError(path, "is a folder, not a model file")
+        if not stat.S_ISREG(status.st_mode):
+            raise ModelLoadError(path, "is not a regular file (a device, FIFO or socket); it was not read")
+        if status.st_size > PROTOBUF_LIMIT:
+            raise ModelLoadError(
+                path,
+                f"is {status.st_size / 2**30:.1f} GiB, over the 2 GiB a protobuf file can hold "
+                "(large weights belong in external data); it was not read",
+            )
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read()  # one buffer of the file's size (read() sizes it from fstat)
+    except OSError as exc:
+        raise ModelLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return data, FileIdentity.of(status)
+
+
+# -- the skeleton: the protobuf wire format, read only as far as the initializers --------------------------
+# Field numbers of onnx.proto (a published protobuf schema: field numbers never change).
+_MODEL_IR_VERSION, _MODEL_GRAPH = 1, 7
+_GRAPH_INITIALIZER, _GRAPH_INPUT = 5, 11
+_VALUE_INFO_NAME = 1
+_TENSOR_DIMS, _TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW_DATA, _TENSOR_DATA_LOCATION = 1, 2, 8, 9, 14
+# segment, the typed data fields and external_data: a tensor with any of them is kept whole
+_TENSOR_OTHER_DATA = frozenset({3, 4, 5, 6, 7, 10, 11, 13})
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+_TENSOR_WIRES = {
+    _TENSOR_DIMS: (_VARINT, _LEN),  # unpacked or packed
+    _TENSOR_DATA_TYPE: (_VARINT,),
+    _TENSOR_NAME: (_LEN,),
+    _TENSOR_RAW_DATA: (_LEN,),
+    _TENSOR_DATA_LOCATION: (_VARINT,),
+}
+
+
+class _Malformed(Exception):
+    """Bytes the scanner does not follow (the full parse then reports what is wrong, if anything)."""
+
+
+@dataclass(frozen=True)
+class _Elided:
+    """An initializer left out of the skeleton: where its record is in the file, and what the skeleton
+    declares instead."""
+
+    start: int
+    end: int
+    name: str
+    data_type: int
+    dims: tuple[int, ...]
+
+
+def _elidable(data: bytes) -> list[_Elided]:
+    """The initializers of the main graph whose bytes the static check does not need (see skeleton)."""
+    from sonnx_check.view import CONSTANT_ELEMENT_LIMIT  # what a data rule may decode, and no more
+
+    if len(data) <= CONSTANT_ELEMENT_LIMIT:
+        return []  # no tensor in the file can hold more elements than the file has bytes: nothing to scan
+    view = memoryview(data)
+    graphs = [f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH]
+    versions = [f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_IR_VERSION]
+    if len(graphs) != 1 or graphs[0][1] != _LEN or not versions or versions[-1][4] < 4:
+        return []  # two graph fields merge, and before IR 4 initializers are inputs: parse as it is
+    _, _, _, start, end = graphs[0]
+    records = list(_fields(view, start, end))
+    inputs = {_name_of(view, f[3], f[4], _VALUE_INFO_NAME) for f in records if f[0] == _GRAPH_INPUT}
+    found = []
+    for number, wire, tag_start, value_start, value_end in records:
+        if number == _GRAPH_INITIALIZER and wire == _LEN:
+            tensor = _large_raw_tensor(view, value_start, value_end, CONSTANT_ELEMENT_LIMIT)
+            if tensor is not None and tensor[0] and tensor[0] not in inputs:
+                found.append(_Elided(tag_start, value_end, *tensor))
+    names = [t.name for t in found]
+    return [t for t in found if names.count(t.name) == 1]
+
+
+def _large_raw_tensor(
+    view: memoryview, start: int, end: int, element_limit: int
+) -> tuple[str, int, tuple[int, ...]] | None:
+    """(name, data type, dims) of a TensorProto record holding nothing but well-formed raw data of more
+    than ``element_limit`` elements; None for anything else."""
+    dims: list[int] = []
+    seen: dict[int, int] = {}
+    name, data_type, raw_size, location = "", 0, -1, 0
+    for number, wire, _, value_start, value_end in _fields(view, start, end):
+        seen[number] = seen.get(number, 0) + 1
+        if number in _TENSOR_OTHER_DATA or wire not in _TENSOR_WIRES.get(number, (wire,)):
+            return None
+        if number == _TENSOR_DIMS:
+            dims.extend(_packed(view, value_start, value_end) if wire == _LEN else [value_end])
+        elif number == _TENSOR_DATA_TYPE and wire == _VARINT:
+            data_type = value_end
+        elif number == _TENSOR_NAME and wire == _LEN:
+            name = _utf8(view[value_start:value_end])
+        elif number == _TENSOR_RAW_DATA and wire == _LEN:
+            raw_size = value_end - value_start
+        elif number == _TENSOR_DATA_LOCATION and wire == _VARINT:
+            location = value_end
+    repeated = any(seen.get(n, 0) > 1 for n in (_TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW_DATA))
+    if repeated or location != 0 or raw_size < 0 or any(d < 0 or d >= 2**62 for d in dims):
+        return None
+    elements = math.prod(dims)
+    try:
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
+    except (KeyError, TypeError, ValueError):
+        return None
+    if data_type == onnx.TensorProto.STRING or elements <= element_limit or raw_size != elements * itemsize:
+        return None
+    return name, data_type, tuple(dims)
+
+
+def _fields(view: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """(field number, wire type, tag start, value start, value end) of every field in ``view[start:end]``;
+    for a varint, "value end" is the value itself and "value start" where the next field begins."""
+    pos = start
+    while pos < end:
+        tag_start = pos
+        key = view[pos]
+        if key < 0x80:  # one-byte tags and lengths are the rule: decoded inline, they keep a scan of
+            pos += 1  # 100 000 nodes well under a second
+        else:
+            key, pos = _varint(view, pos, end)
+        number, wire = key >> 3, key & 7
+        if wire == _VARINT:
+            value, pos = _varint(view, pos, end)
+            yield number, wire, tag_start, pos, value
+            continue
+        if wire == _LEN:
+            if pos < end and view[pos] < 0x80:
+                size, pos = view[pos], pos + 1
+            else:
+                size, pos = _varint(view, pos, end)
+            value_start, pos = pos, pos + size
+        elif wire in (_I64, _I32):
+            value_start, pos = pos, pos + (8 if wire == _I64 else 4)
+        else:  # groups: never in onnx.proto
+            raise _Malformed
+        if pos > end:
+            raise _Malformed
+        yield number, wire, tag_start, value_start, pos
+
+
+def _varint(view: memoryview, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise _Malformed
+        byte = view[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _packed(view: memoryview, start: int, end: int) -> list[int]:
+    values, pos = [], start
+    while pos < end:
+        value, pos = _varint(view, pos, end)
+        values.append(value)
+    return values
+
+
+def _name_of(view: memoryview, start: int, end: int, number: int) -> str:
+    names = [_utf8(view[s:e]) for n, w, _, s, e in _fields(view, start, end) if n == number and w == _LEN]
+    return names[-1] if names else ""
+
+
+def _utf8(raw: memoryview) -> str:
+    return bytes(raw).decode("utf-8", "surrogateescape")
+
+
+def _without(data: bytes, elided: Sequence[_Elided]) -> bytes:
+    """The file's bytes without the elided initializer records: the graph's length is re-encoded, every
+    other byte is copied as it is (one copy of what remains, never of the weights)."""
+    view = memoryview(data)
+    graph = next(f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
+    _, _, graph_tag, graph_start, graph_end = graph
+    kept: list[memoryview] = []
+    pos = graph_start
+    for tensor in sorted(elided, key=lambda t: t.start):
+        kept.append(view[pos : tensor.start])
+        pos = tensor.end
+    kept.append(view[pos:graph_end])
+    length = sum(len(part) for part in kept)
+    header = _encode_varint(_MODEL_GRAPH << 3 | _LEN) + _encode_varint(length)
+    return b"".join([view[:graph_tag], header, *kept, view[graph_end:]])
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
 
 
 _TENSOR_ATTRIBUTES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)

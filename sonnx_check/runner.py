@@ -1,27 +1,53 @@
-"""The per-model pipeline (check, compare, waive, fix, re-check) and its serial or parallel execution.
+"""The per-model pipeline (read, check, compare, waive, fix, re-check) and its serial or parallel execution.
 
 Each model is processed by one call of ``process(target, settings)``, a plain function of plain data, so
 ``--jobs N`` can run it in worker processes and gather the outcomes in input order: the report of a parallel
 run is byte-identical to the serial one.
+
+Each model file is read once (loading.ModelFile): the static check, the comparison and --fix all work from
+those bytes, and the file is checked to be the same one after each phase, so a file replaced mid-run is a
+load error, never a report that mixes two models.
+
+SIGINT and SIGTERM stop the run (``run_all`` raises RunInterrupted): the onnxruntime workers are killed at
+once, the pool processes are asked to stop (they unwind, so --fix's temporary files are removed) and killed
+if they do not within a few seconds. Every child also dies with its parent (compare/children.py), so even a
+SIGKILLed sonnx-check leaves no process behind.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
+import os
+import signal
+import sys
+import threading
+import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
+from sonnx_check.compare import ort_worker
+from sonnx_check.compare.children import die_with_parent, kill
 from sonnx_check.config import Settings
-from sonnx_check.errors import UserError
+from sonnx_check.discovery import Target
+from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
 from sonnx_check.findings import ModelResult
-from sonnx_check.loading import Target
+from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
 
 if TYPE_CHECKING:
+    import onnx
+
     from sonnx_check.fix.outcome import FixOutcome
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_POOL_GRACE = 3.0  # seconds a pool process has to unwind (remove its temporary files) before it is killed
+_STOPPED_EXIT = 128 + signal.SIGTERM  # how a pool process that was stopped exits
 
 
 @dataclass(frozen=True)
@@ -35,14 +61,69 @@ class ModelOutcome:
     user_error: str | None = None
 
 
+class _Stop(BaseException):
+    """Raised by the signal handlers; a BaseException so that no ``except Exception`` on the way (a check
+    that crashed, a comparison step) mistakes it for a result."""
+
+    def __init__(self, signal_name: str) -> None:
+        self.signal_name = signal_name
+        super().__init__(signal_name)
+
+
 def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]:
-    """Process every target, in parallel when ``settings.jobs > 1``, and return outcomes in input order."""
-    if settings.jobs <= 1 or len(targets) <= 1:
-        return [process(t, settings) for t in targets]
+    """Process every target, in parallel when ``settings.jobs > 1``, and return outcomes in input order.
+    Raises RunInterrupted when SIGINT or SIGTERM stops the run, once every process it started has ended."""
+    with _stopped_by_signals():
+        try:
+            if settings.jobs <= 1 or len(targets) <= 1:
+                return [process(t, settings) for t in targets]
+            return _run_parallel(targets, settings)
+        except _Stop as stop:
+            ort_worker.kill_all()  # started after the signal, or not yet reaped
+            raise RunInterrupted(stop.signal_name) from None
+
+
+_stopping = False
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _stopping
+    ort_worker.kill_all()  # at once: onnxruntime may be minutes into a run
+    if _stopping:
+        return  # a second Ctrl-C while the first one is being handled: the cleanup must finish
+    _stopping = True
+    raise _Stop(signal.Signals(signum).name)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise _Stop in the main thread for the duration of the block. Elsewhere (a
+    library caller's thread) handlers cannot be installed, and the caller's own handling applies."""
+    global _stopping
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _on_signal) for s in _STOP_SIGNALS}
+    _stopping = False
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _stopping = False
+
+
+def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]:
     workers = min(settings.jobs, len(targets))
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_pool_context(),
+        initializer=_pool_process_start,
+        initargs=(os.getpid(),),
+    )
     outcomes: list[ModelOutcome] = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(process, t, settings) for t in targets]
+    try:
+        futures = [pool.submit(_process_in_pool, t, settings) for t in targets]
         for target, future in zip(targets, futures, strict=True):
             try:
                 outcomes.append(future.result())
@@ -51,7 +132,77 @@ def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]
                 outcomes.append(
                     ModelOutcome(None, internal_message(exc, settings.show_traceback, target.path))
                 )
+    except _Stop:
+        _end_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return outcomes
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """fork on Linux, as Python up to 3.13 does by default: the pool processes must be this process's own
+    children (not a fork server's) to die with it, and forking is what keeps --jobs cheap to start."""
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _end_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop every pool process: SIGTERM (each kills its onnxruntime worker and unwinds, which removes its
+    temporary files), then SIGKILL for any still there after the grace period."""
+    # Python < 3.14 has no public way to end running pool processes; _processes is where they are.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.pid is not None and process.is_alive():
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + _POOL_GRACE
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.pid is not None and process.is_alive():
+            kill(process.pid)  # its onnxruntime worker dies with it (PR_SET_PDEATHSIG)
+            process.join()
+
+
+# -- inside a pool process ----------------------------------------------------------------------------------
+
+_in_task = False
+
+
+def _pool_process_start(parent: int) -> None:
+    die_with_parent(parent)
+    ort_worker.forget_inherited()
+    # A Ctrl-C reaches every process of the terminal's process group; the main process decides what an
+    # interrupted run does, and ends this one with SIGTERM.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_pool_sigterm)
+
+
+def _on_pool_sigterm(signum: int, frame: FrameType | None) -> None:
+    ort_worker.kill_all()
+    if _in_task:
+        raise _Stop("SIGTERM")  # unwinds the model being processed; _process_in_pool then exits
+    os._exit(_STOPPED_EXIT)  # between tasks: nothing to clean up
+
+
+def _process_in_pool(target: Target, settings: Settings) -> ModelOutcome:
+    global _in_task
+    _in_task = True
+    try:
+        return process(target, settings)
+    except _Stop:
+        # Unwound: the onnxruntime worker is gone and --fix removed its temporary file. The pool would
+        # otherwise report the stop as this task's result and start the next one.
+        os._exit(_STOPPED_EXIT)
+    finally:
+        _in_task = False
+
+
+# -- one model ------------------------------------------------------------------------------------------
 
 
 def process(target: Target, settings: Settings) -> ModelOutcome:
@@ -64,16 +215,16 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
     rules = settings.rules_for(target.path)
     waivers = settings.waivers_for(target.path)
     try:
-        checked, compare_error = _check(target.path, rules, settings)
+        checked, model, compare_error = _check(target.path, rules, settings, keep=settings.fix is not None)
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
     result = apply_waivers(checked, waivers)
     if compare_error is not None:
         # The static findings stand; the comparison could not start for a reason the user can fix.
         return ModelOutcome(result, user_error=f"{target.path}: {compare_error}")
-    if settings.fix is None or result.load_error:
+    if settings.fix is None or result.load_error or model is None:
         return ModelOutcome(result)
-    return _fix(target.path, result, rules, settings)
+    return _fix(model, result, rules, settings)
 
 
 class _Internal(Exception):
@@ -82,30 +233,52 @@ class _Internal(Exception):
         super().__init__(message)
 
 
-def _check(path: str, rules: frozenset[str], settings: Settings) -> tuple[ModelResult, str | None]:
-    """The model's result, and the reason its comparison could not start (a user error, e.g. a dynamic
-    input without --shape), which must not hide the static findings."""
-    from sonnx_check.engine import InternalError, check_file, load_failure
+def _check(
+    path: str, rules: frozenset[str], settings: Settings, *, keep: bool = False
+) -> tuple[ModelResult, ModelFile | None, str | None]:
+    """The model's result, the file it was read from when ``keep`` (for --fix), and the reason its
+    comparison could not start (a user error, e.g. a dynamic input without --shape), which must not hide
+    the static findings."""
+    from sonnx_check.engine import InternalError, check_model, load_failure
 
     try:
-        result = check_file(path, rules)
-        if not settings.compare.enabled or result.load_error:
-            return result, None
-        try:
-            _compare_into(result, settings, rules)
-        except UserError as exc:
-            return result, str(exc).removeprefix(f"{path}: ")
-        return result, None
+        source = read_model_file(path)
+        # The skeleton first: once the whole model is parsed, the skeleton is that model (no second parse).
+        skeleton = source.skeleton()
+        whole = source.model() if settings.compare.enabled or keep else None
+        source.release()  # every parse this model needs is done: the file's bytes go
+        result = check_model(skeleton, path, rules, elided=source.elided)
+        del skeleton
+        _unchanged(source)
+        if whole is None or result.load_error:
+            return result, None, None
+        if settings.compare.enabled:
+            try:
+                _compare_into(result, whole, settings, rules)
+            except UserError as exc:
+                return result, None, str(exc).removeprefix(f"{path}: ")
+            _unchanged(source)
+        return result, source if keep else None, None
+    except ModelLoadError as exc:
+        return load_failure(path, exc.cause), None, None
     except UserError as exc:
-        return load_failure(path, str(exc).removeprefix(f"{path}: ")), None
+        return load_failure(path, str(exc).removeprefix(f"{path}: ")), None, None
     except InternalError as exc:
         raise _Internal(internal_message(exc, settings.show_traceback)) from exc
     except Exception as exc:  # noqa: BLE001 - any other crash is a bug: one paragraph, exit 3
         raise _Internal(internal_message(exc, settings.show_traceback, path)) from exc
 
 
-def _compare_into(result: ModelResult, settings: Settings, rules: frozenset[str]) -> None:
-    from sonnx_check.compare import CompareOptions, compare_model
+def _unchanged(source: ModelFile) -> None:
+    problem = source.changed()
+    if problem is not None:
+        raise ModelLoadError(source.path, problem)
+
+
+def _compare_into(
+    result: ModelResult, model: onnx.ModelProto, settings: Settings, rules: frozenset[str]
+) -> None:
+    from sonnx_check.compare import CompareOptions, compare_loaded
 
     options = CompareOptions(
         datasets=settings.compare.inputs,
@@ -114,29 +287,42 @@ def _compare_into(result: ModelResult, settings: Settings, rules: frozenset[str]
         shapes=dict(settings.compare.shapes),
         max_elements=settings.compare.max_elements,
         timeout=settings.compare.timeout,
+        max_memory=settings.compare.max_memory,
+        accuracy=dict(settings.compare.accuracy),
     )
-    outcome = compare_model(Path(result.path), options)
+    # The weights of an external-data model are read for the comparison only: --fix writes the model with
+    # its external-data entries as they were.
+    with external_weights_loaded(model, result.path):
+        outcome = compare_loaded(model, options)
     result.findings.extend(f for f in outcome.findings if f.rule in rules)
     result.comparison = outcome.comparison
 
 
-def _fix(path: str, result: ModelResult, rules: frozenset[str], settings: Settings) -> ModelOutcome:
+def _fix(source: ModelFile, result: ModelResult, rules: frozenset[str], settings: Settings) -> ModelOutcome:
     """Fix, then re-check the fixed model with the same rules; its findings are what still needs a person."""
-    from sonnx_check.fix import fix_file
+    from sonnx_check.fix import fix_model
     from sonnx_check.waivers import apply_waivers
 
     assert settings.fix is not None
+    path = source.path
     try:
-        outcome = fix_file(path, result.findings, output=settings.fix.output)
-    except UserError as exc:  # a refused output path, or a model that changed under our feet
+        _unchanged(source)  # the fixed model is written from what was read: that must still be the file
+        # In place: nothing needs the original model after the fix, and a copy would hold the weights twice.
+        outcome = fix_model(source.model(), path, result.findings, output=settings.fix.output)
+    except ModelLoadError as exc:
+        from sonnx_check.engine import load_failure
+
+        return ModelOutcome(load_failure(path, exc.cause))
+    except UserError as exc:  # a refused output path
         return ModelOutcome(result, user_error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a crash while rewriting is a bug: one paragraph, exit 3
         return ModelOutcome(None, internal_message(exc, settings.show_traceback, path))
+    del source
     if outcome.output is None:
         return ModelOutcome(result, fix=outcome)
     # The fixed model stands in for the original: configuration is matched against the original's path.
     try:
-        rechecked, compare_error = _check(outcome.output, rules, settings)
+        rechecked, _, compare_error = _check(outcome.output, rules, settings)
     except _Internal as exc:
         return ModelOutcome(None, exc.message, fix=outcome)
     rechecked = apply_waivers(rechecked, settings.waivers_for(path))

@@ -21,7 +21,9 @@ from sonnx_check.findings import NodeRef
 DEFAULT_DOMAINS = ("", "ai.onnx")
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-CONSTANT_ELEMENT_LIMIT = 1 << 24
+# Data rules decode constants up to this size (shapes, axes, biases, BatchNormalization statistics); larger
+# weights are never parsed by a static check, so a model is checked in about its file size in memory.
+CONSTANT_ELEMENT_LIMIT = 1 << 16
 _LIST_CONSTANTS = {"value_float": onnx.TensorProto.FLOAT, "value_int": onnx.TensorProto.INT64}
 _LISTS_CONSTANTS = {"value_floats": onnx.TensorProto.FLOAT, "value_ints": onnx.TensorProto.INT64}
 
@@ -122,10 +124,21 @@ def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
     return None
 
 
+def _header_only(value: onnx.ValueInfoProto) -> onnx.TensorProto:
+    """An initializer's type and dims without its data (its data was never parsed)."""
+    tensor = onnx.TensorProto(name=value.name, data_type=value.type.tensor_type.elem_type)
+    tensor.dims.extend(d.dim_value for d in value.type.tensor_type.shape.dim)
+    tensor.data_location = onnx.TensorProto.EXTERNAL  # no data here: view.constant never decodes it
+    return tensor
+
+
 class ModelView:
     """Read-only, indexed access to the main graph of a model."""
 
-    def __init__(self, model: onnx.ModelProto, path: str = "") -> None:
+    def __init__(self, model: onnx.ModelProto, path: str = "", elided: frozenset[str] = frozenset()) -> None:
+        """``elided``: initializers the loader left out of the parse (their data is too large for any rule
+        to decode) and declared as graph inputs of their type and shape instead; the view counts them as
+        initializers again, with no data."""
         self.model = model
         self.path = path
         self.graph = model.graph
@@ -147,7 +160,10 @@ class ModelView:
                 if name:
                     self.consumers[name].append(i)
         self.initializers = {t.name: t for t in model.graph.initializer}
-        self.graph_inputs = [v.name for v in model.graph.input]
+        for value in model.graph.input:
+            if value.name in elided:
+                self.initializers[value.name] = _header_only(value)
+        self.graph_inputs = [v.name for v in model.graph.input if v.name not in elided]
         self.graph_input_names = frozenset(self.graph_inputs)  # membership tests on models with 10k inputs
         self.graph_outputs = [v.name for v in model.graph.output]
         self.declared: dict[str, TensorType] = {}

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
-from builders import external_data_model, maxpool_model, save
+from builders import external_data_model, maxpool_model, model, save, vi
+from click.testing import CliRunner
+from onnx import helper as h
+from onnx import numpy_helper
 
-from sonnx_check.engine import check_file
+from sonnx_check import engine, loading, runner, view
+from sonnx_check.cli import main
+from sonnx_check.engine import check_file, check_model
 from sonnx_check.errors import ModelLoadError
-from sonnx_check.loading import discover, load_model, read_model
+from sonnx_check.loading import external_weights_loaded, load_model, read_model, read_model_file
 
 
 @pytest.mark.parametrize(
@@ -44,19 +52,8 @@ def test_folder_named_like_a_model_is_a_load_error(tmp_path: Path) -> None:
         read_model(folder)
 
 
-def test_discover_recurses_sorted_and_reports_missing(tmp_path: Path) -> None:
-    for rel in ("b/z.onnx", "a/y.onnx", "a/x.onnx", "a/notes.txt"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_bytes(b"")
-    targets = discover([str(tmp_path), str(tmp_path / "missing.onnx")])
-    names = [os.path.relpath(t.path, tmp_path) for t in targets]
-    assert names == ["a/x.onnx", "a/y.onnx", "b/z.onnx", "missing.onnx"]
-    assert targets[-1].error == "no such file or folder"
 
 
-def test_empty_folder_is_reported(tmp_path: Path) -> None:
-    (target,) = discover([str(tmp_path)])
-    assert target.error is not None and "no .onnx files" in target.error
 
 
 def test_weights_are_refused_when_external_data_escapes(tmp_path: Path) -> None:
@@ -73,3 +70,138 @@ def test_weights_load_when_inside_folder(tmp_path: Path) -> None:
     path = save(external_data_model("weights.bin", tmp_path), tmp_path)
     model = load_model(path, load_weights=True)
     assert model.graph.initializer[0].raw_data
+
+
+# -- read once -----------------------------------------------------------------------------------------------
+
+
+def weighted_max(size: int, *, ir_version: int = 10) -> onnx.ModelProto:
+    """y = Max(x, w) with an embedded weight of ``size`` elements."""
+    weight = numpy_helper.from_array(np.arange(size, dtype=np.float32), "w")
+    node = h.make_node("Max", ["x", "w"], ["y"], name="mx")
+    return model(
+        [node], [vi("x", shape=[size])], [vi("y", shape=[size])], initializers=[weight], opset=13,
+        ir_version=ir_version,
+    )  # fmt: skip
+
+
+def findings_of(result) -> list[tuple[str, str, int | None]]:  # type: ignore[no-untyped-def]
+    return [(f.rule, f.message, f.node.index if f.node else None) for f in result.findings]
+
+
+def test_the_static_check_parses_no_weight_a_rule_would_not_decode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A weight over view.CONSTANT_ELEMENT_LIMIT elements is never decoded by a rule, so the skeleton the
+    static check runs on does not hold its bytes, and the findings are those of the whole model."""
+    monkeypatch.setattr(view, "CONSTANT_ELEMENT_LIMIT", 1000)
+    path = save(weighted_max(4096), tmp_path)
+    source = read_model_file(path)
+    skeleton = source.skeleton()
+    assert [t.name for t in skeleton.graph.initializer] == []
+    assert skeleton.ByteSize() < 1000 < 4096 * 4
+    assert check_model(skeleton, str(path)).findings == check_model(read_model(path), str(path)).findings
+
+
+@pytest.mark.parametrize(
+    ("why", "build"),
+    [
+        ("under the limit", lambda: weighted_max(500)),
+        ("before IR 4, initializers are also inputs", lambda: weighted_max(4096, ir_version=3)),
+    ],
+)
+def test_the_skeleton_keeps_weights_it_must(why: str, build, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(view, "CONSTANT_ELEMENT_LIMIT", 1000)
+    skeleton = read_model_file(save(build(), tmp_path)).skeleton()
+    assert [t.name for t in skeleton.graph.initializer] == ["w"], why
+
+
+SAMPLES = sorted((Path(__file__).parents[1] / "sample_models").rglob("*.onnx"))
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_sample_gets_the_same_findings_from_its_skeleton(path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With the limit at 8 elements nearly every weight is elided: the rules cannot tell the difference."""
+    monkeypatch.setattr(view, "CONSTANT_ELEMENT_LIMIT", 8)
+    try:
+        whole = read_model(path)
+    except ModelLoadError:
+        pytest.skip("not a model")
+    skeleton = read_model_file(path).skeleton()
+    assert findings_of(check_model(skeleton, str(path))) == findings_of(check_model(whole, str(path)))
+
+
+def test_a_model_is_read_and_parsed_once_for_check_compare_and_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = save(maxpool_model(y_shape=None), tmp_path)  # GRAPH.shapes: --fix declares Y
+    reads: list[str] = []
+    parses: list[str] = []
+    real_read, real_parse = loading.read_model_file, loading.ModelFile._parse
+
+    def counting_read(p):  # type: ignore[no-untyped-def]
+        reads.append(str(p))
+        return real_read(p)
+
+    def counting_parse(self, data):  # type: ignore[no-untyped-def]
+        parses.append(self.path)
+        return real_parse(self, data)
+
+    monkeypatch.setattr(runner, "read_model_file", counting_read)
+    monkeypatch.setattr(loading.ModelFile, "_parse", counting_parse)
+    result = CliRunner().invoke(main, ["--isolated", "--compare", "--inputs", "random", "--fix", str(path)])
+    fixed = str(path).removesuffix(".onnx") + ".fixed.onnx"
+    assert Path(fixed).exists(), result.output
+    assert reads == [str(path), fixed]  # the fixed model is a new file, checked as a user's would be
+    assert parses == [str(path), fixed]
+
+
+@pytest.mark.parametrize("compare", [False, True], ids=["static", "--compare"])
+def test_a_model_replaced_mid_run_is_a_load_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compare: bool
+) -> None:
+    """The file changes after it was read (here: while its rules run): the report must not mix two models,
+    so the model is reported as unreadable, naming the file, and the other models are still checked."""
+    path = save(maxpool_model(), tmp_path)
+    other = save(maxpool_model(), tmp_path, "other.onnx")
+    real_check = engine.check_model
+
+    def check_then_replace(model, where, selected=None, **kwargs):  # type: ignore[no-untyped-def]
+        result = real_check(model, where, selected, **kwargs)
+        if where == str(path):
+            replacement = tmp_path / "new.onnx"
+            replacement.write_bytes(path.read_bytes() + b"")
+            replacement.replace(path)  # another inode: what git checkout or a copy does
+        return result
+
+    monkeypatch.setattr(engine, "check_model", check_then_replace)
+    args = ["--isolated", "--format", "json", *(["--compare", "--inputs", "random"] if compare else [])]
+    result = CliRunner().invoke(main, [*args, str(path), str(other)])
+    assert result.exit_code == 2, result.output
+    first, second = json.loads(result.stdout)["models"]
+    assert [f["rule"] for f in first["findings"]] == ["MODEL.load"]
+    assert "changed while it was being checked" in first["findings"][0]["message"]
+    assert "comparison" not in first or not first["comparison"]
+    assert second["findings"] == []
+    assert f"sonnx-check: error: {path}: " in result.stderr
+
+
+def test_a_file_rewritten_in_place_is_noticed(tmp_path: Path) -> None:
+    path = save(maxpool_model(), tmp_path)
+    source = read_model_file(path)
+    assert source.changed() is None
+    os.utime(path, ns=(source.identity.mtime_ns + 10**9, source.identity.mtime_ns + 10**9))
+    assert "changed while it was being checked" in (source.changed() or "")
+    path.unlink()
+    assert "disappeared" in (source.changed() or "")
+
+
+def test_external_weights_are_loaded_for_the_comparison_only(tmp_path: Path) -> None:
+    path = save(external_data_model("weights.bin", tmp_path), tmp_path)
+    loaded = read_model(path)
+    with external_weights_loaded(loaded, str(path)) as inside:
+        tensor = inside.graph.initializer[0]
+        assert tensor.raw_data and tensor.data_location == onnx.TensorProto.DEFAULT
+    tensor = loaded.graph.initializer[0]
+    assert not tensor.HasField("raw_data") and tensor.data_location == onnx.TensorProto.EXTERNAL
+    assert {e.key: e.value for e in tensor.external_data}["location"] == "weights.bin"

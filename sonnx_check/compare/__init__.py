@@ -14,17 +14,21 @@ cheap and a static check never loads it.
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from sonnx_check import reference
-from sonnx_check.compare import runtime
+from sonnx_check.compare import accuracy as accuracy_module
+from sonnx_check.compare import memory, runtime
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.datasets import Dataset, InputBudgetExceeded, build_datasets, input_specs
 from sonnx_check.compare.localise import (
@@ -33,12 +37,12 @@ from sonnx_check.compare.localise import (
     NodeComparison,
     ancestors,
     compare_nodes,
-    expose_all,
     merge,
-    node_inputs,
+    outputs_replaced,
     plan,
 )
-from sonnx_check.compare.run_budget import OverBudget, run_budget_problem
+from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem
+from sonnx_check.compare.stream import run_graph
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.loading import load_model
@@ -48,6 +52,7 @@ DIVERGENCE = "RUNTIME.divergence"
 NOT_COMPARED_RULE = "RUNTIME.not-compared"
 
 DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_MEMORY = memory.DEFAULT_MAX_MEMORY
 
 __all__ = ["CompareOptions", "CompareResult", "compare_model", "compare_loaded"]
 
@@ -63,6 +68,11 @@ class CompareOptions:
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     max_elements: int = 100_000_000
     timeout: float | None = DEFAULT_TIMEOUT  # seconds onnxruntime may run per model (None: no limit)
+    # bytes one model's comparison may use beyond the model itself, onnxruntime's worker and sonnx-check's
+    # side each getting half (compare/memory.py); None: no limit
+    max_memory: int | None = DEFAULT_MAX_MEMORY
+    # per operator, a bound tighter than its annex's ("2 ulp", "1e-6 rel", "1e-9 abs"): compare/accuracy.py
+    accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.ort_opt_level not in runtime.OPT_LEVELS:
@@ -70,6 +80,15 @@ class CompareOptions:
             raise UsageError(f"--ort-opt-level {self.ort_opt_level!r}: expected one of {levels}")
         if self.max_elements < 1:
             raise UsageError(f"--max-elements {self.max_elements}: must be at least 1")
+        if self.timeout is not None and not self.timeout > 0:
+            raise UsageError(f"--timeout {self.timeout}: must be more than 0 seconds")
+        if self.max_memory is not None and self.max_memory < 2**20:
+            raise UsageError(f"--max-memory {self.max_memory}: must be at least 1 MiB")
+        for op_type, bound in self.accuracy.items():
+            try:
+                accuracy_module.check_override(op_type, accuracy_module.parse_override(bound))
+            except accuracy_module.AccuracyError as exc:
+                raise UsageError(f"compare.accuracy.{op_type}: {exc}") from None
 
 
 @dataclass
@@ -90,6 +109,18 @@ def compare_loaded(model: onnx.ModelProto, options: CompareOptions) -> CompareRe
     return _Comparison(model, options).run()
 
 
+_STOPPED_BEFORE = "onnxruntime was stopped by the time limit (--timeout) before it was compared"
+
+
+class _Stopped(Exception):
+    """The comparison's time limit ran out: onnxruntime's worker was killed and nothing more is run."""
+
+    def __init__(self, refusal: runtime.RuntimeRefusal, dataset: str | None = None) -> None:
+        self.refusal = refusal
+        self.dataset = dataset
+        super().__init__(refusal.reason)
+
+
 class _Comparison:
     """One comparison run; kept as an object only to share its state between the steps."""
 
@@ -98,8 +129,12 @@ class _Comparison:
         self.options = options
         self.view = ModelView(model)
         self.findings: list[Finding] = []
-        self._weights: dict[str, Any] | None = None
         self.version: str | None = runtime.installed_version()
+        self.worker_budget, _ = memory.halves(options.max_memory)
+        self.deadline: float | None = None
+        self.stopped: _Stopped | None = None
+        self.end_to_end_spare: int | None = None
+        self.sizes: dict[str, memory.Size] = {}
         self.comparison: dict[str, Any] = {
             "status": NOT_COMPARED,
             "onnxruntime": runtime.describe_unavailable(options.ort_opt_level),
@@ -125,13 +160,17 @@ class _Comparison:
         except InputBudgetExceeded as exc:
             return self._nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
         self.comparison["datasets"] = [d.to_json() for d in datasets]
-        problem = self._over_budget(datasets)
+        problem, self.sizes = self._over_budget(datasets)
         if problem is not None and not problem.size_unknown:
             return self._not_run(problem)
+        if self.options.timeout is not None:
+            self.deadline = time.monotonic() + self.options.timeout
         try:
-            plain = runtime.OrtSession(self.model, self.options.ort_opt_level)
+            plain = self._session(self.model)
         except runtime.RuntimeUnavailable as exc:
             return self._nothing_compared(str(exc), {"stage": "import"})
+        except _Stopped as exc:
+            return self._nothing_compared(self._stop_message(exc), {"stage": "timeout"})
         except runtime.RuntimeRefusal as exc:
             return self._refused(exc)
         self.version = plain.version
@@ -141,108 +180,190 @@ class _Comparison:
             return self._not_run(problem)
 
         nodes = plan(self.view, reference.supported_ops())
-        exposing = self._exposing_session(plain, nodes)
-        end_to_end = self._end_to_end_records(nodes)
+        planner = memory.Planner(
+            self.view,
+            self.sizes,
+            feeds={name for d in datasets for name, _, _ in d.inputs},
+            feeds_bytes=max((d.nbytes for d in datasets), default=0),
+            budget=self.options.max_memory,
+        )
+        end_to_end = self._end_to_end_records(nodes, planner)
+        batches = planner.batches([n for n in nodes if n.has_kernel and not n.reason])
         failed: dict[str, str] = {}
         try:
-            for dataset in datasets:
-                self._run_dataset(dataset, plain, exposing, nodes, end_to_end, failed)
-        finally:
-            for session in {plain, exposing} - {None}:
-                session.close()  # each holds a worker process
+            try:
+                batches = self._plain_pass(plain, datasets, batches, end_to_end, failed)
+            finally:
+                plain.close()  # one worker at a time: the memory budget counts one
+            for batch in batches:
+                self._batch_pass(batch, datasets, failed)
+        except _Stopped as exc:
+            self.stopped = exc
         return self._finish(datasets, nodes, end_to_end, failed)
 
-    def _over_budget(self, datasets: list[Dataset]) -> OverBudget | None:
-        """The first reason onnxruntime must not run on some dataset (shapes may differ between files)."""
-        signatures = {tuple((k, tuple(v.shape)) for k, v in sorted(d.feeds.items())) for d in datasets}
+    def _over_budget(self, datasets: list[Dataset]) -> tuple[OverBudget | None, dict[str, memory.Size]]:
+        """The first reason onnxruntime must not run on some dataset (shapes may differ between files), and
+        the size of every tensor (the largest over the datasets) for the memory plan."""
+        sizes: dict[str, memory.Size] = {}
+        for tensor in self.model.graph.initializer:
+            sizes[tensor.name] = memory.Size(math.prod(tensor.dims), _itemsize(tensor.data_type))
+        signatures = {tuple(sorted((name, shape) for name, _, shape in d.inputs)) for d in datasets}
+        for dataset in datasets:
+            for name, dtype, shape in dataset.inputs:
+                _keep_larger(sizes, name, memory.Size(math.prod(shape), dtype.itemsize))
         for signature in sorted(signatures):
-            problem = run_budget_problem(self.view, dict(signature), self.options.max_elements)
+            inferred = inferred_sizes(self.model, dict(signature))
+            problem = run_budget_problem(self.view, dict(signature), self.options.max_elements, inferred)
             if problem is not None:
-                return problem
-        return None
+                return problem, sizes
+            for name, (elements, itemsize) in inferred.items():
+                _keep_larger(sizes, name, memory.Size(elements, itemsize))
+        return None, sizes
 
-    def _exposing_session(
-        self, plain: runtime.OrtSession, nodes: list[NodeComparison]
-    ) -> runtime.OrtSession | None:
-        """The session with every intermediate exposed; the plain one when that changes nothing (every node
-        output is already a graph output), None when onnxruntime refuses the exposed copy."""
-        if not any(n.has_kernel for n in nodes):
-            return None
-        exposed = expose_all(self.model)
-        if len(exposed.graph.output) == len(self.model.graph.output):
-            return plain
+    def _session(self, model: onnx.ModelProto) -> runtime.OrtSession:
         try:
-            return runtime.OrtSession(exposed, self.options.ort_opt_level)
+            return runtime.OrtSession(
+                model,
+                self.options.ort_opt_level,
+                deadline=self.deadline,
+                memory_budget=self.worker_budget,
+            )
         except runtime.RuntimeRefusal as exc:
-            for entry in nodes:
-                if entry.has_kernel:
-                    entry.reason = f"onnxruntime refused the model with intermediates exposed: {exc.reason}"
-            return None
+            if exc.timed_out:
+                raise _Stopped(exc) from None
+            raise
 
-    def _end_to_end_records(self, nodes: list[NodeComparison]) -> dict[str, OutputRecord] | None:
+    def _run(
+        self, session: runtime.OrtSession, feeds: Mapping[str, Any], names: list[str] | None, dataset: Dataset
+    ) -> dict[str, Any]:
+        try:
+            return session.run(feeds, names)
+        except runtime.RuntimeRefusal as exc:
+            if exc.timed_out:
+                raise _Stopped(exc, dataset.name) from None
+            raise
+
+    def _end_to_end_records(
+        self, nodes: list[NodeComparison], planner: memory.Planner
+    ) -> dict[str, OutputRecord] | None:
         if not nodes or not all(n.has_kernel for n in nodes):
             missing = sorted({n.op_type for n in nodes if not n.has_kernel})
             why = "the graph has no nodes" if not nodes else f"no reference kernel for {', '.join(missing)}"
             self.comparison["end_to_end"] = {"compared": False, "reason": why}
             return None
+        fits = planner.end_to_end([o.name for o in self.model.graph.output])
+        if fits.problem is not None:
+            self.comparison["end_to_end"] = {"compared": False, "reason": fits.problem}
+            return None
+        self.end_to_end_spare = fits.spare
         self.comparison["end_to_end"] = {"compared": True}
         return {o.name: OutputRecord(o.name, i) for i, o in enumerate(self.model.graph.output)}
 
-    def _run_dataset(
+    def _plain_pass(
         self,
-        dataset: Dataset,
         plain: runtime.OrtSession,
-        exposing: runtime.OrtSession | None,
-        nodes: list[NodeComparison],
+        datasets: list[Dataset],
+        batches: list[memory.Batch],
         end_to_end: dict[str, OutputRecord] | None,
         failed: dict[str, str],
-    ) -> None:
-        try:
-            actual = plain.run(dataset.feeds)
-        except runtime.RuntimeRefusal as exc:
-            failed[dataset.name] = exc.reason
-            return
-        values = {**self._initializers(), **dataset.feeds}
-        if exposing is plain:
-            values.update(actual)
-        elif exposing is not None:
+    ) -> list[memory.Batch]:
+        """Run the unmodified model on every dataset, one dataset in memory at a time: the end-to-end
+        outputs, and the nodes' tensors too when they all are graph outputs already (no second session).
+        Returns the batches still to run."""
+        outputs = self.view.graph_outputs
+        serves = len(batches) == 1 and set(batches[0].tensors) <= set(outputs)
+        wanted = set(end_to_end or ()) | (set(batches[0].tensors) if serves else set())
+        names: list[str] | None = [n for n in outputs if n in wanted] or self._smallest_output()
+        for dataset in datasets:
+            feeds = dataset.feeds
             try:
-                values.update(exposing.run(dataset.feeds))
+                actual = self._run(plain, feeds, names, dataset)
             except runtime.RuntimeRefusal as exc:
-                for entry in nodes:
-                    entry.failures.setdefault(
-                        dataset.name, f"onnxruntime failed with intermediates exposed: {exc.reason}"
-                    )
-        compare_nodes(self.view, nodes, values, dataset.name, max_elements=self.options.max_elements)
-        if end_to_end is not None:
-            self._compare_end_to_end(dataset, actual, values, end_to_end)
+                failed[dataset.name] = exc.reason
+                del feeds  # the next dataset is built only once this one is gone
+                continue
+            if serves:
+                self._compare_batch(batches[0], feeds, actual, dataset)
+            if end_to_end is not None:
+                self._compare_end_to_end(dataset, feeds, actual, end_to_end)
+            del actual, feeds
+        return batches[1:] if serves else batches
+
+    def _smallest_output(self) -> list[str] | None:
+        """When no graph output is compared, onnxruntime still runs the model (a run-time failure is a
+        finding), but returns only its smallest output."""
+        outputs = self.view.graph_outputs
+        if not outputs:
+            return None
+        unknown = memory.Size(2**62, 1)
+        return [min(outputs, key=lambda name: self.sizes.get(name, unknown).nbytes)]
+
+    def _batch_pass(self, batch: memory.Batch, datasets: list[Dataset], failed: dict[str, str]) -> None:
+        """Run a copy of the model that returns one batch's tensors, compare them dataset by dataset, and
+        let them go before the next batch."""
+        with outputs_replaced(self.model, batch.tensors) as exposed:
+            try:
+                session = self._session(exposed)
+            except runtime.RuntimeRefusal as exc:
+                for entry in batch.entries:
+                    entry.reason = f"onnxruntime refused the model with intermediates exposed: {exc.reason}"
+                return
+        try:
+            for dataset in datasets:
+                if dataset.name in failed:
+                    continue  # the unmodified model already failed on it: that is the finding
+                feeds = dataset.feeds
+                try:
+                    values = self._run(session, feeds, batch.tensors, dataset)
+                except runtime.RuntimeRefusal as exc:
+                    for entry in batch.entries:
+                        entry.failures.setdefault(
+                            dataset.name, f"onnxruntime failed with intermediates exposed: {exc.reason}"
+                        )
+                    del feeds
+                    continue
+                self._compare_batch(batch, feeds, values, dataset)
+                del values, feeds
+        finally:
+            session.close()
+
+    def _compare_batch(
+        self, batch: memory.Batch, feeds: Mapping[str, Any], actual: Mapping[str, Any], dataset: Dataset
+    ) -> None:
+        values = {**self._weights(batch), **feeds, **actual}
+        compare_nodes(
+            self.view,
+            batch.entries,
+            values,
+            dataset.name,
+            max_elements=self.options.max_elements,
+            spare=batch.spare,
+            accuracy=self.options.accuracy,
+        )
+
+    def _weights(self, batch: memory.Batch) -> dict[str, Any]:
+        """The initializers the batch's nodes read, decoded for this dataset only (memory.Planner counts
+        them with the batch)."""
+        wanted = {name for entry in batch.entries for name in self.view.nodes[entry.index].input if name}
+        return {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer if t.name in wanted}
 
     def _compare_end_to_end(
         self,
         dataset: Dataset,
+        feeds: Mapping[str, Any],
         actual: Mapping[str, Any],
-        values: Mapping[str, Any],
         records: dict[str, OutputRecord],
     ) -> None:
+        def compare_output(node: onnx.NodeProto, position: int, expected: Any, inputs: Any) -> None:
+            name = node.output[position]
+            if name in actual:
+                merge(records[name], dataset.name, node, position, expected, actual[name], inputs, spare)
+
+        spare = self.end_to_end_spare
         try:
-            expected = reference.evaluate(self.model, dataset.feeds, max_elements=self.options.max_elements)
+            run_graph(self.model, feeds, set(records), compare_output, max_elements=self.options.max_elements)
         except reference.ReferenceError as exc:
             self.comparison["end_to_end"].setdefault("failures", {})[dataset.name] = _first_line(exc)
-            return
-        for name, record in records.items():
-            if name not in expected or name not in actual:
-                continue
-            producer = self.view.producers.get(name, [])
-            node = self.view.nodes[producer[0]] if producer else None
-            position = list(node.output).index(name) if node is not None else record.position
-            inputs = node_inputs(node, values)[0] if node is not None else []
-            merge(record, dataset.name, node, position, expected[name], actual[name], inputs)
-
-    def _initializers(self) -> dict[str, Any]:
-        """The weights as arrays, decoded once: nodes are re-run on them for every dataset."""
-        if self._weights is None:
-            self._weights = {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer}
-        return self._weights
 
     # -- turning results into findings ------------------------------------------------------------------
     def _finish(
@@ -262,6 +383,8 @@ class _Comparison:
         )
         if failed:
             self._dataset_failures(datasets, failed, compared_anything)
+        if self.stopped is not None:
+            self._timeout_finding(nodes, compared_anything)
 
         diverging = set()
         for entry in nodes:
@@ -288,6 +411,36 @@ class _Comparison:
         self.comparison["status"] = self._status(nodes, end_to_end, failed, compared_anything)
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
         return CompareResult(self.findings, self.comparison)
+
+    def _timeout_finding(self, nodes: list[NodeComparison], compared_anything: bool) -> None:
+        assert self.stopped is not None
+        message = self._stop_message(self.stopped)
+        message += (
+            "; what was compared before is reported, the rest was not run"
+            if compared_anything
+            else "; nothing was compared"
+        )
+        for entry in nodes:
+            if entry.has_kernel and not entry.reason and not entry.records:
+                entry.reason = _STOPPED_BEFORE
+        self.comparison["stopped"] = {"timeout": self.options.timeout, "dataset": self.stopped.dataset}
+        self.findings.append(
+            Finding(
+                NOT_COMPARED_RULE,
+                message,
+                Severity.ERROR,
+                data={
+                    "stage": "timeout",
+                    "timeout": self.options.timeout,
+                    "onnxruntime": self.comparison["onnxruntime"],
+                },
+            )
+        )
+
+    def _stop_message(self, stopped: _Stopped) -> str:
+        what = runtime.STAGES.get(stopped.refusal.stage, stopped.refusal.stage)
+        where = f" on dataset {stopped.dataset}" if stopped.dataset else ""
+        return f"onnxruntime was stopped at the --timeout of {self.options.timeout:g} s while {what}{where}"
 
     def _divergence(self, index: int | None, record: OutputRecord, scope: str) -> Finding:
         ref = self.view.refs[index] if index is not None else None
@@ -336,7 +489,8 @@ class _Comparison:
         for entry in nodes:
             partial = entry.status != NOT_COMPARED and entry.failures
             if entry.status == NOT_COMPARED or partial:
-                if not (silent and entry.has_kernel):
+                # the timeout's own finding covers the nodes it left out
+                if not (silent and entry.has_kernel) and entry.reason != _STOPPED_BEFORE:
                     by_op.setdefault(entry.op_type, []).append(entry)
                 self.comparison["not_compared"].append(
                     {
@@ -392,6 +546,10 @@ class _Comparison:
         return "match" if complete else "partial"
 
     def _refused(self, exc: runtime.RuntimeRefusal) -> CompareResult:
+        if exc.over_memory or exc.crashed:  # not a refusal: the reason says what happened
+            return self._nothing_compared(
+                exc.reason, {"stage": exc.stage, "onnxruntime_error": exc.full.strip()[:4000]}
+            )
         return self._nothing_compared(
             f"onnxruntime refused the model: {exc.reason}",
             {"stage": exc.stage, "onnxruntime_error": exc.full.strip()[:4000]},
@@ -422,3 +580,15 @@ class _Comparison:
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def _itemsize(elem_type: int) -> int:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize or 8
+    except (KeyError, TypeError, ValueError):
+        return 8
+
+
+def _keep_larger(sizes: dict[str, memory.Size], name: str, size: memory.Size) -> None:
+    if name not in sizes or size.nbytes > sizes[name].nbytes:
+        sizes[name] = size

@@ -11,8 +11,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from sonnx_check.compare.accuracy import Classification
 from sonnx_check.compare.diff import ElementPair, MismatchClass, Outcome, TensorDiff
 from sonnx_check.compare.known import KnownDivergence, KnownMatch
+
+
+def _ratio_text(ratio: float) -> str:
+    return f"{ratio:.3g}" if math.isfinite(ratio) else str(ratio)
 
 
 @dataclass
@@ -37,6 +42,17 @@ class OutputRecord:
     max_abs_diff: float | None = None
     datasets: list[dict[str, Any]] = field(default_factory=list)
     known: dict[str, _KnownTally] = field(default_factory=dict)
+    unexplained_reason: str = ""  # why the known behaviours were not looked for (the memory budget)
+    bound: str = ""  # the accuracy bound an inexact operator's output was judged against
+    outcomes: dict[str, int] = field(default_factory=dict)  # elements per accuracy outcome, every dataset
+    margin: float = 0.0  # the largest |onnxruntime - reference| / allowed over the judged elements
+
+    def note_accuracy(self, classification: Classification) -> None:
+        """Add one dataset's accuracy classification (the margin is the worst over the datasets)."""
+        self.bound = classification.bound
+        for outcome, count in classification.counts.items():
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
+        self.margin = max(self.margin, classification.max_ratio)
 
     @property
     def diverges(self) -> bool:
@@ -94,7 +110,16 @@ class OutputRecord:
             parts.append(f"known onnxruntime divergence {tally.entry.id}{share}: {tally.entry.summary}")
         if self.known and self.unexplained:
             parts.append(f"{self.unexplained} differing element(s) match no known divergence")
+        if self.unexplained_reason:
+            parts.append(self.unexplained_reason)
+        if self.bound:
+            parts.append(f"bound: {self.bound}; {self.accuracy_text()}")
         return "; ".join(parts)
+
+    def accuracy_text(self) -> str:
+        """The outcome counts and the margin, for the finding and the comparison table."""
+        counts = ", ".join(f"{n} {o}" for o, n in self.outcomes.items() if n)
+        return f"{counts}; largest error/bound {_ratio_text(self.margin)}"
 
     def known_json(self, version: str | None) -> list[dict[str, Any]]:
         out = []
@@ -128,4 +153,12 @@ class OutputRecord:
         if self.known:
             out["known_divergence"] = self.known_json(version)
             out["unexplained"] = self.unexplained
+        if self.unexplained_reason:
+            out["known_divergence_not_searched"] = self.unexplained_reason
+        if self.bound:
+            out["accuracy"] = {
+                "bound": self.bound,
+                "outcomes": dict(self.outcomes),
+                "margin": self.margin if math.isfinite(self.margin) else str(self.margin),
+            }
         return out

@@ -14,11 +14,12 @@ Sizes are checked against the budget before any array is allocated, including th
 
 from __future__ import annotations
 
+import math
 import re
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ RANDOM = "random"
 EDGE = "edge"
 FLOAT_RANGE = 10.0  # random floats in [-10, 10]: symmetric, so negative-only windows occur
 TIE_FRACTION = 0.125  # share of random elements overwritten by a copy of another one (exact ties)
+_CHUNK = 1 << 20  # elements generated at a time
 
 T = onnx.TensorProto
 GENERATED_TYPES = {
@@ -110,17 +112,37 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class Dataset:
-    """One set of input values for one run: ``name`` says which (``random``, ``edge/neg-inf``, a file)."""
+    """One set of input values for one run: ``name`` says which (``random``, ``edge/neg-inf``, a file).
+
+    Generated data is built when ``feeds`` is read, each time, and never kept: a comparison holds one
+    dataset at a time (a model with a 400 MB input has a dozen edge datasets, which must not all be in
+    memory at once). ``inputs`` describes the data without building it."""
 
     name: str
     source: str
-    feeds: Mapping[str, np.ndarray]
+    inputs: tuple[tuple[str, np.dtype, tuple[int, ...]], ...]  # (input name, dtype, shape), in feed order
+    build: Callable[[], Mapping[str, np.ndarray]] = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, name: str, source: str, feeds: Mapping[str, np.ndarray]) -> Dataset:
+        """A dataset whose data is already in memory (the user's own file)."""
+        inputs = tuple((k, v.dtype, tuple(int(d) for d in v.shape)) for k, v in feeds.items())
+        held = dict(feeds)
+        return cls(name, source, inputs, lambda: held)
+
+    @property
+    def feeds(self) -> Mapping[str, np.ndarray]:
+        return self.build()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(math.prod(shape) * dtype.itemsize for _, dtype, shape in self.inputs)
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "source": self.source,
-            "inputs": {k: {"dtype": v.dtype.name, "shape": list(v.shape)} for k, v in self.feeds.items()},
+            "inputs": {k: {"dtype": dtype.name, "shape": list(shape)} for k, dtype, shape in self.inputs},
         }
 
 
@@ -207,7 +229,7 @@ def build_datasets(
         if source in (RANDOM, EDGE) and not specs:
             # nothing to generate: every generated dataset would be the same empty one
             if not any(d.source in (RANDOM, EDGE) for d in datasets):
-                datasets.append(Dataset("no-inputs", source, {}))
+                datasets.append(Dataset.of("no-inputs", source, {}))
         elif source in (RANDOM, EDGE):
             shapes = {s.name: s.static_shape() for s in specs}
             for spec in specs:
@@ -236,8 +258,18 @@ def _dtype_of(spec: InputSpec) -> np.dtype:
 
 
 def random_dataset(specs: Sequence[InputSpec], shapes: Mapping[str, tuple[int, ...]], seed: int) -> Dataset:
-    feeds = {s.name: random_array(_dtype_of(s), shapes[s.name], _rng(seed, s.name)) for s in specs}
-    return Dataset(RANDOM, RANDOM, feeds)
+    dtypes = {s.name: _dtype_of(s) for s in specs}
+
+    def build() -> dict[str, np.ndarray]:
+        return {s.name: random_array(dtypes[s.name], shapes[s.name], _rng(seed, s.name)) for s in specs}
+
+    return Dataset(RANDOM, RANDOM, _described(specs, dtypes, shapes), build)
+
+
+def _described(
+    specs: Sequence[InputSpec], dtypes: Mapping[str, np.dtype], shapes: Mapping[str, tuple[int, ...]]
+) -> tuple[tuple[str, np.dtype, tuple[int, ...]], ...]:
+    return tuple((s.name, dtypes[s.name], tuple(shapes[s.name])) for s in specs)
 
 
 def random_array(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -246,7 +278,9 @@ def random_array(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generat
     Floats: uniform in [-FLOAT_RANGE, FLOAT_RANGE] (symmetric, so all-negative windows happen). Integers:
     the full range of the type, where the extremes (padding values) matter."""
     if dtype.kind == "f":
-        values = rng.uniform(-FLOAT_RANGE, FLOAT_RANGE, size=shape).astype(dtype)
+        values = np.empty(shape, dtype=dtype)
+        for part in _chunks(values.reshape(-1)):  # same stream as one call, without a float64 copy
+            part[...] = rng.uniform(-FLOAT_RANGE, FLOAT_RANGE, size=part.size)
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
         values = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
@@ -259,6 +293,14 @@ def random_array(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generat
         sources = rng.integers(0, flat.size, size=ties)
         flat[targets] = flat[sources]
     return values
+
+
+def _chunks(flat: np.ndarray) -> Iterator[np.ndarray]:
+    """Views of ``flat``, ``_CHUNK`` elements each. Generating float data chunk by chunk draws the same
+    numbers in the same order as one call (each takes one double from the stream), while the temporaries
+    stay small: a 400 MB input must not need 2 GB to build."""
+    for start in range(0, flat.size, _CHUNK):
+        yield flat[start : start + _CHUNK]
 
 
 # Edge patterns: name -> builder(dtype, shape, rng). Each input gets the pattern of the dataset's name when
@@ -298,10 +340,12 @@ def _checkerboard(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Genera
     high, low = (2, -2) if dtype.kind != "u" else (2, 1)
     if len(shape) < 2:
         return _alternating(high, low)(dtype, shape, rng)
-    rows = np.arange(shape[-2]).reshape(-1, 1)
-    cols = np.arange(shape[-1]).reshape(1, -1)
-    board = np.where((rows + cols) % 2 == 0, high, low).astype(dtype)
-    return np.broadcast_to(board, shape).copy()
+    board = np.empty(shape, dtype=dtype)
+    board[..., 0::2, 0::2] = high  # (row + column) even
+    board[..., 1::2, 1::2] = high
+    board[..., 0::2, 1::2] = low
+    board[..., 1::2, 0::2] = low
+    return board
 
 
 def _sparse_over(background: Callable[[np.dtype], object]) -> Pattern:
@@ -349,10 +393,17 @@ def _mix(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> n
     """Specials and ordinary values at random places: the combinations nobody writes by hand. Every special
     value appears at least once when the tensor has room for all of them."""
     specials = _specials(dtype)
-    picks = specials[rng.integers(0, specials.size, size=shape)]
-    ordinary = random_array(dtype, shape, rng)
-    values = np.where(rng.random(size=shape) < 0.5, picks, ordinary).astype(dtype)
+    # The draws happen in the order of the plain formulation (every pick, then the ordinary values, then
+    # every choice between them), chunk by chunk: where(random() < 0.5, specials[picks], ordinary).
+    picks = np.empty(math.prod(shape), dtype=np.uint8)
+    for part in _chunks(picks):
+        part[...] = rng.integers(0, specials.size, size=part.size)
+    values = random_array(dtype, shape, rng)
     flat = values.reshape(-1)
+    for start, part in zip(range(0, flat.size, _CHUNK), _chunks(flat), strict=True):
+        chosen = rng.random(size=part.size) < 0.5
+        part[chosen] = specials[picks[start : start + part.size][chosen]]
+    del picks
     if flat.size >= specials.size:
         flat[rng.choice(flat.size, size=specials.size, replace=False)] = specials
     return values
@@ -360,9 +411,16 @@ def _mix(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> n
 
 def _subnormals(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     info = np.finfo(dtype)
-    steps = rng.integers(1, 8, size=shape).astype(dtype)
-    signs = np.where(rng.random(size=shape) < 0.5, -1, 1).astype(dtype)
-    return (steps * info.smallest_subnormal * signs).astype(dtype)
+    # every step drawn first, then every sign, as in steps * smallest_subnormal * signs; chunk by chunk
+    steps = np.empty(math.prod(shape), dtype=np.int8)
+    for part in _chunks(steps):
+        part[...] = rng.integers(1, 8, size=part.size)
+    values = np.empty(shape, dtype=dtype)
+    flat = values.reshape(-1)
+    for start, part in zip(range(0, flat.size, _CHUNK), _chunks(flat), strict=True):
+        signs = np.where(rng.random(size=part.size) < 0.5, -1, 1).astype(dtype)
+        part[...] = steps[start : start + part.size].astype(dtype) * info.smallest_subnormal * signs
+    return values
 
 
 FLOAT_PATTERNS: dict[str, Pattern] = {
@@ -418,17 +476,25 @@ def edge_datasets(
     specs: Sequence[InputSpec], shapes: Mapping[str, tuple[int, ...]], seed: int
 ) -> list[Dataset]:
     dtypes = {s.name: _dtype_of(s) for s in specs}
-    datasets: list[Dataset] = []
-    for pattern in edge_pattern_names(list(dtypes.values())) or ["specials-mix"]:
-        feeds: dict[str, np.ndarray] = {}
-        with np.errstate(over="ignore", invalid="ignore"):
-            for position, spec in enumerate(specs):
-                table = _patterns_for(dtypes[spec.name])
-                own = PARTNERS.get(pattern, pattern) if position % 2 else pattern
-                build = table.get(own, table["specials-mix"])
-                feeds[spec.name] = build(dtypes[spec.name], shapes[spec.name], _rng(seed, spec.name, pattern))
-        datasets.append(Dataset(f"{EDGE}/{pattern}", EDGE, feeds))
-    return datasets
+
+    def builder(pattern: str) -> Callable[[], dict[str, np.ndarray]]:
+        def build() -> dict[str, np.ndarray]:
+            feeds: dict[str, np.ndarray] = {}
+            with np.errstate(over="ignore", invalid="ignore"):
+                for position, spec in enumerate(specs):
+                    table = _patterns_for(dtypes[spec.name])
+                    own = PARTNERS.get(pattern, pattern) if position % 2 else pattern
+                    fill = table.get(own, table["specials-mix"])
+                    feeds[spec.name] = fill(
+                        dtypes[spec.name], shapes[spec.name], _rng(seed, spec.name, pattern)
+                    )
+            return feeds
+
+        return build
+
+    described = _described(specs, dtypes, shapes)
+    patterns = edge_pattern_names(list(dtypes.values())) or ["specials-mix"]
+    return [Dataset(f"{EDGE}/{pattern}", EDGE, described, builder(pattern)) for pattern in patterns]
 
 
 # -- the user's own data -----------------------------------------------------------------------------------
@@ -543,4 +609,4 @@ def _validated(
         problem = spec.accepts(array.shape)
         if problem:
             raise UsageError(f"--inputs {name}: input '{spec.name}' {problem}")
-    return Dataset(name, source, dict(raw))
+    return Dataset.of(name, source, raw)

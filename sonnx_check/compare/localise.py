@@ -10,7 +10,8 @@ unmodified model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,28 +19,34 @@ import numpy as np
 import onnx
 
 from sonnx_check import reference
+from sonnx_check.compare import accuracy
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.known import DivergenceCase, explained_mask, match_known
+from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT
+from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView, subgraph_attributes
 
 MATCH, DIVERGES, NOT_COMPARED = "match", "diverges", "not-compared"
 
 
-def expose_all(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``model`` whose graph outputs also list every node output of the main graph.
+@contextmanager
+def outputs_replaced(model: onnx.ModelProto, names: Sequence[str]) -> Iterator[onnx.ModelProto]:
+    """``model`` with ``names`` as its only graph outputs, until the block ends (then restored).
 
-    The added outputs carry only a name: onnxruntime takes their type from its own inference, and declaring
-    one here could contradict it."""
-    exposed = onnx.ModelProto()
-    exposed.CopyFrom(model)
-    listed = {o.name for o in exposed.graph.output}
-    for node in exposed.graph.node:
-        for name in node.output:
-            if name and name not in listed:
-                exposed.graph.output.append(onnx.ValueInfoProto(name=name))
-                listed.add(name)
-    return exposed
+    In place rather than on a copy: a copy would hold the weights once more, only to be serialised for
+    onnxruntime and dropped. The outputs carry only a name: onnxruntime takes their type from its own
+    inference, and declaring one here could contradict it."""
+    original = [onnx.ValueInfoProto() for _ in model.graph.output]
+    for saved, output in zip(original, model.graph.output, strict=True):
+        saved.CopyFrom(output)
+    del model.graph.output[:]
+    model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in names)
+    try:
+        yield model
+    finally:
+        del model.graph.output[:]
+        model.graph.output.extend(original)
 
 
 @dataclass
@@ -109,9 +116,12 @@ def compare_nodes(
     dataset: str,
     *,
     max_elements: int | None,
+    spare: Mapping[int, int | None] | None = None,
+    accuracy: Mapping[str, str] | None = None,
 ) -> None:
     """Run every node that has a kernel on onnxruntime's values for one dataset and merge the comparison
-    of each of its outputs into that node's records."""
+    of each of its outputs into that node's records. ``spare``: memory left per node for explaining a
+    divergence (memory.Batch)."""
     for entry in nodes:
         if not entry.has_kernel or entry.reason:
             continue
@@ -129,7 +139,17 @@ def compare_nodes(
             if not name or position >= len(expected) or expected[position] is None or name not in values:
                 continue
             record = entry.records.setdefault(position, OutputRecord(name, position))
-            merge(record, dataset, node, position, expected[position], values[name], inputs)
+            room = (spare or {}).get(entry.index)
+            override = (accuracy or {}).get(node.op_type)
+            merge(record, dataset, node, position, expected[position], values[name], inputs, room, override)
+        del expected
+
+
+def _inexact(op_type: str, expected: np.ndarray) -> bool:
+    """A float output of an operator whose class is not exact: the bound decides what differs."""
+    if expected.dtype.kind != "f" or op_type not in profile_operators():
+        return False
+    return accuracy.accuracy_class(op_type, expected.dtype) != accuracy.EXACT
 
 
 def merge(
@@ -140,11 +160,30 @@ def merge(
     expected: np.ndarray,
     actual: np.ndarray,
     inputs: Sequence[np.ndarray | None] = (),
+    spare: int | None = None,
+    override: str | None = None,
 ) -> None:
-    """Compare one output on one dataset and add it, with the known behaviours it matches, to ``record``."""
+    """Compare one output on one dataset and add it, with the known behaviours it matches, to ``record``.
+    ``spare`` (bytes, None: no limit) is the memory the known-behaviour matching may use. The output of an
+    inexact operator is judged against its accuracy bound (``override``: the user's tighter one): only the
+    elements beyond it, and special-value mismatches, differ."""
     diff = compare_arrays(expected, actual)
+    if node is not None and diff.mismatches and _inexact(node.op_type, expected):
+        bound = accuracy.bound_for(node.op_type, expected.dtype, override)
+        tolerance = bound.evaluate(node, inputs, expected)
+        masks, _, _ = accuracy.outcome_masks(expected, actual, tolerance, expected.dtype)
+        record.note_accuracy(accuracy.classify(expected, actual, tolerance, expected.dtype))
+        accepted = masks[accuracy.MATCH] | masks[accuracy.WITHIN] | masks[accuracy.FLUSHED]
+        del masks
+        diff = compare_arrays(expected, actual, accepted=accepted)
     known, explained = [], 0
     if diff.mask is not None and diff.mismatches and node is not None:
+        if spare is not None and diff.total * KNOWN_BYTES_PER_ELEMENT > spare:
+            record.add(dataset, diff, [], 0)
+            record.unexplained_reason = (
+                "not matched against the known onnxruntime behaviours: too large for --max-memory"
+            )
+            return
         case = DivergenceCase(node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs)
         known = match_known(case)
         if known:

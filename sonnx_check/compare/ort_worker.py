@@ -1,67 +1,137 @@
 """The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
 
 The parent sends pickled requests on the worker's stdin and reads pickled replies from its stdout:
-``("session", model_bytes, level)`` then any number of ``("run", feeds, output_names)``. Replies are
-``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("unavailable", message)`` or
-``("error", traceback)`` for a bug in the worker itself. The worker exits when its stdin closes.
+``("session", model_bytes, level, memory_budget)`` then any number of ``("run", feeds, output_names)``.
+Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
+message)`` when an allocation failed under the memory limit, ``("unavailable", message)`` or ``("error",
+traceback)`` for a bug in the worker itself. The worker exits when its stdin closes.
 
 Only sonnx-check's own worker writes the replies the parent unpickles; the model never reaches that channel.
+
+Limits: the worker's address space may grow by at most ``memory_budget`` bytes once its session exists (a
+hard limit: past it onnxruntime's allocations fail, which it reports as an error), and every call has a
+deadline after which the worker is killed. The worker dies with its parent (``children.die_with_parent``)
+and ignores SIGINT: a Ctrl-C reaches the whole process group, and the parent, not the worker, decides what
+an interrupted run does.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from sonnx_check.compare.runtime import InProcessSession, RuntimeRefusal, RuntimeUnavailable
+from sonnx_check.compare.children import die_with_parent, kill
+from sonnx_check.compare.runtime import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_WHAT = {"session": "creating the session", "run": "running the model"}
+_PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
+# Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
+# the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
+# top of the budget while the session is created.
+_SESSION_COPIES = 3
+_OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
+
+# Every worker process this process started and has not reaped yet: what an interrupted run must kill.
+_LIVE: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def kill_all() -> None:
+    """SIGKILL every worker this process started. Safe in a signal handler (``children.kill``)."""
+    for pid in list(_LIVE):
+        kill(pid)
+
+
+def forget_inherited() -> None:
+    """In a freshly forked process: the parent's workers are not this process's to kill."""
+    _LIVE.clear()
 
 
 class Worker:
-    """One worker process, started on construction."""
+    """One worker process, started on construction. ``memory_budget`` (bytes) bounds what its onnxruntime
+    may allocate once the session exists (None: no limit)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory_budget: int | None = None) -> None:
+        self.memory_budget = memory_budget
+        self._expired = False
         env = dict(os.environ)
         # The worker imports this package from where the parent did, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        env[_PARENT_VARIABLE] = str(os.getpid())
         # stderr is kept (in a temporary file, so a chatty worker cannot block on a full pipe) for the last
         # words of a worker that dies: a Python error there names the cause better than an exit code.
+        # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
         self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "sonnx_check.compare.ort_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
         )  # fmt: skip
+        _LIVE[self._process.pid] = self._process
 
-    def call(self, stage: str, *arguments: Any) -> Any:
-        """Send one request and return the reply's value; a refusal, an unavailable runtime or a crash of
-        the worker is raised as RuntimeRefusal / RuntimeUnavailable."""
+    def call(self, stage: str, *arguments: Any, timeout: float | None = None) -> Any:
+        """Send one request and return the reply's value; a refusal, an unavailable runtime, a crash of
+        the worker or the end of ``timeout`` (seconds) is raised as RuntimeRefusal / RuntimeUnavailable."""
         assert self._process.stdin is not None and self._process.stdout is not None
+        if timeout is not None and timeout <= 0:
+            self._expire()
+            raise self._timed_out(stage)
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, self._expire)
+            timer.daemon = True
+            timer.start()
         try:
             pickle.dump((stage, *arguments), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self._process.stdin.flush()
             reply = pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError):
+            if self._expired:
+                raise self._timed_out(stage) from None
             raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if self._expired:  # the reply came as the time ran out: the deadline still holds
+            raise self._timed_out(stage)
         kind = reply[0]
         if kind == "ok":
             return reply[1]
         if kind == "refused":
             raise RuntimeRefusal(reply[1], reply[2])
+        if kind == "over-memory":
+            raise RuntimeRefusal(reply[1], self._over_memory_message(reply[1], reply[2]), over_memory=True)
         if kind == "unavailable":
             raise RuntimeUnavailable(reply[1])
         raise RuntimeError(f"the onnxruntime worker failed: {reply[1]}")
 
+    def _expire(self) -> None:
+        self._expired = True
+        kill(self._process.pid)
+
+    def _timed_out(self, stage: str) -> RuntimeRefusal:
+        message = (
+            f"onnxruntime had not finished {STAGES.get(stage, stage)} when the comparison's time limit ran "
+            "out; its worker process was stopped"
+        )
+        return RuntimeRefusal(stage, message, crashed=True, timed_out=True)
+
+    def _over_memory_message(self, stage: str, detail: str) -> str:
+        return (
+            f"onnxruntime needed more memory while {STAGES.get(stage, stage)} than its share of --max-memory "
+            f"({_mib(self.memory_budget)}): {detail}"
+        )
+
     def _crash_message(self, stage: str) -> str:
         code = self._process.wait()
+        _LIVE.pop(self._process.pid, None)
         if code < 0:
             try:
                 how = f"signal {signal.Signals(-code).name}"
@@ -70,8 +140,11 @@ class Worker:
         else:
             how = f"exit code {code}"
         message = (
-            f"onnxruntime crashed while {_WHAT.get(stage, stage)} ({how}); only its worker process ended"
+            f"onnxruntime crashed while {STAGES.get(stage, stage)} ({how}); only its worker process ended"
         )
+        if self.memory_budget is not None:
+            # An allocation that fails where onnxruntime cannot report it ends the process instead.
+            message += f" (its memory was limited to {_mib(self.memory_budget)} beyond the model)"
         last_words = self._last_stderr_line()
         return f"{message}: {last_words}" if last_words else message
 
@@ -90,6 +163,7 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 process.kill()
                 process.wait()
+        _LIVE.pop(process.pid, None)
         for stream in (process.stdin, process.stdout):
             if stream is not None and not stream.closed:
                 try:
@@ -99,32 +173,84 @@ class Worker:
         self._stderr.close()
 
 
+def _mib(size: int | None) -> str:
+    return "no limit" if size is None else f"{size / 2**20:.0f} MiB"
+
+
+# -- the worker side ----------------------------------------------------------------------------------------
+
+
+def _address_space() -> int | None:
+    """This process's virtual size in bytes (Linux), which RLIMIT_AS bounds."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            pages = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _limit_memory(extra: int) -> bool:
+    """Let the address space grow by at most ``extra`` bytes from now on. Only the soft limit moves, so the
+    worker can set it again for the next stage; the model cannot run code to raise it."""
+    import resource
+
+    current = _address_space()
+    if current is None:
+        return False  # not Linux: no limit (RLIMIT_AS is not enforced on macOS anyway)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = current + extra
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return True
+
+
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     session: InProcessSession | None = None
+    limited = False
     while True:
         try:
             request = pickle.load(requests)
         except EOFError:
             return
+        stage = request[0]
         try:
-            if request[0] == "session":
-                session = InProcessSession(request[1], request[2])
+            if stage == "session":
+                serialized, level, budget = request[1], request[2], request[3]
+                del request
+                if budget is not None:
+                    limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
+                # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
+                # in growing chunks); it changes how memory is obtained, never what is computed.
+                session = InProcessSession(serialized, level, arena=budget is None)
+                del serialized
+                if budget is not None:
+                    limited = _limit_memory(budget)
                 value: Any = (session.version, session.providers, session.applied_level, session.output_names)
             else:
                 assert session is not None, "run before session"
                 value = session.run(request[1], request[2])
             reply: tuple[Any, ...] = ("ok", value)
         except RuntimeRefusal as exc:
-            reply = ("refused", exc.stage, exc.full)
+            over = limited and _OUT_OF_MEMORY.search(exc.full) is not None
+            reply = ("over-memory" if over else "refused", exc.stage, exc.full)
+        except MemoryError:
+            reply = ("over-memory", stage, "MemoryError")
         except RuntimeUnavailable as exc:
             reply = ("unavailable", str(exc))
         except Exception:  # noqa: BLE001 - a bug here is reported to the parent, which reports it as one
             reply = ("error", traceback.format_exc())
+        # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
+        request = value = None
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
         replies.flush()
+        del reply
 
 
 if __name__ == "__main__":
+    die_with_parent(int(os.environ.get(_PARENT_VARIABLE, os.getppid())))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Replies travel on a private copy of stdout; whatever native code prints goes to stderr instead.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -34,10 +35,14 @@ class OverBudget:
 
 
 def run_budget_problem(
-    view: ModelView, input_shapes: Mapping[str, Sequence[int]], max_elements: int
+    view: ModelView,
+    input_shapes: Mapping[str, Sequence[int]],
+    max_elements: int,
+    inferred: Mapping[str, tuple[int, int]] | None = None,
 ) -> OverBudget | None:
     """None when every tensor onnxruntime will compute has a known size within ``max_elements``; otherwise
-    the first problem, control flow first, then sizes over the budget, then sizes not known."""
+    the first problem, control flow first, then sizes over the budget, then sizes not known. ``inferred``:
+    ``inferred_sizes`` of the same shapes, when the caller has it already."""
     for index, node in enumerate(view.nodes):
         if is_control_flow(node):
             return OverBudget(
@@ -45,7 +50,9 @@ def run_budget_problem(
                 "values, which --max-elements cannot bound, so the model is not run",
                 index,
             )
-    sizes = _inferred_sizes(view.model, input_shapes)
+    if inferred is None:
+        inferred = inferred_sizes(view.model, input_shapes)
+    sizes = {name: elements for name, (elements, _) in inferred.items()}
     outputs = [(index, name) for index, node in enumerate(view.nodes) for name in node.output if name]
     for index, name in outputs:
         size = sizes.get(name)
@@ -67,8 +74,11 @@ def run_budget_problem(
     return None
 
 
-def _inferred_sizes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
-    """Element counts of every tensor whose shape ONNX inference derives from the input shapes alone.
+def inferred_sizes(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]
+) -> dict[str, tuple[int, int]]:
+    """Element count and element size (bytes) of every tensor whose shape ONNX inference derives from the
+    input shapes alone.
 
     Declared intermediate shapes are not trusted (a hostile model can declare small shapes and compute huge
     ones): inference starts from the graph inputs and initializers only."""
@@ -77,12 +87,19 @@ def _inferred_sizes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[
         inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=False, data_prop=True)
     except Exception:  # noqa: BLE001 - inference gives up on broken graphs: then no size is known
         return {}
-    sizes: dict[str, int] = {}
+    sizes: dict[str, tuple[int, int]] = {}
     for value_info in (*inferred.graph.value_info, *inferred.graph.output):
         declared = tensor_type_of(value_info)
         if declared is not None and declared.static_shape is not None:
-            sizes[value_info.name] = math.prod(declared.static_shape)
+            sizes[value_info.name] = (math.prod(declared.static_shape), _itemsize(declared.elem_type))
     return sizes
+
+
+def _itemsize(elem_type: int) -> int:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize or 8
+    except (KeyError, TypeError, ValueError):
+        return 8  # strings and types numpy lacks: a pointer's worth, the reference compares none of them
 
 
 def _shape_probe(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:

@@ -17,6 +17,7 @@ import functools
 import os
 import platform
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -39,6 +40,7 @@ OPT_LEVELS: Mapping[str, str | None] = {
 # ORT's C++ logger writes to stderr; a library must not print, and every error it logs reaches us as an
 # exception anyway. 4 = FATAL. This changes what is logged, never what is computed.
 _QUIET_LOGS = 4
+STAGES = {"session": "creating the session", "run": "running the model"}  # what onnxruntime was doing
 _REASON_LIMIT = 400
 # CPU features that select onnxruntime/MLAS kernel paths (block sizes, SIMD max semantics).
 _CPU_FLAGS = (
@@ -63,15 +65,25 @@ _CPU_FLAGS = (
 
 
 class RuntimeRefusal(Exception):
-    """onnxruntime refused the model (session creation) or failed while running it.
+    """onnxruntime refused the model (session creation) or failed while running it, or was stopped by a limit.
 
     ``reason`` is onnxruntime's own message, first line, trimmed of C++ noise; ``stage`` is "session" or
     "run"; ``full`` keeps the untrimmed text for the JSON report."""
 
-    def __init__(self, stage: str, full: str, *, crashed: bool = False) -> None:
+    def __init__(
+        self,
+        stage: str,
+        full: str,
+        *,
+        crashed: bool = False,
+        timed_out: bool = False,
+        over_memory: bool = False,
+    ) -> None:
         self.stage = stage
         self.full = full
-        self.crashed = crashed
+        self.crashed = crashed  # the worker process ended (a crash, or killed at the deadline)
+        self.timed_out = timed_out  # the comparison's time limit ran out
+        self.over_memory = over_memory  # an allocation failed under the worker's memory limit
         self.reason = trim_reason(full)
         super().__init__(self.reason)
 
@@ -179,10 +191,11 @@ def _check_level(level: str) -> None:
         raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
 
 
-def _session_options(ort: Any, level: str) -> tuple[Any, str]:
+def _session_options(ort: Any, level: str, arena: bool = True) -> tuple[Any, str]:
     _check_level(level)
     options = ort.SessionOptions()
     options.log_severity_level = _QUIET_LOGS
+    options.enable_cpu_mem_arena = arena
     name = OPT_LEVELS[level]
     if name is not None:
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
@@ -197,10 +210,10 @@ class InProcessSession:
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
     compared), not an error of sonnx-check."""
 
-    def __init__(self, serialized: bytes, level: str = "default") -> None:
+    def __init__(self, serialized: bytes, level: str = "default", *, arena: bool = True) -> None:
         ort = _import_ort()
         self._errors = _ort_errors()
-        options, self.applied_level = _session_options(ort, level)
+        options, self.applied_level = _session_options(ort, level, arena)
         try:
             self._session = ort.InferenceSession(serialized, options, providers=[PROVIDER])
         except self._errors as exc:
@@ -223,9 +236,17 @@ class OrtSession:
     onnxruntime is native code: on a hostile or broken model it can crash (the mutation fuzzer found
     segmentation faults in session.run). In a worker, a crash ends the worker, not sonnx-check, and becomes a
     RuntimeRefusal saying so; the next run starts a new worker, so one crashing dataset does not stop the
-    others."""
+    others. ``deadline`` (``time.monotonic()`` value) ends every call, session creation included, by killing
+    the worker; ``memory_budget`` (bytes) is what the worker may allocate beyond the model."""
 
-    def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        level: str = "default",
+        *,
+        deadline: float | None = None,
+        memory_budget: int | None = None,
+    ) -> None:
         self._worker: Worker | None = None
         _check_level(level)  # before a worker is started for nothing
         try:
@@ -235,14 +256,25 @@ class OrtSession:
                 "session", f"the model cannot be serialised for onnxruntime: {exc}"
             ) from None
         self.requested_level = level
+        self.deadline = deadline
+        self.memory_budget = memory_budget
         self._start()
+
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
 
     def _start(self) -> None:
         from sonnx_check.compare.ort_worker import Worker  # it imports this module
 
-        worker = Worker()
+        worker = Worker(self.memory_budget)
         try:
-            described = worker.call("session", self._serialized, self.requested_level)
+            described = worker.call(
+                "session",
+                self._serialized,
+                self.requested_level,
+                self.memory_budget,
+                timeout=self._remaining(),
+            )
         except BaseException:
             worker.close()
             raise
@@ -267,7 +299,7 @@ class OrtSession:
             self._start()  # the previous run crashed the worker
         assert self._worker is not None
         try:
-            return self._worker.call("run", dict(feeds), names)
+            return self._worker.call("run", dict(feeds), names, timeout=self._remaining())
         except RuntimeRefusal as exc:
             if exc.crashed:
                 self.close()

@@ -1,7 +1,8 @@
 """A crafted stand-in for onnxruntime, so the comparison pipeline is tested on results we choose, on any CPU.
 
-It evaluates the graph with the SONNX reference (plus Relu), then applies the tampering a test asks for:
-exactly the kind of departure a real runtime shows, at a place the test knows.
+It evaluates the graph with the SONNX reference (plus Cos, which the reference has no kernel for), then
+applies the tampering a test asks for: exactly the kind of departure a real runtime shows, at a place the test
+knows.
 """
 
 from __future__ import annotations
@@ -29,20 +30,24 @@ class FakeOrt:
     refuse: str | None = None  # session-creation error message
     fail_run: Callable[[Mapping[str, np.ndarray]], str | None] = lambda feeds: None
     sessions: list[onnx.ModelProto] = field(default_factory=list)
-    plain_outputs: int = 0
+    limits: list[dict[str, object]] = field(default_factory=list)  # the deadline and memory each was given
+    runs: list[list[str]] = field(default_factory=list)  # the outputs asked of each run
     closed: int = 0
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeOrt:
         fake = self
 
         class Session:
-            def __init__(self, model: onnx.ModelProto, level: str = "default") -> None:
+            def __init__(self, model: onnx.ModelProto, level: str = "default", **limits: object) -> None:
                 if fake.refuse is not None:
                     raise runtime.RuntimeRefusal("session", fake.refuse)
-                if not fake.sessions:
-                    fake.plain_outputs = len(model.graph.output)
-                fake.sessions.append(model)
-                self.model = model
+                # a copy, as the real session serialises the model: the comparison restores what it changed
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)
+                self.exposed = bool(fake.sessions)  # the first session is the unmodified model's
+                fake.sessions.append(copy)
+                fake.limits.append(limits)
+                self.model = copy
                 self.version = fake.version
                 self.output_names = tuple(o.name for o in model.graph.output)
                 self.info = runtime.RuntimeInfo(
@@ -56,8 +61,8 @@ class FakeOrt:
                 reason = fake.fail_run(feeds)
                 if reason:
                     raise runtime.RuntimeRefusal("run", reason)
-                exposed = len(self.model.graph.output) > fake.plain_outputs
-                values = fake.evaluate(self.model, feeds, tamper=not (fake.plain_only and exposed))
+                fake.runs.append(list(outputs or self.output_names))
+                values = fake.evaluate(self.model, feeds, tamper=not (fake.plain_only and self.exposed))
                 return {name: values[name] for name in (outputs or self.output_names)}
 
         monkeypatch.setattr(runtime, "OrtSession", Session)
@@ -70,8 +75,8 @@ class FakeOrt:
         values.update(feeds)
         for node in model.graph.node:
             inputs = [values[n] if n else None for n in node.input]
-            if node.op_type == "Relu":
-                outputs = [np.maximum(inputs[0], 0).astype(inputs[0].dtype)]
+            if node.op_type == "Cos":
+                outputs = [np.cos(inputs[0]).astype(inputs[0].dtype)]
             else:
                 outputs = _RUN_NODE(node, inputs)
             for name, value in zip(node.output, outputs, strict=False):

@@ -87,17 +87,47 @@ def max_model(
     return finish(graph, opset)
 
 
-def relu_then_maxpool(channels: int = 2) -> onnx.ModelProto:
-    """Two nodes, one without a reference kernel: per-node localisation and partial coverage."""
-    relu = h.make_node("Relu", ["X"], ["R"], name="r")
+def cos_then_maxpool(channels: int = 2) -> onnx.ModelProto:
+    """Two nodes, one without a reference kernel (Cos: outside the profile, so the reference will never
+    have one): per-node localisation and partial coverage."""
+    cos = h.make_node("Cos", ["X"], ["R"], name="c")
     pool = maxpool_node("R", ["Y"], "p")
     graph = h.make_graph(
-        [relu, pool],
+        [cos, pool],
         "g",
         [h.make_tensor_value_info("X", T.FLOAT, [1, channels, 4, 4])],
         [h.make_tensor_value_info("Y", T.FLOAT, None)],
     )
     return finish(graph)
+
+
+def chain(op_type: str, count: int, shape: Sequence[int], *, all_outputs: bool = False) -> onnx.ModelProto:
+    """``count`` chained ``op_type`` nodes on float32 ``x`` (Max also takes ``x`` as its second input): the
+    shape of a model whose every tensor is within --max-elements while all of them together are not."""
+    nodes = []
+    for i in range(count):
+        inputs = ["x" if i == 0 else f"t{i - 1}"] + (["x"] if op_type == "Max" else [])
+        nodes.append(h.make_node(op_type, inputs, [f"t{i}"], name=f"{op_type.lower()}{i}"))
+    outputs = [f"t{i}" for i in range(count)] if all_outputs else [f"t{count - 1}"]
+    graph = h.make_graph(
+        nodes, "chain", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
+        [h.make_tensor_value_info(name, T.FLOAT, list(shape)) for name in outputs],
+    )  # fmt: skip
+    return finish(graph, 13)
+
+
+def matmul_chain(count: int = 100, size: int = 2048) -> onnx.ModelProto:
+    """``count`` chained MatMuls of ``size`` x ``size``, each squaring the previous result: a model of a
+    few hundred bytes that keeps onnxruntime busy for tens of seconds (about 17 GFLOP per MatMul), and whose
+    session is created at once (no weight to prepack)."""
+    nodes = [
+        h.make_node("MatMul", [f"m{i - 1}" if i else "x"] * 2, [f"m{i}"], name=f"mm{i}") for i in range(count)
+    ]
+    graph = h.make_graph(
+        nodes, "chain", [h.make_tensor_value_info("x", T.FLOAT, [size, size])],
+        [h.make_tensor_value_info(f"m{count - 1}", T.FLOAT, [size, size])],
+    )  # fmt: skip
+    return finish(graph, 13)
 
 
 def save(model: onnx.ModelProto, folder: Path, name: str = "model.onnx") -> Path:

@@ -11,6 +11,7 @@ import pytest
 from clikit import maxpool_r2, model_repository, run_cli, save, torchscript_export, write_pyproject
 
 from sonnx_check.config import CliOptions, load, resolve
+from sonnx_check.errors import UsageError
 
 REASON = "Frozen legacy model; verified by hand in review SAF-12."
 
@@ -221,3 +222,20 @@ def test_new_keys_are_validated(tmp_path: Path, body: str, message: str) -> None
     (tmp_path / "pyproject.toml").write_text(body + "\n", encoding="utf-8")
     result = run_cli(["m.onnx"], cwd=tmp_path)
     assert result.code == 2 and result.stderr.startswith(f"sonnx-check: error: pyproject.toml: {message}")
+
+
+def test_comparison_limits_and_accuracy_bounds_from_the_configuration(tmp_path: Path) -> None:
+    from sonnx_check import config
+    from sonnx_check.compare import DEFAULT_MAX_MEMORY, CompareOptions
+
+    assert config.DEFAULT_MAX_MEMORY == DEFAULT_MAX_MEMORY  # one default, read without importing a runtime
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.sonnx-check.compare]\nmax-memory = "512MiB"\naccuracy = { Tanh = "2 ulp" }\n', encoding="utf-8"
+    )
+    settings = config.resolve(config.CliOptions(), config.load(None, False, str(tmp_path)), str(tmp_path))
+    assert settings.compare.max_memory == 512 << 20
+    assert settings.compare.accuracy == (("Tanh", "2 ulp"),)
+    with pytest.raises(UsageError, match="compare.accuracy.Tanh"):
+        CompareOptions(accuracy={"Tanh": "2 parsecs"})
+    with pytest.raises(UsageError, match="compare.accuracy.Add"):
+        CompareOptions(accuracy={"Add": "1 ulp"})  # correctly rounded: nothing is tighter

@@ -113,15 +113,15 @@ def test_a_file_without_read_permission_is_a_load_error(
     locked = locked.rename(tmp_path / "locked.onnx")
     locked.chmod(0)
     conforming = good(tmp_path)
-    if os.geteuid() == 0:  # root reads anything: make open() answer as it would for anyone else
-        real_open = open
+    if os.geteuid() == 0:  # root reads anything: make os.open answer as it would for anyone else
+        real_open = os.open
 
         def refusing_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
             if str(file) == str(locked):
                 raise PermissionError(13, "Permission denied", str(file))
             return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr("builtins.open", refusing_open)
+        monkeypatch.setattr(os, "open", refusing_open)
     result = CliRunner().invoke(main, ["--format", "json", str(locked), str(conforming)])
     assert result.exit_code == 2
     models = json.loads(result.stdout)["models"]

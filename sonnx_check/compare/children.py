@@ -1,0 +1,43 @@
+"""Child processes that cannot outlive the process that started them.
+
+sonnx-check starts two kinds of children: the onnxruntime worker (one per comparison) and, with ``--jobs``,
+the pool processes. Either may be left behind when its parent dies without cleaning up (SIGKILL, an OOM
+kill, a crash in native code), and a CI job must not keep a process burning CPU after the command is gone.
+On Linux the kernel can signal a child when its parent dies (``PR_SET_PDEATHSIG``); elsewhere the explicit
+cleanup on SIGINT/SIGTERM is all there is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies, then make sure the parent has not died
+    already (the request only covers a death that happens after it). Call it first thing in the child.
+
+    The kernel sends the signal when the *thread* that started the child ends, so children must be started
+    from a thread that lives as long as they should: sonnx-check starts them from the main thread."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no usable libc: the explicit cleanup still applies
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the request was made: nothing to serve
+        os._exit(1)
+
+
+def kill(pid: int) -> None:
+    """SIGKILL ``pid`` if it still exists. Only ``os.kill``: safe inside a signal handler, which may run
+    while the interrupted code holds subprocess's or threading's locks."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,200 @@
+"""The memory budget of one comparison (``--max-memory``), planned from the tensor sizes before anything runs.
+
+``--max-elements`` bounds each tensor, but a model can hold many: twenty 400 MB graph outputs, or every
+intermediate exposed at once for localisation. The budget bounds the whole comparison of a model, split in
+two halves that are never in use by the same process:
+
+- onnxruntime's worker may grow by at most one half beyond its copy of the model: a hard limit (the
+  address space, RLIMIT_AS), past which onnxruntime's allocations fail and the dataset is reported;
+- sonnx-check plans its own side within the other half: the dataset being run, the tensors onnxruntime
+  returns for the nodes being compared (exposed in batches, compared, then released), the reference's
+  outputs and the diff's working memory. A node whose comparison cannot fit alone is not compared, with
+  the reason; a divergence too large to match against the known onnxruntime behaviours within the budget
+  is reported without that explanation.
+
+Sizes come from shape inference on the input shapes (run_budget): onnxruntime only runs when every tensor's
+size is known, so the plan is exact up to the small objects around the tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # localise imports this module's constants
+    from sonnx_check.compare.localise import NodeComparison
+    from sonnx_check.view import ModelView
+
+DEFAULT_MAX_MEMORY = 4 * 2**30
+# The diff keeps a one-byte mask per element and works through the rest in fixed-size chunks.
+MASK_BYTES_PER_ELEMENT = 1
+CHUNK_WORK = 16 * 2**20
+# A reference kernel's temporaries, as a multiple of its outputs (measured: MaxPool with Indices, 23 bytes
+# per element beyond its 12; Max, 1 beyond 4).
+REFERENCE_WORK = 2
+# Matching a diverging output against the known onnxruntime behaviours: measured up to 22 bytes per element
+# (Indices of a MaxPool), done only when the output diverges.
+KNOWN_BYTES_PER_ELEMENT = 24
+
+
+@dataclass(frozen=True)
+class Size:
+    elements: int
+    itemsize: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * self.itemsize
+
+
+@dataclass
+class Batch:
+    """Nodes compared together: ``tensors`` are what onnxruntime returns for them in one run. ``spare`` is
+    the memory left, per node index, for explaining a divergence (None: no budget)."""
+
+    entries: list[NodeComparison] = field(default_factory=list)
+    tensors: list[str] = field(default_factory=list)
+    spare: dict[int, int | None] = field(default_factory=dict)
+    held: int = 0  # bytes held for the whole batch: the dataset, onnxruntime's tensors, the weights
+
+
+@dataclass(frozen=True)
+class EndToEndPlan:
+    problem: str | None  # why the end-to-end outputs cannot be compared within the budget
+    spare: int | None
+
+
+def halves(budget: int | None) -> tuple[int | None, int | None]:
+    """(onnxruntime's worker, sonnx-check's own side)."""
+    if budget is None:
+        return None, None
+    own = budget // 2
+    return budget - own, own
+
+
+def text(size: int) -> str:
+    if size >= 2**30:
+        return f"{size / 2**30:.1f} GiB"
+    return f"{max(size, 1) / 2**20:.0f} MiB"
+
+
+class Planner:
+    """Plans the comparison of one model under ``own`` bytes (sonnx-check's half of ``budget``)."""
+
+    def __init__(
+        self,
+        view: ModelView,
+        sizes: Mapping[str, Size],
+        feeds: set[str],
+        feeds_bytes: int,
+        budget: int | None,
+    ) -> None:
+        self.view = view
+        self.sizes = sizes
+        self.feeds = feeds
+        self.feeds_bytes = feeds_bytes
+        self.budget = budget
+        self.own = halves(budget)[1]
+        self.initializers = {t.name for t in view.model.graph.initializer}
+
+    def _bytes(self, names: Iterable[str]) -> int:
+        return sum(self.sizes[n].nbytes for n in set(names) if n in self.sizes)
+
+    def exposed(self, entry: NodeComparison) -> list[str]:
+        """What onnxruntime must return for this node: its inputs and outputs that are neither fed by the
+        comparison nor weights."""
+        node = self.view.nodes[entry.index]
+        names = [n for n in (*node.input, *node.output) if n and n not in self.feeds]
+        return list(dict.fromkeys(n for n in names if n not in self.initializers))
+
+    def _weights(self, entry: NodeComparison) -> list[str]:
+        """The weights the node reads, decoded for it (once per batch and dataset)."""
+        node = self.view.nodes[entry.index]
+        return [n for n in node.input if n in self.initializers and n not in self.feeds]
+
+    def _extra(self, entry: NodeComparison) -> int:
+        """Held while the node is compared, besides the dataset, onnxruntime's tensors and the weights:
+        the reference's outputs and temporaries, the diff's mask and working chunks."""
+        node = self.view.nodes[entry.index]
+        outputs = [self.sizes[n] for n in node.output if n in self.sizes]
+        produced = sum(s.nbytes for s in outputs)
+        masks = sum(s.elements for s in outputs) * MASK_BYTES_PER_ELEMENT
+        return produced * (1 + REFERENCE_WORK) + masks + CHUNK_WORK
+
+    def batches(self, entries: Sequence[NodeComparison]) -> list[Batch]:
+        """Group the nodes to compare, in graph order, so that each group's tensors fit the budget together;
+        a node that cannot fit alone gets its ``reason`` and is left out."""
+        batches: list[Batch] = []
+        current, held, current_extra = Batch(), [], 0
+        for entry in entries:
+            exposed, weights, extra = self.exposed(entry), self._weights(entry), self._extra(entry)
+            if self.own is not None:
+                alone = self.feeds_bytes + self._bytes([*exposed, *weights]) + extra
+                if alone > self.own:
+                    entry.reason = self._too_large("comparing it", alone)
+                    continue
+                together = (
+                    self.feeds_bytes + self._bytes([*held, *exposed, *weights]) + max(current_extra, extra)
+                )
+                if current.entries and together > self.own:
+                    batches.append(current)
+                    current, held, current_extra = Batch(), [], 0
+            current.entries.append(entry)
+            current.tensors.extend(n for n in exposed if n not in current.tensors)
+            held.extend([*exposed, *weights])
+            current_extra = max(current_extra, extra)
+            current.held = self.feeds_bytes + self._bytes(held)
+        if current.entries:
+            batches.append(current)
+        for batch in batches:
+            for entry in batch.entries:
+                batch.spare[entry.index] = (
+                    None if self.own is None else self.own - batch.held - self._extra(entry)
+                )
+        return batches
+
+    def end_to_end(self, outputs: Sequence[str]) -> EndToEndPlan:
+        """The end-to-end comparison holds onnxruntime's graph outputs while the reference runs the whole
+        graph, releasing every value after its last use."""
+        if self.own is None:
+            return EndToEndPlan(None, None)
+        work = (
+            sum(self.sizes[n].elements * MASK_BYTES_PER_ELEMENT for n in outputs if n in self.sizes)
+            + CHUNK_WORK
+        )
+        need = self.feeds_bytes + self._bytes(outputs) + self._reference_peak() + work
+        if need > self.own:
+            return EndToEndPlan(self._too_large("comparing the graph outputs end to end", need), None)
+        return EndToEndPlan(None, self.own - need)
+
+    def _reference_peak(self) -> int:
+        """The most the reference holds at once while it runs the graph value by value (see stream.py)."""
+        last_use: dict[str, int] = {}
+        for index, node in enumerate(self.view.nodes):
+            for name in node.input:
+                if name:
+                    last_use[name] = index
+        live: dict[str, int] = {}
+        peak = 0
+        for index, node in enumerate(self.view.nodes):
+            for name in node.input:
+                if name in self.initializers and name not in self.feeds and name not in live:
+                    live[name] = self._bytes([name])  # decoded when first needed
+            produced = 0
+            for name in node.output:
+                if name:
+                    live[name] = self._bytes([name])
+                    produced += live[name]
+            peak = max(peak, sum(live.values()) + produced * REFERENCE_WORK)
+            for name in [n for n in live if last_use.get(n, -1) <= index]:
+                del live[name]
+        return peak
+
+    def _too_large(self, what: str, need: int) -> str:
+        assert self.budget is not None and self.own is not None
+        return (
+            f"{what} would hold {text(need)} at once (the dataset, onnxruntime's tensors, the reference's "
+            f"outputs and the diff), more than the {text(self.own)} --max-memory {text(self.budget)} leaves "
+            "sonnx-check (the other half bounds onnxruntime); raise --max-memory to compare it"
+        )

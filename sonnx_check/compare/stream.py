@@ -1,0 +1,81 @@
+"""The whole graph on the reference kernels, one value at a time, for the end-to-end comparison.
+
+``reference.evaluate`` keeps every value until the end; on a chain of large tensors that is the sum of all
+of them. Here each graph output is handed to the caller as soon as it is computed (and compared there), and
+every value is released after its last use, so the reference holds what the graph needs at once and no more
+(what memory.Planner counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from sonnx_check import reference
+from sonnx_check.reference.budget import ensure_within_budget
+
+# (node, output position, the reference's value, the node's input values)
+OutputSink = Callable[[onnx.NodeProto, int, np.ndarray, Sequence["np.ndarray | None"]], None]
+
+
+def run_graph(
+    model: onnx.ModelProto,
+    feeds: Mapping[str, np.ndarray],
+    wanted: set[str],
+    sink: OutputSink,
+    *,
+    max_elements: int | None,
+) -> None:
+    """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
+
+    Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
+    has no value or a wanted output is computed by no node."""
+    graph = model.graph
+    weights = {t.name: t for t in graph.initializer if t.name not in feeds}
+    absent = [i.name for i in graph.input if i.name not in feeds and i.name not in weights]
+    if absent:
+        raise reference.ReferenceError(f"no value given for graph input(s) {', '.join(absent)}")
+    produced = {name for node in graph.node for name in node.output if name}
+    unproduced = [name for name in wanted if name not in produced]
+    if unproduced:
+        raise reference.ReferenceError(
+            f"graph output(s) {', '.join(sorted(unproduced))} are computed by no node"
+        )
+    last_use: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        for name in node.input:
+            if name:
+                last_use[name] = index
+    values: dict[str, np.ndarray] = {}
+    for index, node in enumerate(graph.node):
+        inputs: list[np.ndarray | None] = []
+        for name in node.input:
+            if not name:
+                inputs.append(None)
+            elif name in values:
+                inputs.append(values[name])
+            elif name in feeds:
+                inputs.append(np.asarray(feeds[name]))
+            elif name in weights:
+                tensor = weights[name]
+                ensure_within_budget(f"initializer '{name}'", tensor.dims, max_elements)
+                values[name] = numpy_helper.to_array(tensor)  # decoded when first needed
+                inputs.append(values[name])
+            else:
+                raise reference.ReferenceError(
+                    f"node {index} ({node.name or node.op_type}) reads '{name}' before any node computes it"
+                )
+        outputs = reference.run_node(node, inputs, max_elements=max_elements)
+        for position, (name, value) in enumerate(zip(node.output, outputs, strict=False)):
+            if not name:
+                continue
+            if name in wanted:
+                sink(node, position, value, inputs)
+            if last_use.get(name, -1) > index:
+                values[name] = value
+        del inputs, outputs
+        for name in [n for n in values if last_use.get(n, -1) <= index]:
+            del values[name]

@@ -1,0 +1,579 @@
+"""Accuracy-aware comparison (sonnx_check/compare/accuracy.py): each class's bound on constructed cases (a
+result exactly at the bound is within, the next float beyond), special values, flushed subnormals,
+overrides, and the default bounds against numpy implementations of every operator on random data, the
+stand-in for a correct runtime."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import helper
+
+from sonnx_check.compare import accuracy as acc
+from sonnx_check.reference import batchnormalization, conv, execute, gemm, matmul
+
+F16, F32, F64 = np.float16, np.float32, np.float64
+FEW = settings(max_examples=40, deadline=None)
+
+
+@pytest.fixture(autouse=True)
+def _product_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MatMul, Gemm, Conv and BatchNormalization kernels exist but rules/*.toml does not declare them
+    yet; reference.run_node finds kernels through the declarations, so they are registered for the test."""
+    table = execute.kernels()
+    for op, module in (
+        ("MatMul", matmul),
+        ("Gemm", gemm),
+        ("Conv", conv),
+        ("BatchNormalization", batchnormalization),
+    ):
+        if op not in table:
+            monkeypatch.setitem(table, op, module.run)
+
+
+# -- helpers ----------------------------------------------------------------------------------------------
+def node(op: str, arity: int = 1, **attrs: object) -> onnx.NodeProto:
+    return helper.make_node(op, [f"x{k}" for k in range(arity)], ["y"], **attrs)
+
+
+def reference(n: onnx.NodeProto, inputs: list[np.ndarray]) -> np.ndarray:
+    return execute.run_node(n, inputs)[0]
+
+
+def compare(n: onnx.NodeProto, inputs: list[np.ndarray], actual: np.ndarray, override: str | None = None):
+    return acc.compare_node(n, inputs, reference(n, inputs), actual, override)
+
+
+def tolerance(n: onnx.NodeProto, inputs: list[np.ndarray], override: str | None = None):
+    expected = reference(n, inputs)
+    return expected, acc.bound_for(n.op_type, expected.dtype, override).evaluate(n, inputs, expected)
+
+
+def edge(expected: float, allowed: float, dtype: type) -> tuple[np.generic, np.generic]:
+    """The largest value of ``dtype`` above ``expected`` within ``allowed`` of it, and the next one."""
+    e = float(expected)
+    v = dtype(e + allowed)
+    while float(v) - e > allowed:
+        v = np.nextafter(v, dtype(-np.inf))
+    while float(np.nextafter(v, dtype(np.inf))) - e <= allowed:
+        v = np.nextafter(v, dtype(np.inf))
+    return v, np.nextafter(v, dtype(np.inf))
+
+
+def outcome(expected: np.ndarray, actual: np.ndarray, tol: acc.Tolerance, dtype: type) -> str:
+    counts = acc.classify(np.asarray(expected), np.asarray(actual), tol, dtype).counts
+    (name,) = [k for k, v in counts.items() if v]
+    return name
+
+
+def assert_at_the_bound(expected: np.ndarray, tol: acc.Tolerance, dtype: type, flat: int) -> None:
+    """At element ``flat``: the float at the bound is within it, the next float beyond it."""
+    allowed = np.broadcast_to(tol.allowed, expected.shape).reshape(-1)[flat]
+    e = expected.reshape(-1)[flat]
+    inside, outside = edge(e, allowed, dtype)
+    single = acc.Tolerance(np.array([allowed]), False, tol.text)
+    assert outcome([e], [inside], single, dtype) in (acc.WITHIN, acc.MATCH)
+    assert outcome([e], [outside], single, dtype) == acc.BEYOND
+
+
+def diverging(result: acc.Classification) -> str:
+    return f"{result.counts} first {result.first} margin {result.max_ratio} ({result.bound})"
+
+
+# -- the classes on constructed cases ---------------------------------------------------------------------
+def test_exact_class_compares_bit_for_bit():
+    n = node("Relu")
+    x = np.array([1.0, -0.0, np.nan, 1e-40, np.inf, 2.0], F32)
+    bad_nan = np.array([0x7FC00001], np.uint32).view(F32)[0]
+    actual = np.array([1.0, 0.0, bad_nan, 0.0, -np.inf, np.nextafter(F32(2), F32(3))], F32)
+    result = compare(n, [x], actual)
+    assert dict(result.counts) == {
+        acc.MATCH: 2, acc.WITHIN: 0, acc.BEYOND: 1, acc.SPECIAL: 2, acc.FLUSHED: 1,
+    }  # fmt: skip
+    assert result.first[acc.SPECIAL].index == (1,)  # -0 against +0
+    assert result.first[acc.FLUSHED].index == (3,)
+    assert result.first[acc.BEYOND].index == (5,)
+    assert result.max_ratio == math.inf
+    assert result.max_ulps == pytest.approx(float(F32(1e-40)) / 2.0**-149)  # the flushed one
+    assert "exact" in result.bound and result.divergent == 3
+
+
+def test_correctly_rounded_class_requires_the_ieee_result():
+    n = node("Add", 2)
+    a, b = np.array([1.0, 0.1, 1.0, 1e-30], F32), np.array([2.0, 0.2, -1.0, -1e-30], F32)
+    expected = reference(n, [a, b])
+    assert expected[2] == 0 and not np.signbit(expected[2])  # x + (-x) = +0 in round to nearest
+    actual = expected.copy()
+    actual[1] = np.nextafter(actual[1], F32(1))
+    actual[2] = -0.0
+    result = compare(n, [a, b], actual)
+    assert (
+        result.counts[acc.MATCH] == 2 and result.counts[acc.BEYOND] == 1 and result.counts[acc.SPECIAL] == 1
+    )
+    assert result.max_ulps == 1.0 and "correctly rounded" in result.bound
+
+
+def test_correctly_rounded_subnormal_result_flushed():
+    n = node("Mul", 2)
+    a, b = np.array([1e-20], F32), np.array([1e-20], F32)
+    expected = reference(n, [a, b])
+    assert 0 < expected[0] < np.finfo(F32).tiny
+    assert compare(n, [a, b], np.zeros(1, F32)).counts[acc.FLUSHED] == 1
+
+
+def test_integer_outputs_are_exact_and_ignore_an_override():
+    bound = acc.bound_for("MatMul", np.int32, "2 ulp")
+    assert bound.accuracy == acc.EXACT
+    n = node("MatMul", 2)
+    a, b = np.array([[2, 3]], np.int32), np.array([[4], [5]], np.int32)
+    tol = bound.evaluate(n, [a, b], reference(n, [a, b]))
+    assert outcome(np.array([[23]]), np.array([[23]]), tol, np.int32) == acc.MATCH
+    result = acc.classify(np.array([[23]], np.int32), np.array([[25]], np.int32), tol, np.int32)
+    assert result.counts[acc.BEYOND] == 1 and result.max_ratio == math.inf and result.max_ulps == 2.0
+
+
+def test_sum_of_products_bound_for_matmul():
+    n = node("MatMul", 2)
+    a, b = np.ones((1, 4), F32), np.ones((4, 1), F32)
+    expected, tol = tolerance(n, [a, b])
+    u = 2.0**-24
+    assert tol.allowed[0, 0] == pytest.approx(4 * u / (1 - 4 * u) * 4 + 0.5 * 2.0**-21, rel=1e-6)
+    assert "n = 4" in tol.text and "matmul_acc.md" in tol.text
+    assert_at_the_bound(expected, tol, F32, 0)
+
+
+@pytest.mark.parametrize(
+    ("w_shape", "group", "bias", "terms"),
+    [
+        ((2, 3, 3, 3), 1, True, 28),
+        ((2, 3, 3, 3), 1, False, 27),
+        ((3, 1, 3, 3), 3, True, 10),
+        ((4, 3, 1, 1), 1, False, 3),
+    ],
+)
+def test_sum_of_products_counts_conv_terms(w_shape, group, bias, terms):
+    rng = np.random.default_rng(1)
+    n = node("Conv", 3 if bias else 2, kernel_shape=list(w_shape[2:]), pads=[1, 1, 1, 1], group=group)
+    inputs = [rng.normal(size=(1, 3, 5, 5)).astype(F32), rng.normal(size=w_shape).astype(F32)]
+    if bias:
+        inputs.append(rng.normal(size=w_shape[0]).astype(F32))
+    expected, tol = tolerance(n, inputs)
+    assert f"n = {terms}" in tol.text
+    assert_at_the_bound(expected, tol, F32, 7)
+
+
+def test_sum_of_products_gemm_counts_the_bias_and_sums_magnitudes():
+    n = node("Gemm", 3)
+    a, b, c = np.array([[1.0, -1.0]], F32), np.array([[1.0], [1.0]], F32), np.array([[-3.0]], F32)
+    expected, tol = tolerance(n, [a, b, c])
+    u = 2.0**-24
+    assert expected[0, 0] == -3.0
+    assert tol.allowed[0, 0] == pytest.approx(
+        3 * u / (1 - 3 * u) * 5 + 0.5 * 2.0**-22, rel=1e-6
+    )  # |1|+|1|+|3|
+    assert "n = 3" in tol.text
+
+
+def test_sum_of_products_cancellation_to_a_subnormal_is_within_not_flushed():
+    n = node("MatMul", 2)
+    lone = [np.array([[3e-39, -1.0]], F32), np.array([[1.0], [0.0]], F32)]  # one subnormal term, nothing else
+    expected = reference(n, lone)
+    assert 0 < expected[0, 0] < np.finfo(F32).tiny
+    assert compare(n, lone, np.zeros((1, 1), F32)).counts[acc.FLUSHED] == 1
+    cancelling = [np.full((1, 2), 2.0**-103, F32), np.array([[1.0], [-(1.0 - 2.0**-24)]], F32)]
+    expected = reference(n, cancelling)
+    assert expected[0, 0] == 2.0**-127  # subnormal, from two terms of 2^-103
+    assert compare(n, cancelling, np.zeros((1, 1), F32)).counts[acc.WITHIN] == 1  # gamma_2 * 2^-102 allows it
+
+
+def test_tanh_bound_is_the_annex_formula():
+    n = node("Tanh")
+    x = np.array([0.0, 0.5, 3.0, 50.0], F64)
+    expected, tol = tolerance(n, [x])
+    u = 2.0**-53
+    at_zero = u / 3 * (17 * (1 + u) / (2 * (1 - u) - 8.5 * u * (1 + u)) * (1 + u))
+    assert tol.exact is not True and not np.any(tol.exact)
+    assert tol.allowed[0] == pytest.approx(at_zero + 0.5 * 2.0**-1074, rel=1e-12)
+    w = math.exp(-6.0)  # x = 3: n = 2
+    at_three = (
+        u
+        / (1 + 2 * w)
+        * ((2 + 19 * (1 + u) * w - 2 * w * w) / ((1 + w) * (1 - u) - 9.5 * u * (1 + u) * w) * (1 + u) + 1 - w)
+    )
+    assert tol.allowed[2] == pytest.approx(at_three + 0.5 * 2.0**-53, rel=1e-12)  # tanh(3) = 0.995...
+    assert tol.allowed[3] == pytest.approx(u * (2 * (1 + u) / (1 - u) + 1) + 0.5 * 2.0**-52, rel=1e-12)  # 1.0
+    assert "tanh_acc.md" in tol.text
+
+
+@pytest.mark.parametrize("dtype", [F16, F32, F64])
+def test_ulp_is_the_spacing_of_the_type(dtype):
+    info = np.finfo(dtype)
+    tiny = info.smallest_subnormal
+    values = np.array(
+        [0.0, -0.0, tiny, 3 * tiny, info.tiny, 1.0, 1.5, 2.0, -3.0, 1e-3, float(info.max) / 3], dtype
+    )
+    expected = np.abs(np.spacing(np.abs(values))).astype(np.float64)
+    assert np.array_equal(acc.ulp(values, acc.float_format(dtype)), expected)
+    top = acc.ulp(np.array([info.max]), acc.float_format(dtype))[0]
+    assert list(acc.ulp(np.array([np.inf, -np.inf, np.nan]), acc.float_format(dtype))) == [top] * 3
+
+
+@pytest.mark.parametrize(
+    ("value", "expected_eps"),
+    [
+        (-0.5, 2.0),
+        (-1.0, 2.0),
+        (-3.0, 3.0),
+        (-4.0, 3.0),
+        (-4.5, 3.5),
+        (0.5, 2.5),
+        (1.0, 2.5),
+        (3.0, 3.5),
+        (88.0, 6.0),
+    ],
+)
+def test_exp_relative_error_follows_the_tanh_annex_table(value, expected_eps):
+    fmt = acc.float_format(F32)
+    assert acc.exp_relative_error(np.array([value]), fmt)[0] == expected_eps * 2.0**-23
+
+
+# -- a result at the bound is within, the next float beyond, for every class -------------------------------
+def _cases(dtype: type, rng: np.random.Generator) -> list[tuple[onnx.NodeProto, list[np.ndarray]]]:
+    def r(*shape: int, lo: float = -5, hi: float = 5) -> np.ndarray:
+        return rng.uniform(lo, hi, shape).astype(dtype)
+
+    return [
+        (node("Exp"), [r(8)]),
+        (node("Log"), [r(8, lo=1e-3, hi=50)]),
+        (node("Tanh"), [r(8)]),
+        (node("Sigmoid"), [r(8, lo=-20, hi=20)]),
+        (node("Pow", 2), [r(8, lo=0.1, hi=4), r(8, lo=-3, hi=3)]),
+        (node("Softmax", axis=1), [r(2, 6)]),
+        (node("LeakyRelu", alpha=0.1), [r(8, lo=-5, hi=-0.1)]),
+        (node("BatchNormalization", 5), [r(2, 3, 2), r(3), r(3), r(3), r(3, lo=0.5, hi=2)]),
+        (node("MatMul", 2), [r(3, 5), r(5, 2)]),
+        (node("Range", 3), [np.array(0.5, dtype), np.array(3.0, dtype), np.array(0.3, dtype)]),
+    ]
+
+
+@FEW
+@given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from([F16, F32, F64]), which=st.integers(0, 9))
+def test_a_result_at_the_bound_is_within_and_the_next_float_beyond(seed, dtype, which):
+    rng = np.random.default_rng(seed)
+    n, inputs = _cases(dtype, rng)[which]
+    if n.op_type == "Range" and dtype == F16:
+        return  # Range has no float16 section
+    expected, tol = tolerance(n, inputs)
+    exact = np.broadcast_to(tol.exact, expected.shape).reshape(-1)
+    candidates = np.flatnonzero(~exact & np.isfinite(expected.reshape(-1)))
+    assert candidates.size, "every case has elements with a bound"
+    assert_at_the_bound(expected, tol, dtype, int(candidates[rng.integers(candidates.size)]))
+
+
+def test_classify_at_a_hand_made_bound():
+    tol = acc.Tolerance(np.array([0.5]), False, "0.5 abs")
+    assert outcome([1.0], [1.5], tol, F32) == acc.WITHIN
+    assert outcome([1.0], [np.nextafter(F32(1.5), F32(2))], tol, F32) == acc.BEYOND
+    assert outcome([1.0], [0.5], tol, F32) == acc.WITHIN
+    result = acc.classify(
+        np.array([1.0, 1.0], F32), np.array([1.25, 1.5], F32), acc.Tolerance(0.5, False, "t"), F32
+    )
+    assert result.max_ratio == 1.0 and result.worst.index == (1,)
+
+
+# -- special values ---------------------------------------------------------------------------------------
+def test_nan_against_a_number_is_a_special_value_mismatch_both_ways():
+    tol = acc.Tolerance(np.inf, False, "anything")
+    assert outcome([np.nan], [1.0], tol, F32) == acc.SPECIAL
+    assert outcome([1.0], [np.nan], tol, F32) == acc.SPECIAL
+    assert outcome([np.nan], [-np.nan], tol, F32) == acc.MATCH
+
+
+def test_infinities():
+    top = np.finfo(F32).max
+    wide = acc.Tolerance(np.array([1e32]), False, "wide")
+    assert outcome([np.inf], [-np.inf], wide, F32) == acc.SPECIAL
+    assert outcome([np.inf], [top], wide, F32) == acc.WITHIN  # at the overflow threshold
+    assert outcome([top], [np.inf], wide, F32) == acc.WITHIN
+    assert outcome([np.inf], [3e38], acc.Tolerance(np.array([np.inf]), False, "any"), F32) == acc.SPECIAL
+    assert outcome([np.inf], [top], acc.Tolerance(np.array([1e30]), False, "narrow"), F32) == acc.SPECIAL
+    assert outcome([np.inf], [top], acc.Tolerance(np.array([1e32]), True, "exact"), F32) == acc.SPECIAL
+    assert outcome([np.inf], [np.inf], acc.Tolerance(0.0, True, "exact"), F32) == acc.MATCH
+
+
+def test_float64_infinities_do_not_overflow_the_distance():
+    top = np.finfo(F64).max
+    assert outcome([np.inf], [top], acc.Tolerance(np.array([1e300]), False, "wide"), F64) == acc.WITHIN
+    assert outcome([-np.inf], [top], acc.Tolerance(np.array([1e300]), False, "wide"), F64) == acc.SPECIAL
+
+
+def test_exp_overflow_rule_of_the_text_is_exact():
+    n = node("Exp")
+    x = np.array([89.0, 88.0, -np.inf, np.nan], F32)
+    expected = reference(n, [x])
+    assert expected[0] == np.inf
+    actual = expected.copy()
+    actual[0] = np.finfo(F32).max  # a clamp instead of the text's +inf
+    actual[2] = np.finfo(F32).smallest_subnormal
+    result = compare(n, [x], actual)
+    assert result.first[acc.SPECIAL].index == (0,) and result.first[acc.BEYOND].index == (2,)
+    assert result.counts[acc.MATCH] == 2
+
+
+def test_sign_of_zero_only_where_the_text_fixes_it():
+    x = np.array([-0.0], F32)
+    assert compare(node("Tanh"), [x], np.array([0.0], F32)).counts[acc.WITHIN] == 1  # tanh.md leaves it open
+    assert compare(node("LeakyRelu", alpha=0.1), [x], np.array([0.0], F32)).counts[acc.SPECIAL] == 1
+    assert compare(node("Sqrt"), [x], np.array([0.0], F32)).counts[acc.SPECIAL] == 1
+
+
+def test_softmax_special_rows_and_minus_infinity_are_exact():
+    n = node("Softmax", axis=1)
+    x = np.array([[1.0, np.inf, 0.0], [-np.inf, 0.0, 1.0]], F32)
+    expected = reference(n, [x])
+    assert np.isnan(expected[0]).all() and expected[1, 0] == 0
+    actual = expected.copy()
+    actual[0, 2] = 0.0
+    actual[1, 0] = -0.0
+    result = compare(n, [x], actual)
+    assert result.counts[acc.SPECIAL] == 2 and result.counts[acc.MATCH] == 4
+
+
+def test_pow_special_table_is_exact():
+    n = node("Pow", 2)
+    a, b = np.array([2.0, 1.0, 0.0, 3.0], F32), np.array([0.0, 7.5, -1.0, 2.0], F32)
+    expected = reference(n, [a, b])
+    assert list(expected) == [1.0, 1.0, np.inf, 9.0]
+    actual = expected.copy()
+    actual[0] = np.nextafter(F32(1), F32(2))
+    actual[3] = np.nextafter(F32(9), F32(10))
+    result = compare(n, [a, b], actual)
+    assert result.first[acc.BEYOND].index == (0,) and result.counts[acc.WITHIN] == 1
+
+
+def test_flushed_subnormal_is_its_own_class():
+    n = node("Exp")
+    x = np.array([-100.0, -1.0], F32)
+    expected = reference(n, [x])
+    assert 0 < expected[0] < np.finfo(F32).tiny
+    result = compare(n, [x], np.array([0.0, expected[1]], F32))
+    assert result.counts[acc.FLUSHED] == 1 and result.divergent == 0
+    assert result.first[acc.FLUSHED].index == (0,)
+
+
+def test_as_dict_is_json():
+    n = node("Relu")
+    result = compare(n, [np.array([1.0, np.nan], F32)], np.array([2.0, 1.0], F32))
+    text = json.dumps(result.as_dict(), allow_nan=False)
+    assert '"max_ratio": "inf"' in text and '"expected": "nan"' in text
+
+
+# -- overrides --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [("2 ulp", 2.0, "ulp"), ("2ulp", 2.0, "ulp"), (" 0.5 ULPS ", 0.5, "ulp"), ("1e-6 rel", 1e-6, "rel"),
+     ("1E-7abs", 1e-7, "abs"), ("0 ulp", 0.0, "ulp"), (".25 rel", 0.25, "rel")],
+)  # fmt: skip
+def test_override_syntax(text, value, unit):
+    assert acc.parse_override(text) == acc.Override(value, unit)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("", "empty"), ("   ", "empty"), ("ulp", "not a number"), ("2", "no unit"),
+     ("2 ulpz", "unknown unit 'ulpz'"), ("-1 ulp", "not negative"), ("two ulp", "not a number"),
+     ("1e999 ulp", "finite"), ("2 ulp 3", "not a number"), ("nan ulp", "not a number")],
+)  # fmt: skip
+def test_override_errors_are_one_line_and_name_the_problem(text, problem):
+    with pytest.raises(acc.AccuracyError) as info:
+        acc.parse_override(text)
+    message = str(info.value)
+    assert problem in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("op", "word"), [("Relu", "exact"), ("Add", "correctly rounded"), ("Sqrt", "correctly")]
+)
+def test_override_refused_where_nothing_is_tighter(op, word):
+    with pytest.raises(acc.AccuracyError, match=word):
+        acc.bound_for(op, F32, "1 ulp")
+
+
+def test_override_accepted_for_inexact_operators():
+    for op in (
+        "Exp",
+        "Tanh",
+        "MatMul",
+        "Conv",
+        "Gemm",
+        "Softmax",
+        "BatchNormalization",
+        "Range",
+        "LeakyRelu",
+    ):
+        assert acc.bound_for(op, F32, "2 ulp").override == acc.Override(2.0, "ulp")
+
+
+def test_override_tightens():
+    n = node("Exp")
+    x = np.array([0.3], F32)
+    expected, tight = tolerance(n, [x], "0 ulp")
+    assert (
+        tight.allowed[0] == 0.5 * acc.ulp(expected, acc.float_format(F32))[0]
+    )  # the reference's own half ulp
+    assert "override" in tight.text and "tanh_acc.md" in tight.text
+    assert outcome(expected, [np.nextafter(expected[0], F32(2))], tight, F32) == acc.BEYOND
+    _, default = tolerance(n, [x])
+    assert outcome(expected, [np.nextafter(expected[0], F32(2))], default, F32) == acc.WITHIN
+
+
+@FEW
+@given(seed=st.integers(0, 2**32 - 1), value=st.floats(0, 1e6), unit=st.sampled_from(["ulp", "rel", "abs"]))
+def test_an_override_never_loosens(seed, value, unit):
+    rng = np.random.default_rng(seed)
+    for n, inputs in (
+        (node("Tanh"), [rng.normal(0, 4, 16).astype(F32)]),
+        (node("MatMul", 2), [rng.normal(size=(4, 6)).astype(F32), rng.normal(size=(6, 3)).astype(F32)]),
+    ):
+        _, annex = tolerance(n, inputs)
+        _, override = tolerance(n, inputs, f"{value!r} {unit}")
+        assert np.all(override.allowed <= annex.allowed)
+
+
+# -- the defaults do not flag correct implementations ------------------------------------------------------
+def _f32(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v, F32)
+
+
+def _sigmoid_split(x: np.ndarray) -> np.ndarray:
+    t = np.exp(-np.abs(x))  # float32 throughout
+    return np.where(x >= 0, F32(1) / (F32(1) + t), t / (F32(1) + t)).astype(x.dtype)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    t = np.exp(x - x.max(axis=1, keepdims=True))
+    return t / t.sum(axis=1, keepdims=True)
+
+
+def _conv_float32(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, w.shape[2:], axis=(2, 3))
+    return (np.einsum("bchwij,ocij->bohw", windows, w) + b[None, :, None, None]).astype(F32)
+
+
+def _bn_folded(x, scale, bias, mean, var):
+    k = scale / np.sqrt(var + F32(1e-5))
+    shape = (1, -1, 1, 1)
+    return x * k.reshape(shape) + (bias - mean * k).reshape(shape)
+
+
+def _bn_text(x, scale, bias, mean, var):
+    shape = (1, -1, 1, 1)
+    return scale.reshape(shape) * (
+        (x - mean.reshape(shape)) / np.sqrt(var + F32(1e-5)).reshape(shape)
+    ) + bias.reshape(shape)
+
+
+def _correct_implementations(rng: np.random.Generator):
+    """(name, node, inputs, a numpy float32 implementation of the operator's text): ordinary algorithms,
+    none correctly rounded except the IEEE 754 operations, each of which a correct runtime may use."""
+    x = rng.normal(0, 4, 4000).astype(F32)
+    wide = rng.uniform(-85, 85, 4000).astype(F32)
+    positive = (10.0 ** rng.uniform(-30, 30, 4000)).astype(F32)
+    a, b = rng.uniform(0.05, 20, 4000).astype(F32), rng.uniform(-6, 6, 4000).astype(F32)
+    rows10, rows1000 = rng.normal(0, 3, (200, 10)).astype(F32), rng.normal(0, 3, (4, 1000)).astype(F32)
+    bn = [rng.normal(0, 1, (2, 8, 5, 5)), rng.normal(1, 0.5, 8), rng.normal(0, 1, 8), rng.normal(0, 1, 8),
+          rng.uniform(0.01, 4, 8)]  # fmt: skip
+    bn = [v.astype(F32) for v in bn]
+    ma, mb, mc = (
+        rng.normal(size=(32, 96)).astype(F32),
+        rng.normal(size=(96, 16)).astype(F32),
+        rng.normal(size=(32, 16)),
+    )
+    cx, cw, cb = (
+        rng.normal(size=(1, 6, 7, 7)).astype(F32),
+        rng.normal(size=(4, 6, 3, 3)).astype(F32),
+        rng.normal(size=4),
+    )
+    conv_node = node("Conv", 3, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    tiny_tanh = rng.uniform(-20, 20, 4000).astype(F32)
+    return [
+        ("Exp", node("Exp"), [wide], np.exp(wide)),
+        ("Log", node("Log"), [positive], np.log(positive)),
+        ("Tanh", node("Tanh"), [x], np.tanh(x)),
+        ("Tanh, the annex's algorithm", node("Tanh"), [tiny_tanh],
+         (np.exp(tiny_tanh) - np.exp(-tiny_tanh)) / (np.exp(tiny_tanh) + np.exp(-tiny_tanh))),
+        ("Sigmoid, the annex's split", node("Sigmoid"), [wide], _sigmoid_split(wide)),
+        ("Sqrt", node("Sqrt"), [positive], np.sqrt(positive)),
+        ("Pow", node("Pow", 2), [a, b], np.power(a, b)),
+        ("Pow as exp(b log a)", node("Pow", 2), [a, b], np.exp(b * np.log(a))),
+        ("Softmax rows of 10", node("Softmax", axis=1), [rows10], _softmax(rows10)),
+        ("Softmax rows of 1000", node("Softmax", axis=1), [rows1000], _softmax(rows1000)),
+        ("BatchNormalization folded", node("BatchNormalization", 5), bn, _bn_folded(*bn)),
+        ("BatchNormalization text order", node("BatchNormalization", 5), bn, _bn_text(*bn)),
+        ("LeakyRelu", node("LeakyRelu", alpha=0.01), [x], np.where(x < 0, F32(0.01) * x, x)),
+        ("MatMul", node("MatMul", 2), [ma, mb], ma @ mb),
+        ("Gemm", node("Gemm", 3), [ma, mb, _f32(mc)], ma @ mb + _f32(mc)),
+        ("Conv", conv_node, [cx, cw, _f32(cb)], _conv_float32(cx, cw, _f32(cb))),
+        ("Range", node("Range", 3), [_f32(0.1), _f32(60.0), _f32(0.013)],
+         F32(0.1) + np.arange(4608, dtype=F32) * F32(0.013)),  # K = ceil((60 - 0.1) / 0.013) = 4608
+        ("Add", node("Add", 2), [a, b], a + b),
+        ("Div", node("Div", 2), [a, b], a / b),
+    ]  # fmt: skip
+
+
+with np.errstate(all="ignore"):
+    CORRECT = _correct_implementations(np.random.default_rng(7))
+
+
+@pytest.mark.parametrize(("name", "n", "inputs", "actual"), CORRECT, ids=[c[0] for c in CORRECT])
+def test_defaults_do_not_flag_a_correct_float32_implementation(name, n, inputs, actual):
+    result = compare(n, inputs, np.asarray(actual, F32))
+    assert result.divergent == 0 and result.counts[acc.FLUSHED] == 0, f"{name}: {diverging(result)}"
+    assert result.max_ratio <= 1.0
+
+
+@pytest.mark.parametrize("dtype", [F16, F64])
+def test_defaults_do_not_flag_numpy_in_other_types(dtype):
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 3, 2000).astype(dtype)
+    positive = np.abs(x) + dtype(0.01)
+    with np.errstate(over="ignore"):  # float16 exp overflows beyond 11.09, as the reference does
+        cases = [
+            (node("Exp"), [x], np.exp(x)),
+            (node("Log"), [positive], np.log(positive)),
+            (node("Tanh"), [x], np.tanh(x)),
+            (node("Sigmoid"), [x], _sigmoid_split(x)),
+            (node("Softmax", axis=1), [x.reshape(200, 10)], _softmax(x.reshape(200, 10))),
+        ]
+    for n, inputs, actual in cases:
+        result = compare(n, inputs, actual.astype(dtype))
+        assert result.divergent == 0, f"{n.op_type} {dtype.__name__}: {diverging(result)}"
+
+
+# -- and they do flag the departures measured in onnxruntime ------------------------------------------------
+def test_accumulating_range_drifts_beyond_the_bound():
+    n = node("Range", 3)
+    start, limit, delta = _f32(-3.3), _f32(7.0), _f32(0.001)
+    count = reference(n, [start, limit, delta]).size
+    accumulated = np.empty(count, F32)
+    value = start
+    for i in range(count):  # onnxruntime's Range: value += delta at every step
+        accumulated[i] = value
+        value = F32(value + delta)
+    result = compare(n, [start, limit, delta], accumulated)
+    assert result.counts[acc.BEYOND] > count // 2 and result.max_ratio > 100
+
+
+def test_sigmoid_by_cancellation_is_beyond_the_bound_for_negative_inputs():
+    n = node("Sigmoid")
+    x = np.linspace(-40, -3, 500)
+    cancelled = 1 - 1 / (1 + np.exp(-np.abs(x)))  # onnxruntime's double Sigmoid for x < 0
+    result = compare(n, [x], cancelled)
+    assert result.counts[acc.BEYOND] > 400 and result.max_ratio > 1e6

@@ -1,0 +1,112 @@
+"""Ctrl-C and SIGTERM stop a comparison promptly, end every process sonnx-check started and leave no file
+behind; a SIGKILLed sonnx-check leaves no process behind either.
+
+Each test starts sonnx-check on models that keep onnxruntime busy for tens of seconds, waits until the
+onnxruntime worker(s) run, signals, and asserts what a user sees: the exit within 5 seconds, exit code 2
+with one line on stderr, no process carrying the run's marker (procs.py), the folder as it was.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import onnx
+import pytest
+from models import matmul_chain
+from procs import Run, start
+
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"),
+]
+
+PROMPT = 5.0  # seconds from the signal to the exit
+BUSY = 1.0  # CPU seconds a worker has spent when it is surely running the model (its start takes ~0.4 s)
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> list[Path]:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    first = folder / "chain0.onnx"
+    onnx.save(matmul_chain(), first)
+    others = []
+    for i in range(1, 4):
+        copy = folder / f"chain{i}.onnx"
+        copy.write_bytes(first.read_bytes())
+        others.append(copy)
+    return [first, *others]
+
+
+@pytest.fixture
+def runs() -> Iterator[list[Run]]:
+    started: list[Run] = []
+    yield started
+    for run in started:
+        run.cleanup()
+
+
+def _snapshot(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    ("signum", "group"),
+    [(signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["Ctrl-C to the process group", "SIGTERM to sonnx-check"],
+)
+def test_a_signal_stops_a_comparison(models: list[Path], runs: list[Run], signum: int, group: bool) -> None:
+    folder = models[0].parent
+    before = _snapshot(folder)
+    run = start(["--compare", "--fix", str(models[0])], cwd=folder)
+    runs.append(run)
+    run.wait_for("onnxruntime running the model", lambda: len(run.workers(busy=BUSY)) == 1)
+
+    seconds, code, stderr = run.stop(signum, group=group)
+
+    name = signal.Signals(signum).name
+    assert seconds < PROMPT, stderr
+    assert code == 2, stderr
+    assert stderr.strip() == f"sonnx-check: interrupted ({name})"
+    assert run.survivors() == []
+    assert _snapshot(folder) == before  # no report, no fixed model, no temporary file
+
+
+@pytest.mark.parametrize(
+    ("signum", "group"),
+    [(signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["Ctrl-C to the process group", "SIGTERM to sonnx-check"],
+)
+def test_a_signal_stops_a_parallel_comparison(
+    models: list[Path], runs: list[Run], signum: int, group: bool
+) -> None:
+    folder = models[0].parent
+    before = _snapshot(folder)
+    run = start(["--jobs", "4", "--compare", "--fix", *map(str, models)], cwd=folder)
+    runs.append(run)
+    run.wait_for("onnxruntime running models", lambda: len(run.workers()) >= 2 and run.workers(busy=BUSY))
+
+    seconds, code, stderr = run.stop(signum, group=group)
+
+    assert seconds < PROMPT, stderr
+    assert code == 2, stderr
+    assert stderr.strip() == f"sonnx-check: interrupted ({signal.Signals(signum).name})"
+    assert run.survivors() == []
+    assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("jobs", ["1", "4"])
+def test_a_killed_sonnx_check_leaves_no_process_behind(
+    models: list[Path], runs: list[Run], jobs: str
+) -> None:
+    """SIGKILL cannot be handled: the children end because the kernel signals them when their parent dies
+    (PR_SET_PDEATHSIG), the onnxruntime workers of pool processes included."""
+    run = start(["--jobs", jobs, "--compare", *map(str, models)], cwd=models[0].parent)
+    runs.append(run)
+    run.wait_for("onnxruntime running the model", lambda: run.workers(busy=BUSY))
+
+    run.stop(signal.SIGKILL)
+
+    assert run.survivors() == []
