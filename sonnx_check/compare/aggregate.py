@@ -46,6 +46,7 @@ class OutputRecord:
     bound: str = ""  # the accuracy bound an inexact operator's output was judged against
     outcomes: dict[str, int] = field(default_factory=dict)  # elements per accuracy outcome, every dataset
     margin: float = 0.0  # the largest |onnxruntime - reference| / allowed over the judged elements
+    received: str = ""  # what the first diverging dataset looked like when it reached this node
 
     def note_accuracy(self, classification: Classification) -> None:
         """Add one dataset's accuracy classification (the margin is the worst over the datasets)."""
@@ -98,7 +99,8 @@ class OutputRecord:
         if present and self.outcome is Outcome.DIFFERS:
             parts[0] += f" ({', '.join(present)})"
         if self.first is not None:
-            parts.append(f"{self.first.describe()} (dataset {self.first_dataset})")
+            reached = f", which reached this node as {self.received}" if self.received else ""
+            parts.append(f"{self.first.describe()} (dataset {self.first_dataset}{reached})")
         elif self.detail_dataset:
             parts[0] += f" (dataset {self.detail_dataset})"
         for tally in self.known.values():
@@ -144,6 +146,8 @@ class OutputRecord:
         }
         if self.first is not None:
             out["first_mismatch"] = {"dataset": self.first_dataset, **self.first.to_json()}
+            if self.received:
+                out["first_mismatch"]["dataset_at_node"] = self.received
         if self.detail:
             out["detail"] = self.detail
         if self.max_abs_diff is not None:

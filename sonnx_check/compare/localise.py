@@ -145,6 +145,25 @@ def compare_nodes(
         del expected
 
 
+def describe_inputs(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> str:
+    """What a dataset looks like by the time it reaches a node, by its float inputs' special values (an edge
+    dataset of -inf is all NaN after a Conv): a divergence names the data the node actually received."""
+    parts = []
+    for position, (name, value) in enumerate(zip(node.input, inputs, strict=False)):
+        if value is None or value.dtype.kind != "f" or value.size == 0 or value.size > 1 << 24:
+            continue
+        shares = {
+            "NaN": np.count_nonzero(np.isnan(value)),
+            "+inf": np.count_nonzero(np.isposinf(value)),
+            "-inf": np.count_nonzero(np.isneginf(value)),
+            "±0": np.count_nonzero(value == 0),
+        }
+        special = ", ".join(f"{100 * n / value.size:.3g}% {k}" for k, n in shares.items() if n)
+        if special or position == 0:  # weights and biases are named only when they hold special values
+            parts.append(f"'{name}' {special or 'finite and non-zero'}")
+    return "; ".join(parts)
+
+
 def _inexact(op_type: str, expected: np.ndarray) -> bool:
     """A float output of an operator whose class is not exact: the bound decides what differs."""
     if expected.dtype.kind != "f" or op_type not in profile_operators():
@@ -184,6 +203,8 @@ def merge(
                 "not matched against the known onnxruntime behaviours: too large for --max-memory"
             )
             return
+        if record.first is None and not record.received:
+            record.received = describe_inputs(node, inputs)
         case = DivergenceCase(node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs)
         known = match_known(case)
         if known:

@@ -25,7 +25,8 @@ _STATUS_STYLE = {
 
 
 def render_comparison(comparison: Mapping[str, Any], *, wrap: bool = True) -> Table:
-    """A rich Table: node, output, dataset, status, "K of N differ", first mismatch, known divergence.
+    """A rich Table: node, output, dataset, status, "K of N differ", the error/bound margin, first mismatch,
+    known divergence.
 
     An end-to-end row is shown only when it tells something the node rows do not (its statistics differ
     from those of the node output of the same name); the JSON keeps every one. ``wrap=False`` (output that
@@ -47,13 +48,14 @@ def render_comparison(comparison: Mapping[str, Any], *, wrap: bool = True) -> Ta
     table.add_column("dataset", **folded, max_width=16 if wrap else None)
     table.add_column("status", no_wrap=True)
     table.add_column("differ", no_wrap=True)
+    table.add_column("error/bound", no_wrap=True, justify="right")
     table.add_column("first mismatch: onnxruntime vs SONNX", **folded, min_width=22)
     table.add_column("known divergence", **folded, min_width=24)  # the longest id fits
     by_tensor: dict[str, tuple[Any, ...]] = {}
     for node in comparison.get("nodes", ()):
         label = _node_label(node)
         if node.get("status") == "not-compared":
-            table.add_row(*_cells(label, "", "", _status("not-compared"), "", node.get("reason", ""), ""))
+            table.add_row(*_cells(label, "", "", _status("not-compared"), "", "", node.get("reason", ""), ""))
             continue
         for output in node.get("outputs", ()):
             by_tensor[output.get("output", "")] = _key(output)
@@ -118,7 +120,8 @@ def _output_cells(output: Mapping[str, Any]) -> tuple[Any, ...]:
     status = output.get("status", "?")
     known = "\n".join(k["id"] for k in output.get("known_divergence", ()))
     if not output.get("datasets"):  # onnxruntime failed on every dataset: nothing was compared
-        return (output.get("output", ""), "", _status(status), "", "no dataset reached the comparison", known)
+        nothing = "no dataset reached the comparison"
+        return (output.get("output", ""), "", _status(status), "", "", nothing, known)
     first = output.get("first_mismatch")
     if first:
         dataset = first.get("dataset", "")
@@ -134,7 +137,17 @@ def _output_cells(output: Mapping[str, Any]) -> tuple[Any, ...]:
             dataset = f"all {count}" if count != 1 else output["datasets"][0]["name"]
         first_text = output.get("detail", "")
     differ = f"{output.get('mismatches', 0)} of {output.get('total', 0)}"
-    return (output.get("output", ""), dataset, _status(status), differ, first_text, known)
+    return (output.get("output", ""), dataset, _status(status), differ, _margin(output), first_text, known)
+
+
+def _margin(output: Mapping[str, Any]) -> str:
+    """The largest |onnxruntime - reference| / allowed of an output judged against an accuracy bound (at most
+    1 when nothing is beyond it): how close a correct runtime comes to the bound."""
+    accuracy = output.get("accuracy")
+    if not accuracy:
+        return ""
+    margin = accuracy.get("margin")
+    return f"{margin:.3g}" if isinstance(margin, (int, float)) else str(margin)
 
 
 def _status(status: str) -> Text:
