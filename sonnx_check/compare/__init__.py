@@ -46,6 +46,7 @@ from sonnx_check.compare.stream import run_graph
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.loading import load_model
+from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView
 
 DIVERGENCE = "RUNTIME.divergence"
@@ -395,7 +396,11 @@ class _Comparison:
         if end_to_end is not None:
             self.comparison["outputs"] = [r.to_json(self.version) for r in end_to_end.values()]
             for name, record in end_to_end.items():
-                if record.diverges and not (ancestors(self.view, name) & diverging):
+                upstream = ancestors(self.view, name)
+                # End to end, rounding differences of inexact operators add up with no bound defined for the
+                # sum: information (the JSON and the table), never a finding. Only an all-exact chain that
+                # diverges with none of its nodes diverging (a fusion the node-by-node run did not see) is.
+                if record.diverges and not (upstream & diverging) and self._all_exact(upstream):
                     producer = self.view.producers.get(name, [])
                     self.findings.append(
                         self._divergence(producer[0] if producer else None, record, "end-to-end")
@@ -408,6 +413,7 @@ class _Comparison:
                     entry.reason = "onnxruntime failed at run time on every dataset"
         self.comparison["nodes"] = [n.to_json(self.version) for n in nodes]
         self._not_compared_nodes(nodes, compared_anything, silent=set(failed) == {d.name for d in datasets})
+        self._data_violations(nodes)
         self.comparison["status"] = self._status(nodes, end_to_end, failed, compared_anything)
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
         return CompareResult(self.findings, self.comparison)
@@ -481,6 +487,29 @@ class _Comparison:
             )
         )
 
+    def _all_exact(self, indices: set[int]) -> bool:
+        operators = profile_operators()
+        return all(
+            self.view.nodes[i].op_type in operators
+            and operators[self.view.nodes[i].op_type].accuracy == accuracy_module.EXACT
+            for i in indices
+        )
+
+    def _data_violations(self, nodes: list[NodeComparison]) -> None:
+        """A data constraint the actual data break (integer Div by zero, a negative variance, ...): reported
+        under the constraint's own rule ID, as the static check does for a constant tensor."""
+        for entry in nodes:
+            for rule, (dataset, why) in entry.data_violations.items():
+                self.findings.append(
+                    Finding(
+                        rule,
+                        f"on the data of dataset {dataset}: {why}",
+                        Severity.ERROR,
+                        node=self.view.refs[entry.index],
+                        data={"dataset": dataset, "stage": "compare"},
+                    )
+                )
+
     def _not_compared_nodes(self, nodes: list[NodeComparison], compared_anything: bool, silent: bool) -> None:
         """One warning per operator type whose nodes were (wholly or partly) not compared; an error when
         nothing in the model could be compared. ``silent``: onnxruntime failed on every dataset, which is
@@ -501,29 +530,36 @@ class _Comparison:
                         "partial": bool(partial),
                     }
                 )
-        severity = Severity.WARNING if compared_anything else Severity.ERROR
-        for op_type, entries in by_op.items():
+        if not by_op:
+            return
+        # One finding per model. Its severity goes with its sentence: nodes left out of a comparison that
+        # compared others are a gap in coverage (a warning); a comparison that compared nothing is an error.
+        parts, total = [], 0
+        for op_type, entries in sorted(by_op.items()):
+            total += len(entries)
             reasons = sorted({e.not_compared_reason() for e in entries})
-            listing = ", ".join(f"#{e.index}" + (f" '{e.name}'" if e.name else "") for e in entries[:10])
-            if len(entries) > 10:
-                listing += f", ... ({len(entries) - 10} more)"
             whole = [e for e in entries if e.status == NOT_COMPARED]
-            what = "not compared" if len(whole) == len(entries) else "not compared on every dataset"
-            message = f"{len(entries)} {op_type} node(s) {what} ({listing}): {reasons[0]}"
-            if len(reasons) > 1:
-                message += f" (and {len(reasons) - 1} other reason(s))"
-            self.findings.append(
-                Finding(
-                    NOT_COMPARED_RULE,
-                    message,
-                    severity,
-                    data={
-                        "op_type": op_type,
-                        "nodes": [{"index": e.index, "name": e.name} for e in entries],
-                        "reasons": reasons,
+            partly = "" if len(whole) == len(entries) else ", partly"
+            more = f" (and {len(reasons) - 1} other reason(s))" if len(reasons) > 1 else ""
+            parts.append(f"{op_type} {len(entries)}{partly}: {reasons[0]}{more}")
+        scope = "no node could be compared" if not compared_anything else f"{total} node(s) not compared"
+        self.findings.append(
+            Finding(
+                NOT_COMPARED_RULE,
+                f"{scope}: " + "; ".join(parts),
+                Severity.WARNING if compared_anything else Severity.ERROR,
+                data={
+                    "nodes": total,
+                    "by_operator": {
+                        op_type: {
+                            "nodes": [{"index": e.index, "name": e.name} for e in entries],
+                            "reasons": sorted({e.not_compared_reason() for e in entries}),
+                        }
+                        for op_type, entries in sorted(by_op.items())
                     },
-                )
+                },
             )
+        )
 
     def _status(
         self,

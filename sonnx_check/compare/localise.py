@@ -60,6 +60,8 @@ class NodeComparison:
     reason: str = ""  # why it is not compared (for every dataset)
     records: dict[int, OutputRecord] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)  # dataset -> why the reference could not run
+    # rule -> (dataset, why): a data constraint of the specification the actual data break (no result defined)
+    data_violations: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -133,7 +135,11 @@ def compare_nodes(
         try:
             expected = reference.run_node(node, inputs, max_elements=max_elements)
         except reference.ReferenceError as exc:
-            entry.failures.setdefault(dataset, _first_line(exc))
+            rule = getattr(exc, "rule", None)  # a DataConstraintError names the rule the data break
+            if rule is not None:
+                entry.data_violations.setdefault(rule, (dataset, _first_line(exc)))
+            else:
+                entry.failures.setdefault(dataset, _first_line(exc))
             continue
         for position, name in enumerate(node.output):
             if not name or position >= len(expected) or expected[position] is None or name not in values:

@@ -55,3 +55,20 @@ def test_a_tighter_configured_bound_the_runtime_exceeds_is_a_divergence_naming_t
     assert "bound:" in finding.message and "largest error/bound" in finding.message
     assert finding.data["accuracy"]["outcomes"]["beyond-bound"] > 0
     assert np.isfinite(finding.data["accuracy"]["margin"]) or finding.data["accuracy"]["margin"] == "inf"
+
+
+def test_a_data_constraint_the_actual_data_break_is_reported_under_its_rule() -> None:
+    """Abs of the int8 minimum has no result in the int section (Abs.X.C2); the edge datasets hold it."""
+    node = h.make_node("Abs", ["x"], ["y"], name="abs")
+    graph = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", T.INT8, [2, 8])],
+        [h.make_tensor_value_info("y", T.INT8, [2, 8])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+    model.ir_version = 10
+    result = compare_loaded(model, CompareOptions(datasets=("edge",)))
+    (finding,) = [f for f in result.findings if f.rule == "Abs.X.C2"]
+    assert finding.node is not None and finding.node.name == "abs"
+    assert "on the data of dataset edge/" in finding.message and finding.data["stage"] == "compare"

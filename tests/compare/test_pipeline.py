@@ -93,7 +93,7 @@ def test_nodes_without_a_kernel_are_listed_and_summarised_per_operator(monkeypat
     result = compare_loaded(cos_then_maxpool(), RANDOM)
     assert rules(result) == [("RUNTIME.not-compared", "warning", None)]
     assert (
-        result.findings[0].message == "1 Cos node(s) not compared (#0 'c'): no SONNX reference kernel for Cos"
+        result.findings[0].message == "1 node(s) not compared: Cos 1: no SONNX reference kernel for Cos"
     )
     assert result.comparison["not_compared"] == [
         {

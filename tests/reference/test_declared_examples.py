@@ -45,6 +45,8 @@ def test_kernel_reproduces_the_specification_example(op_type: str, example: Mapp
     op = profile_operators()[op_type]
     if op_type not in reference.supported_ops():
         pytest.skip(f"no reference kernel for {op_type} yet")
+    if example.get("replay") is False:
+        pytest.skip(f"recorded as printed, not replayed: {' '.join(str(example.get('note', '')).split())}")
     tensors = [*example.get("inputs", {}).values(), *example.get("outputs", {}).values()]
     items = [t for spec in tensors for t in (spec if isinstance(spec, list) else [spec])]
     if not example.get("outputs") or any("value" not in t for t in items):

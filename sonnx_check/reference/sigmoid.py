@@ -1,0 +1,71 @@
+"""Sigmoid reference kernel (SONNX, based on Sigmoid-13), written from ops/sigmoid/sigmoid.md.
+
+Float section (float16, float, double): -inf gives +0, +inf gives 1, NaN gives NaN (the input NaN), and
+otherwise 1 / (1 + e**-X) rounded to the type (underflowing gradually for very negative X).
+
+Own error: the correctly rounded result for every input. With e = e**-|X| = m * 2**K (double-double, K <= 0,
+so nothing overflows; the annex's split of the domain), the value is 1/(1 + e) for X >= 0 and m/(1 + e) *
+2**K for X < 0, each a dd division (relative error below 2**-97 in all), rounded at both ends of a 2**-80
+error interval; an element whose two roundings differ is recomputed from Python's decimal at 100 digits.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+import onnx
+
+from sonnx_check.reference.elementwise_common import (
+    EXP_ARG_LIMIT,
+    FLOATS,
+    chunked,
+    dd_add,
+    dd_div,
+    exp_scaled,
+    high_precision,
+    new_output,
+    operands,
+    require_types,
+    resolve_undecided,
+    round_certified,
+)
+
+
+def sigmoid(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
+    x = np.asarray(x)
+    dtype = require_types("Sigmoid", {"X": x}, FLOATS, "Sigmoid.types")
+    y = new_output("Sigmoid", "Y", x.shape, dtype, max_elements)
+    return chunked(y, lambda v: _chunk(v, dtype), x)
+
+
+def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    v = x.astype(np.float64)
+    y = x.copy()  # NaN stays the input NaN
+    finite = np.isfinite(v)
+    t = np.clip(v[finite], -EXP_ARG_LIMIT, EXP_ARG_LIMIT)
+    positive = t >= 0
+    mh, ml, k = exp_scaled(-np.abs(t), np.zeros_like(t))
+    one, zero = np.ones_like(t), np.zeros_like(t)
+    dh, dl = dd_add(one, zero, np.ldexp(mh, k), np.ldexp(ml, k))
+    qh, ql = dd_div(np.where(positive, one, mh), np.where(positive, zero, ml), dh, dl)
+    r, undecided = round_certified(qh, ql, np.where(positive, 0, k), dtype)
+    resolve_undecided(r, undecided, exact_sigmoid, t)
+    y[finite] = r
+    y[v == np.inf] = 1.0
+    y[v == -np.inf] = 0.0
+    return y
+
+
+def exact_sigmoid(x: float) -> Fraction:
+    ctx = high_precision()
+    return Fraction(ctx.divide(1, ctx.add(1, ctx.exp(-decimal.Decimal(x)))))
+
+
+def run(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
+) -> list[np.ndarray]:
+    (x,) = operands("Sigmoid", inputs, ["X"])
+    return [sigmoid(x, max_elements=max_elements)]
