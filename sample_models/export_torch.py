@@ -56,6 +56,54 @@ class ResidualCnn(nn.Module):
         return torch.softmax(self.head(torch.flatten(block, 1)), dim=1)
 
 
+class _BasicBlock(nn.Module):
+    def __init__(self, inputs: int, outputs: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(inputs, outputs, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(outputs)
+        self.conv2 = nn.Conv2d(outputs, outputs, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(outputs)
+        self.down = (
+            nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride, bias=False), nn.BatchNorm2d(outputs))
+            if stride != 1 or inputs != outputs
+            else nn.Identity()
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + self.down(x))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18's layout (11.7M parameters), written out so that no torchvision and no download is needed:
+    a realistic size for measuring --compare (benchmarks), not committed as a sample (45 MB)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+        )
+        widths, layers, inputs = (64, 128, 256, 512), [], 64
+        for stage, width in enumerate(widths):
+            stride = 1 if stage == 0 else 2
+            layers += [_BasicBlock(inputs, width, stride), _BasicBlock(width, width, 1)]
+            inputs = width
+        self.layers = nn.Sequential(*layers)
+        self.pool = nn.MaxPool2d(7)  # global max pooling: GlobalAveragePool has no SONNX specification yet
+        self.head = nn.Linear(512, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.flatten(self.pool(self.layers(self.stem(x))), 1))
+
+
+def export_resnet18(path: Path) -> None:
+    torch.manual_seed(0)
+    torch.onnx.export(
+        ResNet18().eval(), (torch.zeros(1, 3, 224, 224),), str(path), dynamo=True, opset_version=OPSET,
+        input_names=["image"], output_names=["logits"], external_data=False,
+    )  # fmt: skip
+
+
 def export(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for stem, net in (("cnn", SmallCnn), ("residual_cnn", ResidualCnn)):
@@ -77,4 +125,9 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "torch")
-    export(parser.parse_args().out)
+    parser.add_argument("--resnet18", type=Path, metavar="PATH", help="export a ResNet-18-sized network")
+    args = parser.parse_args()
+    if args.resnet18:
+        export_resnet18(args.resnet18)
+    else:
+        export(args.out)
