@@ -265,7 +265,10 @@ def add_broadcast() -> onnx.ModelProto:
     """A per-channel bias added by broadcasting, as exporters write it: SONNX Add needs one shape."""
     node = h.make_node("Add", ["X", "bias"], ["Y"], name="add")
     return build(
-        "add_broadcast", [node], [tensor("X", [1, 4, 8, 8])], [tensor("Y", [1, 4, 8, 8])],
+        "add_broadcast",
+        [node],
+        [tensor("X", [1, 4, 8, 8])],
+        [tensor("Y", [1, 4, 8, 8])],
         initializers=[weights("bias", [1, 4, 1, 1])],
     )
 
@@ -280,7 +283,10 @@ def integer_division_by_zero() -> onnx.ModelProto:
     divisor = numpy_helper.from_array(np.array([1, 2, 0, 4], dtype=np.int32), "B")
     node = h.make_node("Div", ["A", "B"], ["C"], name="div")
     return build(
-        "integer_division_by_zero", [node], [tensor("A", [4], T.INT32)], [tensor("C", [4], T.INT32)],
+        "integer_division_by_zero",
+        [node],
+        [tensor("A", [4], T.INT32)],
+        [tensor("C", [4], T.INT32)],
         initializers=[divisor],
     )
 

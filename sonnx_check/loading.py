@@ -25,16 +25,6 @@ MODEL_SUFFIX = ".onnx"
 PROTOBUF_LIMIT = 2**31 - 1  # bytes: the most a serialised protobuf message can be
 
 
-
-
-
-
-
-
-
-
-
-
 @dataclass(frozen=True)
 class ExternalDataIssue:
     tensor: str

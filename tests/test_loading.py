@@ -52,10 +52,6 @@ def test_folder_named_like_a_model_is_a_load_error(tmp_path: Path) -> None:
         read_model(folder)
 
 
-
-
-
-
 def test_weights_are_refused_when_external_data_escapes(tmp_path: Path) -> None:
     inner = tmp_path / "models"
     inner.mkdir()

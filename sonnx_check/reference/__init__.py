@@ -1,9 +1,12 @@
 """SONNX reference kernels: numpy implementations of the profile's operators, written from the specification.
 
-Each kernel follows seed 002 (Max) or seed 003 (MaxPool) as corrected in ``semantics.md``, vectorised over
-the tensor (loops run over kernel offsets or inputs, never over elements). They are the oracle ``--compare``
-diffs onnxruntime against, so they refuse rather than guess: a feature outside the profile, a window made
-only of padding or a tensor over the element budget is a ``ReferenceError`` with the reason.
+One kernel per operator with a specification text, bound to it by its declaration (``kernel = ...`` in
+rules/<Op>.toml), written from the text's formulas and special-value rules (Max and MaxPool from seeds 002
+and 003 as corrected in ``semantics.md``), vectorised over the tensor (loops run over kernel offsets or
+inputs, never over elements). They are the oracle ``--compare`` diffs onnxruntime against, so they refuse
+rather than guess: a feature outside the profile, a window made only of padding or a tensor over the element
+budget is a ``ReferenceError`` with the reason; data breaking a data constraint is a ``DataConstraintError``
+naming the rule.
 
     evaluate(model, inputs) -> {output name: array}
     run_node(node, inputs) -> [outputs in order]
@@ -11,6 +14,7 @@ only of padding or a tensor over the element budget is a ``ReferenceError`` with
 
 from sonnx_check.reference.errors import (
     BudgetExceededError,
+    DataConstraintError,
     OutsideProfileError,
     ReferenceError,
     UnsupportedOperatorError,
@@ -19,6 +23,7 @@ from sonnx_check.reference.execute import evaluate, run_node, supported_ops
 
 __all__ = [
     "BudgetExceededError",
+    "DataConstraintError",
     "OutsideProfileError",
     "ReferenceError",
     "UnsupportedOperatorError",

@@ -32,9 +32,8 @@ from fractions import Fraction
 import numpy as np
 import onnx
 
-from sonnx_check.reference import errors as _errors
 from sonnx_check.reference.budget import ensure_within_budget
-from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
+from sonnx_check.reference.errors import DataConstraintError, OutsideProfileError, ReferenceError
 
 # -- type sets --------------------------------------------------------------------------------------------
 
@@ -47,29 +46,6 @@ BOOL = np.dtype(np.bool_)
 
 # Elements processed at once by the chunked kernels: temporaries stay small (a few MB) whatever the tensor.
 CHUNK = 1 << 16
-
-
-# The shared errors module may define the comparison's DataConstraintError(rule, tensor_role, count); this
-# group's class derives from it when it exists, so that one ``except`` catches every data-constraint refusal.
-_SharedDataConstraintError = getattr(_errors, "DataConstraintError", ReferenceError)
-
-
-class DataConstraintError(_SharedDataConstraintError):
-    """The actual data break a constraint the operator's type section states on the data.
-
-    ``rule`` is the rule ID (e.g. ``"Div.B.C3"``), ``tensor_role`` the formal name of the tensor that breaks
-    it (``"B"``), ``count`` how many of its elements do, ``first_index`` the index (a tuple) of the first of
-    them in row-major order. The comparison reports the node under ``rule``; the kernel computes nothing.
-    """
-
-    def __init__(
-        self, rule: str, tensor_role: str, count: int, reason: str, first_index: tuple[int, ...] = ()
-    ) -> None:
-        self.rule = rule
-        self.tensor_role = tensor_role
-        self.count = count
-        self.first_index = first_index
-        Exception.__init__(self, reason)
 
 
 def raise_if_any(mask: np.ndarray, *, op: str, rule: str, role: str, what: str, shape: Sequence[int]) -> None:

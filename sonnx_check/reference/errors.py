@@ -33,3 +33,25 @@ class BudgetExceededError(ReferenceError):
 class OutsideProfileError(ReferenceError):
     """The node uses a feature SONNX does not specify (the static rules report it); the reference does not
     guess a semantics for it."""
+
+
+class DataConstraintError(ReferenceError):
+    """The actual data break a data constraint of the specification (profile.md section 2), so the node has
+    no specified result: ``rule`` is the rule's ID, ``tensor_role`` the input it constrains, ``count`` the
+    number of offending elements, ``first_index`` the first of them in row-major order. The comparison
+    reports it under the rule's ID."""
+
+    def __init__(
+        self,
+        rule: str,
+        tensor_role: str,
+        count: int,
+        reason: str | None = None,
+        first_index: tuple[int, ...] = (),
+    ) -> None:
+        self.rule = rule
+        self.tensor_role = tensor_role
+        self.count = count
+        self.first_index = first_index
+        default = f"{tensor_role} breaks {rule} at {count} element(s): the specification defines no result"
+        super().__init__(reason or default)

@@ -138,6 +138,8 @@ def maxpool(
     ensure_within_budget("MaxPool output Y", y_shape, max_elements)
     rows = _plan_axis(h, out_h, params.kernel[0], params.strides[0], params.dilations[0], params.pads[0])
     cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
+    if not with_indices:
+        return _maximum_only(x, rows, cols, y_shape), None
 
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     best = np.full(y_shape, lowest, dtype=x.dtype)
@@ -166,6 +168,84 @@ def maxpool(
     if x.dtype.kind == "f":
         _settle_zeros(best, x, best_tap, indices, flat)
     return best, indices
+
+
+_CHUNK_BYTES = 1 << 19  # X planes folded per step of the Y-only path: the stride phases stay in cache
+
+
+def _maximum_only(x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tuple[int, ...]) -> np.ndarray:
+    """Y without Indices: the same window maximum, folded straight into Y one kernel offset at a time, with
+    no offset tracking. The fold is ``numpy.fmax`` under the NaN-as--inf policy (a NaN never enters Y; a
+    window of NaN and -inf only keeps the starting -inf) and ``numpy.maximum`` under the absorbing one.
+    Neither decides between +0 and -0, so a zero maximum is settled afterwards to the first zero of its
+    window, as with Indices (decision 5).
+
+    Speed: a ufunc is vectorised only along a contiguous last axis, and an offset's elements are strided by
+    the pooling stride. So each group of (b, c) planes of X is first split into its stride phases
+    (X[..., a::s0, b::s1], copied into buffers reused from group to group, small enough to stay in cache):
+    every offset then reads one phase through a view whose last axis is contiguous. The loops run over the
+    groups of planes and the kernel offsets, never over output elements."""
+    absorbing = x.dtype.kind == "f" and nan_policy.MAXPOOL_NAN == nan_policy.NAN_ABSORBING
+    fold = np.maximum if absorbing else np.fmax
+    lowest = x.dtype.type(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
+    n, c, h, w = x.shape
+    out_h, out_w = y_shape[2:]
+    planes, out = x.reshape(n * c, h, w), np.empty((n * c, out_h, out_w), dtype=x.dtype)
+    ordered = [(r, q) for r in rows.taps for q in cols.taps if r is not None and q is not None]  # row-major
+
+    # The maximum does not depend on the order of the offsets (zeros are settled apart): an offset that every
+    # window reads goes first and starts the fold without a fill.
+    def reads_everywhere(step: tuple) -> bool:
+        (out_rows, _), (out_cols, _) = step
+        return (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w)
+
+    steps = sorted(ordered, key=lambda step: not reads_everywhere(step))
+    strides = tuple(steps[0][axis][1].step or 1 for axis in (0, 1))
+    phase_shape = (-(-h // strides[0]), -(-w // strides[1]))
+    group = max(1, _CHUNK_BYTES // max(1, h * w * x.dtype.itemsize))
+    buffers: dict[tuple[int, int], np.ndarray] = {}
+    for start in range(0, n * c, group):
+        source, best = planes[start : start + group], out[start : start + group]
+        filled: set[tuple[int, int]] = set()
+
+        def read(
+            x_rows: slice, x_cols: slice, source: np.ndarray = source, filled: set = filled
+        ) -> np.ndarray:
+            """source[:, x_rows, x_cols] through its stride phase."""
+            key = (x_rows.start % strides[0], x_cols.start % strides[1])
+            if strides == (1, 1):
+                return source[:, x_rows, x_cols]
+            if key not in buffers:
+                buffers[key] = np.empty((group, *phase_shape), dtype=x.dtype)
+            phase = buffers[key][: len(source)]
+            if key not in filled:
+                view = source[:, key[0] :: strides[0], key[1] :: strides[1]]
+                np.copyto(phase[:, : view.shape[1], : view.shape[2]], view)
+                filled.add(key)
+            height = len(range(x_rows.start, x_rows.stop, strides[0]))
+            width = len(range(x_cols.start, x_cols.stop, strides[1]))
+            top, left = x_rows.start // strides[0], x_cols.start // strides[1]
+            return phase[:, top : top + height, left : left + width]
+
+        first = True
+        for (out_rows, x_rows), (out_cols, x_cols) in steps:
+            if first:
+                first = False
+                if (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w):
+                    fold(read(x_rows, x_cols), lowest, out=best)  # lowest: only the NaN policy's stand-in
+                    continue
+                best.fill(lowest)
+            target = best[:, out_rows, out_cols]
+            fold(target, read(x_rows, x_cols), out=target)
+        if x.dtype.kind == "f":
+            zeros = best == 0
+            if zeros.any():
+                negative = np.zeros(best.shape, dtype=bool)
+                for (out_rows, x_rows), (out_cols, x_cols) in reversed(ordered):  # last write: first zero
+                    candidate = read(x_rows, x_cols)
+                    np.copyto(negative[:, out_rows, out_cols], np.signbit(candidate), where=candidate == 0)
+                best[zeros] = np.where(negative[zeros], x.dtype.type(-0.0), x.dtype.type(0.0))
+    return out.reshape(y_shape)
 
 
 def _first_real_taps(

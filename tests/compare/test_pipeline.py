@@ -92,9 +92,7 @@ def test_nodes_without_a_kernel_are_listed_and_summarised_per_operator(monkeypat
     FakeOrt().install(monkeypatch)
     result = compare_loaded(cos_then_maxpool(), RANDOM)
     assert rules(result) == [("RUNTIME.not-compared", "warning", None)]
-    assert (
-        result.findings[0].message == "1 node(s) not compared: Cos 1: no SONNX reference kernel for Cos"
-    )
+    assert result.findings[0].message == "1 node(s) not compared: Cos 1: no SONNX reference kernel for Cos"
     assert result.comparison["not_compared"] == [
         {
             "index": 0,

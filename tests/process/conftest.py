@@ -8,4 +8,3 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "compare"))  # its model builders (models.py)
-

@@ -1,0 +1,305 @@
+"""Conv reference kernel (SONNX, based on Conv-22), written from ops/conv/conv2.md (real and float sections)
+and the readings of profile.md section 1.
+
+    Y[b, c, m, n] = sum_i sum_j sum_z X_p[b, i, m*s0 + j, n*s1 + z] * W_d[c, i, j, z] + B[c]
+
+(depthwise: i runs over the single input channel c). X_p is X padded with zeros ("The padding value is 0"),
+W_d the kernel dilated with zeros ("The value of the elements introduced by the dilation is 0"); j and z run
+over the dilated extent dilations*(k-1)+1, the extent of ONNX and of the text's own dilation function (the
+text's upper bound dW_2 - 1 and its output-size formula are the slips profile.md section 1 corrects). Output
+size floor((dX + pad_begin + pad_end - (dilations*(k-1)+1)) / strides) + 1 per axis.
+
+Float section: IEEE 754 semantics. The padded zeros and the inserted zeros of the dilation are operands: a
+padded zero times an infinite weight is NaN, and so is an infinite X under a hole of the dilated kernel (0 *
+inf) -- the literal reading of both definitions, which onnx.reference shares (it builds the dilated kernel);
+onnxruntime 1.32.0 agrees on padding and skips the holes. The reading of the holes is the one switch
+``DILATION_ZEROS_ARE_OPERANDS``. An exact zero is -0 only when every term and the bias are -0.
+
+Accuracy: the exact value of that sum, rounded once to the output type (correctly rounded; the kernel's own
+error is at most half an ulp): see products_common for how, including float64 (error-free splitting).
+``conv_abs`` gives sum |X_p * W_d| + |B| per output element, the quantity of the sum-of-products bound.
+
+The loop runs over the images of the batch and the kernel offsets (im2col), never over output elements.
+Refused (OutsideProfileError / ReferenceError, each naming its rule): rank other than 4 (Conv.R1), auto_pad
+other than NOTSET (Conv.R2), a group that is neither 1 nor dX1 (Conv.R3), a depthwise W with a channel
+multiplier (Conv.depthwise), inconsistent shapes or attributes, a type outside float16/float/double or mixed
+types (Conv.types, Conv.X.float.C2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
+from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
+from sonnx_check.shapes import dilated_extent
+
+# The inserted zeros of the dilated kernel take part in the products (0 * inf = NaN), as the text defines
+# W_d. False: they are structure, as in onnxruntime's im2col. Nothing else in the kernel decides this.
+DILATION_ZEROS_ARE_OPERANDS = True
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """The attributes of one Conv node, absent ones at their ONNX defaults (Conv.R2 / GR4 report them)."""
+
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)  # (begin0, begin1, end0, end1)
+    dilations: tuple[int, int] = (1, 1)
+    group: int = 1
+    kernel_shape: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_node(cls, node: onnx.NodeProto) -> ConvParams:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        auto_pad = attrs.get("auto_pad", b"NOTSET")
+        if auto_pad not in (b"NOTSET", "NOTSET"):
+            shown = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+            raise OutsideProfileError(f"Conv with auto_pad={shown!r}: SONNX requires explicit pads (Conv.R2)")
+        kernel = attrs.get("kernel_shape")
+        return cls(
+            strides=tuple(int(v) for v in attrs.get("strides", (1, 1))),  # type: ignore[arg-type]
+            pads=tuple(int(v) for v in attrs.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
+            dilations=tuple(int(v) for v in attrs.get("dilations", (1, 1))),  # type: ignore[arg-type]
+            group=int(attrs.get("group", 1)),
+            kernel_shape=None if kernel is None else tuple(int(v) for v in kernel),
+        )
+
+
+class _Plan:
+    """A validated convolution: the products of one image at a time."""
+
+    def __init__(
+        self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: ConvParams, max_elements: int | None
+    ) -> None:
+        x, w = np.asarray(x), np.asarray(w)
+        b = None if b is None else np.asarray(b)
+        _check(x, w, b, params)
+        self.dtype = x.dtype
+        n, channels, height, width = x.shape
+        out_channels, _, kh, kw = w.shape
+        (s0, s1), (d0, d1), pads = params.strides, params.dilations, params.pads
+        extents = (dilated_extent(kh, d0), dilated_extent(kw, d1))
+        self.out = (
+            (height + pads[0] + pads[2] - extents[0]) // s0 + 1,
+            (width + pads[1] + pads[3] - extents[1]) // s1 + 1,
+        )
+        if min(self.out) < 1:
+            raise ReferenceError(
+                f"Conv output would be {self.out[0]} x {self.out[1]}: the dilated kernel {extents[0]} x "
+                f"{extents[1]} is larger than padded X (Conv.strides.C2)"
+            )
+        self.y_shape = (n, out_channels, *self.out)
+        ensure_within_budget("Conv output Y", self.y_shape, max_elements)
+        holes = DILATION_ZEROS_ARE_OPERANDS and (d0 > 1 or d1 > 1)
+        if holes:  # W_d itself: the taps run over the whole dilated extent
+            self.taps = (range(extents[0]), range(extents[1]))
+            dilated = np.zeros((out_channels, w.shape[1], *extents), dtype=np.float64)
+            dilated[:, :, ::d0, ::d1] = w
+            w = dilated
+        else:
+            self.taps = (range(0, extents[0], d0), range(0, extents[1], d1))
+        taps = len(self.taps[0]) * len(self.taps[1])
+        positions = self.out[0] * self.out[1]
+        padded = (channels, height + pads[0] + pads[2], width + pads[1] + pads[3])
+        ensure_within_budget("Conv padded X (one image)", padded, max_elements)
+        ensure_within_budget("Conv im2col columns (one image)", (channels * taps, positions), max_elements)
+        self.x, self.pads, self.strides, self.padded = x, pads, params.strides, padded
+        self.finite = bool(
+            np.isfinite(x).all() and np.isfinite(w).all() and (b is None or np.isfinite(b).all())
+        )
+        self.depthwise = params.group > 1
+        w64 = np.asarray(w, dtype=np.float64)
+        if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
+            self.left = w64.reshape(channels, 1, taps)
+            self.bias = None if b is None else b.astype(np.float64).reshape(channels, 1, 1)
+        else:
+            self.left = w64.reshape(1, out_channels, channels * taps)
+            self.bias = None if b is None else b.astype(np.float64).reshape(1, out_channels, 1)
+
+    def columns(self, image: int, dtype: type = np.float64, absolute: bool = False) -> np.ndarray:
+        """The im2col of one image of X_p (of |X_p| when ``absolute``): R of shape (1, C*T, P), or (C, T, P)
+        for a depthwise convolution, T taps, P output positions."""
+        xp = np.zeros(self.padded, dtype=dtype)
+        _, height, width = self.x.shape[1:]
+        inside = xp[:, self.pads[0] : self.pads[0] + height, self.pads[1] : self.pads[1] + width]
+        if absolute:
+            np.abs(self.x[image], out=inside, casting="unsafe")
+        else:
+            inside[...] = self.x[image]
+        rows, cols = self.taps
+        (s0, s1), (oh, ow) = self.strides, self.out
+        columns = np.empty((xp.shape[0], len(rows), len(cols), oh, ow), dtype=dtype)
+        for a, i in enumerate(rows):
+            for c, j in enumerate(cols):
+                columns[:, a, c] = xp[:, i : i + s0 * (oh - 1) + 1 : s0, j : j + s1 * (ow - 1) + 1 : s1]
+        taps = len(rows) * len(cols)
+        if self.depthwise:
+            return columns.reshape(-1, taps, oh * ow)
+        return columns.reshape(1, -1, oh * ow)
+
+    def products(self, image: int) -> Products:
+        return Products(self.left, self.columns(image), self.bias, self.dtype, finite=self.finite)
+
+    def abs_sum(self, image: int) -> np.ndarray:
+        work = np.float64 if self.dtype == np.float64 else np.float32  # abs_sum's working precision
+        right = self.columns(image, work, absolute=True)
+        return abs_sum(self.left.astype(work), right, self.bias, self.dtype, finite=self.finite)
+
+
+def _check(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: ConvParams) -> None:
+    if x.ndim != 4 or w.ndim != 4:
+        raise OutsideProfileError(
+            f"Conv with X of rank {x.ndim} and W of rank {w.ndim}: SONNX specifies two spatial axes (Conv.R1)"
+        )
+    dtypes = {a.dtype for a in (x, w, b) if a is not None}
+    if len(dtypes) > 1:
+        raise OutsideProfileError(
+            f"Conv on {sorted(str(d) for d in dtypes)}: X, W and B have one type (Conv.X.float.C2)"
+        )
+    if x.dtype not in FLOAT_DTYPES:
+        raise OutsideProfileError(f"Conv on {x.dtype}: not a type of the profile (Conv.types)")
+    lengths = (len(params.strides), len(params.pads), len(params.dilations))
+    if lengths != (2, 4, 2):
+        raise ReferenceError(f"Conv attribute lengths {lengths}: expected strides 2, pads 4, dilations 2")
+    if min(params.strides + params.dilations) < 1 or min(params.pads) < 0:
+        raise ReferenceError(
+            f"Conv attributes out of their domain: strides={list(params.strides)}, pads={list(params.pads)}, "
+            f"dilations={list(params.dilations)} (Conv.strides.C1, Conv.pads.C1, Conv.dilations.C1)"
+        )
+    channels, out_channels = x.shape[1], w.shape[0]
+    group = params.group
+    if group < 1 or channels % group:
+        raise ReferenceError(
+            f"Conv with group={group} and {channels} channels (Conv.group.C1, Conv.group.C2)"
+        )
+    if group not in (1, channels):
+        raise OutsideProfileError(
+            f"Conv with group={group} on {channels} channels: SONNX specifies group 1 or dX1 (Conv.R3)"
+        )
+    if w.shape[1] != channels // group:
+        raise ReferenceError(
+            f"Conv W of shape {list(w.shape)} for {channels} channels, group={group} (Conv.X.C2)"
+        )
+    if group > 1 and out_channels != channels:
+        raise OutsideProfileError(
+            f"depthwise Conv with {out_channels} output channels for {channels} channels: SONNX defines one "
+            "output channel per input channel (Conv.depthwise)"
+        )
+    if params.kernel_shape is not None and tuple(params.kernel_shape) != tuple(w.shape[2:]):
+        raise ReferenceError(
+            f"Conv kernel_shape={list(params.kernel_shape)} but W's spatial shape is {list(w.shape[2:])} "
+            "(Conv.kernel_shape.C2)"
+        )
+    if b is not None and b.shape != (out_channels,):
+        raise ReferenceError(
+            f"Conv B of shape {list(b.shape)} for {out_channels} output channels (Conv.B.C1)"
+        )
+
+
+def conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None = None,
+    *,
+    strides: Sequence[int] = (1, 1),
+    pads: Sequence[int] = (0, 0, 0, 0),
+    dilations: Sequence[int] = (1, 1),
+    group: int = 1,
+    max_elements: int | None = None,
+) -> np.ndarray:
+    """Y of a standard (group = 1) or depthwise (group = dX1) convolution, correctly rounded."""
+    params = ConvParams(tuple(strides), tuple(pads), tuple(dilations), int(group))  # type: ignore[arg-type]
+    return _convolve(_Plan(x, w, b, params, max_elements))
+
+
+def conv_abs(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None = None,
+    *,
+    strides: Sequence[int] = (1, 1),
+    pads: Sequence[int] = (0, 0, 0, 0),
+    dilations: Sequence[int] = (1, 1),
+    group: int = 1,
+    max_elements: int | None = None,
+) -> np.ndarray:
+    """An upper bound (float64, tight to a relative 2(n+2)u) of sum |X_p * W_d| + |B| for every element of
+    Y: the same convolution on |X|, |W| and |B|. +inf where a term involves a non-finite operand."""
+    params = ConvParams(tuple(strides), tuple(pads), tuple(dilations), int(group))  # type: ignore[arg-type]
+    plan = _Plan(x, w, b, params, max_elements)
+    out = np.empty(plan.y_shape, dtype=np.float64)
+    for image in range(plan.y_shape[0]):
+        out[image] = plan.abs_sum(image).reshape(plan.y_shape[1:])
+    return out
+
+
+def conv_with_abs(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **attributes: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """``conv`` and ``conv_abs`` of the same arguments: the bound's sum of |products| also bounds the error
+    of tier 1 (products_common), which then needs no Cauchy-Schwarz norms."""
+    max_elements = attributes.pop("max_elements", None)
+    params = ConvParams(**{k: int(v) if k == "group" else tuple(v) for k, v in attributes.items()})  # type: ignore
+    return _with_abs(_Plan(x, w, b, params, max_elements))  # type: ignore[arg-type]
+
+
+def _with_abs(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
+    y = np.empty(plan.y_shape, dtype=plan.dtype)
+    bound = np.empty(plan.y_shape, dtype=np.float64)
+    for image in range(plan.y_shape[0]):
+        magnitude = plan.abs_sum(image)
+        right = plan.columns(image)
+        products = Products(plan.left, right, plan.bias, plan.dtype, finite=plan.finite, magnitude=magnitude)
+        y[image] = products.rounded().reshape(plan.y_shape[1:])
+        bound[image] = magnitude.reshape(plan.y_shape[1:])
+    return y, bound
+
+
+def _convolve(plan: _Plan) -> np.ndarray:
+    y = np.empty(plan.y_shape, dtype=plan.dtype)
+    for image in range(plan.y_shape[0]):
+        y[image] = plan.products(image).rounded().reshape(plan.y_shape[1:])
+    return y
+
+
+def run(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
+) -> list[np.ndarray]:
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        raise ReferenceError("Conv without X or W")
+    bias = inputs[2] if len(inputs) > 2 else None
+    return [_convolve(_Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements))]
+
+
+def run_abs(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
+) -> np.ndarray:
+    """``conv_abs`` of a node: the sum |X_p * W_d| + |B| per element of Y (float64, rounded up), for the
+    sum-of-products bound. Cheaper than the kernel run on |X|, |W|, |B| (a float32 product for float16 and
+    float32 data, no certification) and an upper bound by construction."""
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        raise ReferenceError("Conv without X or W")
+    bias = inputs[2] if len(inputs) > 2 else None
+    plan = _Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements)
+    out = np.empty(plan.y_shape, dtype=np.float64)
+    for image in range(plan.y_shape[0]):
+        out[image] = plan.abs_sum(image).reshape(plan.y_shape[1:])
+    return out
+
+
+def run_with_abs(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """``run`` and ``run_abs`` together, cheaper than apart (see ``conv_with_abs``)."""
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        raise ReferenceError("Conv without X or W")
+    bias = inputs[2] if len(inputs) > 2 else None
+    plan = _Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements)
+    y, bound = _with_abs(plan)
+    return [y], bound
