@@ -33,6 +33,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.reference.double_double import dd_add, dd_mul, fast_two_sum, split, two_prod, two_sum  # noqa: F401 - re-exported
 from sonnx_check.reference.errors import DataConstraintError, OutsideProfileError, ReferenceError
 
 # -- type sets --------------------------------------------------------------------------------------------
@@ -171,50 +172,6 @@ def is_odd_integer(b: np.ndarray) -> np.ndarray:
 # round-to-nearest as long as nothing overflows or underflows: the callers keep magnitudes between 2**-900 and
 # 2**900 (mantissas, logarithms, exponents of at most a few thousand); a product error term below 2**-1000
 # belongs to a value whose own contribution is negligible.
-
-_SPLITTER = 134217729.0  # 2**27 + 1 (Dekker)
-
-
-def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def fast_two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact when |a| >= |b| (or a = 0)."""
-    s = a + b
-    return s, b - (s - a)
-
-
-def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    t = _SPLITTER * a
-    hi = t - (t - a)
-    return hi, a - hi
-
-
-def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    p = a * b
-    ah, al = split(a)
-    bh, bl = split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def dd_add(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
-    """Accurate dd addition (relative error below 2**-104 for any signs)."""
-    s, e = two_sum(ah, bh)
-    t, f = two_sum(al, bl)
-    e = e + t
-    s, e = fast_two_sum(s, e)
-    e = e + f
-    return fast_two_sum(s, e)
-
-
-def dd_mul(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
-    """dd product (relative error below 2**-104)."""
-    p, e = two_prod(ah, bh)
-    e = e + (ah * bl + al * bh)
-    return fast_two_sum(p, e)
 
 
 def dd_mul_d(ah, al, b) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.profile import TYPE_NAMES, profile_operators
+from sonnx_check.reference.double_double import dd_add, dd_mul, fast_two_sum, split, two_prod, two_sum  # noqa: F401 - re-exported
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 
 _TYPE_NAME_OF = {code: name for name, code in TYPE_NAMES.items()}
@@ -86,52 +87,6 @@ def fresh(array: np.ndarray) -> np.ndarray:
 
 
 # --- error-free transformations and double-double arithmetic --------------------------------------------
-
-_SPLITTER = 134217729.0  # 2^27 + 1: Veltkamp's split of a 53-bit significand into two 26-bit halves
-
-
-def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Knuth's TwoSum: s = RN(a + b) and the exact error a + b - s (no condition on |a|, |b|)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def fast_two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's FastTwoSum, exact when |a| >= |b| (or a = 0)."""
-    s = a + b
-    return s, b - (s - a)
-
-
-def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    c = _SPLITTER * a
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's TwoProduct: p = RN(a * b) and the exact error a * b - p, provided |a|, |b| < 2^995 and the
-    product's error is not below the subnormal range (true for the magnitudes the kernels pass)."""
-    p = a * b
-    ah, al = split(a)
-    bh, bl = split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def dd_add(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
-    """Accurate double-double addition (QD's ieee_add)."""
-    s1, s2 = two_sum(ah, bh)
-    t1, t2 = two_sum(al, bl)
-    s2 = s2 + t1
-    s1, s2 = fast_two_sum(s1, s2)
-    s2 = s2 + t2
-    return fast_two_sum(s1, s2)
-
-
-def dd_mul(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
-    p, e = two_prod(ah, bh)
-    e = e + (ah * bl + al * bh)
-    return fast_two_sum(p, e)
 
 
 def dd_div(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
