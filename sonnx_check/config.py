@@ -30,6 +30,7 @@ from typing import Any
 
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
+from sonnx_check.globs import glob_pattern
 
 FORMATS = ("text", "json", "sarif", "github", "junit")
 OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
@@ -166,35 +167,8 @@ class CliOptions:
 
 @functools.lru_cache(maxsize=512)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """gitignore-like globs: ``*`` and ``?`` stay within one path segment, ``**`` crosses segments, and
-    ``[...]`` is a character class. Matching is on '/'-separated paths, case-sensitive."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    """A model glob as a regular expression on the whole '/'-separated path (case-sensitive)."""
+    return re.compile(glob_pattern(pattern) + r"\Z")
 
 
 def _normalise(path: str) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sonnx_check.globs import glob_pattern
+
 MODEL_SUFFIX = ".onnx"
 FIXED_SUFFIX = ".fixed.onnx"  # sonnx_check.fix.FIXED_SUFFIX, without importing onnx to list files
 
@@ -284,43 +286,7 @@ def _parse(line: str) -> _Pattern | None:
     if not line:
         return None
     anchored = "/" in line
-    body = _glob(line.lstrip("/"))
+    body = glob_pattern(line.lstrip("/"))
     regex = body if anchored else f"(?:.*/)?{body}"
     # A pattern that names a folder also matches every path inside it.
     return _Pattern(re.compile(f"{regex}(?:/.*)?\\Z", re.DOTALL), negated, dir_only)
-
-
-def _glob(pattern: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("/.*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        elif c == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out)
