@@ -459,3 +459,13 @@ def correctly_rounded(
             ufunc(a, b, out=c)
         return c
     return chunked(c, lambda x, y: ufunc(x.astype(np.float64), y.astype(np.float64)).astype(dtype), a, b)
+
+
+def chunked_unary(op: str, x: np.ndarray, chunk: Callable[[np.ndarray, np.dtype], np.ndarray],
+                  max_elements: int | None) -> np.ndarray:  # fmt: skip
+    """The frame every float-only unary kernel shares: check X's type, reserve Y within the element budget,
+    and fill it chunk by chunk with ``chunk(x_chunk, dtype)``."""
+    x = np.asarray(x)
+    dtype = require_types(op, {"X": x}, FLOATS, f"{op}.types")
+    y = new_output(op, "Y", x.shape, dtype, max_elements)
+    return chunked(y, lambda v: chunk(v, dtype), x)

@@ -22,23 +22,17 @@ import onnx
 
 from sonnx_check.reference.elementwise_common import (
     EXP_ARG_LIMIT,
-    FLOATS,
-    chunked,
+    chunked_unary,
     exp_scaled,
     high_precision,
-    new_output,
     operands,
-    require_types,
     resolve_undecided,
     round_certified,
 )
 
 
 def exp(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
-    x = np.asarray(x)
-    dtype = require_types("Exp", {"X": x}, FLOATS, "Exp.types")
-    y = new_output("Exp", "Y", x.shape, dtype, max_elements)
-    return chunked(y, lambda v: _chunk(v, dtype), x)
+    return chunked_unary("Exp", x, _chunk, max_elements)
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -20,23 +20,17 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference.elementwise_common import (
-    FLOATS,
-    chunked,
+    chunked_unary,
     high_precision,
     log_dd,
-    new_output,
     operands,
-    require_types,
     resolve_undecided,
     round_certified,
 )
 
 
 def log(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
-    x = np.asarray(x)
-    dtype = require_types("Log", {"X": x}, FLOATS, "Log.types")
-    y = new_output("Log", "Y", x.shape, dtype, max_elements)
-    return chunked(y, lambda v: _chunk(v, dtype), x)
+    return chunked_unary("Log", x, _chunk, max_elements)
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -20,25 +20,19 @@ import onnx
 
 from sonnx_check.reference.elementwise_common import (
     EXP_ARG_LIMIT,
-    FLOATS,
-    chunked,
+    chunked_unary,
     dd_add,
     dd_div,
     exp_scaled,
     high_precision,
-    new_output,
     operands,
-    require_types,
     resolve_undecided,
     round_certified,
 )
 
 
 def sigmoid(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
-    x = np.asarray(x)
-    dtype = require_types("Sigmoid", {"X": x}, FLOATS, "Sigmoid.types")
-    y = new_output("Sigmoid", "Y", x.shape, dtype, max_elements)
-    return chunked(y, lambda v: _chunk(v, dtype), x)
+    return chunked_unary("Sigmoid", x, _chunk, max_elements)
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -22,15 +22,12 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference.elementwise_common import (
-    FLOATS,
-    chunked,
+    chunked_unary,
     dd_add,
     dd_div,
     expm1_dd,
     high_precision,
-    new_output,
     operands,
-    require_types,
     resolve_undecided,
     round_certified,
 )
@@ -40,10 +37,7 @@ _SATURATED = 40.0
 
 
 def tanh(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
-    x = np.asarray(x)
-    dtype = require_types("Tanh", {"X": x}, FLOATS, "Tanh.types")
-    y = new_output("Tanh", "Y", x.shape, dtype, max_elements)
-    return chunked(y, lambda v: _chunk(v, dtype), x)
+    return chunked_unary("Tanh", x, _chunk, max_elements)
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
