@@ -28,7 +28,15 @@ import click
 from rich.console import Console
 
 from sonnx_check import __version__, sanitise
-from sonnx_check.config import FAIL_ON, FORMATS, OPT_LEVELS, CliOptions, FixSettings, Settings
+from sonnx_check.config import (
+    FAIL_ON,
+    FORMATS,
+    MAXPOOL_NAN_READINGS,
+    OPT_LEVELS,
+    CliOptions,
+    FixSettings,
+    Settings,
+)
 from sonnx_check.discovery import FIXED_SUFFIX, Discovery, Target
 from sonnx_check.errors import RunInterrupted, UsageError, UserError
 from sonnx_check.findings import Finding, ModelResult, Severity
@@ -51,7 +59,18 @@ SECTIONS = (
     ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
     (
         "Comparing with onnxruntime (--compare)",
-        ("compare", "inputs", "seed", "ort_opt_level", "shapes", "max_elements", "max_memory", "timeout"),
+        (
+            "compare",
+            "inputs",
+            "node_edges",
+            "maxpool_nan",
+            "seed",
+            "ort_opt_level",
+            "shapes",
+            "max_elements",
+            "max_memory",
+            "timeout",
+        ),
     ),
     ("Running", ("jobs", "show_traceback")),
     ("Information", ("list_rules", "explain", "version", "help")),
@@ -224,7 +243,20 @@ class _Size(click.ParamType):
     "inputs",
     multiple=True,
     metavar="random|edge|PATH",
-    help="Comparison inputs (repeatable; default: random and edge). PATH: .npz or test_data_set folder.",
+    help="Model-level comparison inputs (repeatable; default: random). PATH: .npz or test_data_set folder.",
+)
+@click.option(
+    "--node-edges/--no-node-edges",
+    default=None,
+    help="Also run every distinct node configuration alone on edge values (NaN, ±inf, ±0, extremes, ties, "
+    "subnormals, the operator's own), in onnxruntime and in the reference (default: on).",
+)
+@click.option(
+    "--maxpool-nan",
+    type=click.Choice(MAXPOOL_NAN_READINGS),
+    default=None,
+    help="MaxPool's NaN reading: seed 003's 'NaN counts as -inf' (nan-as-negative-infinity, the default) "
+    "or the working group's later NaN-absorbing text.",
 )
 @click.option(
     "--seed", type=int, default=None, metavar="N", help="Seed of the random comparison inputs (default 0)."
@@ -337,6 +369,8 @@ def run(
     explain: str | None,
     compare: bool | None,
     inputs: tuple[str, ...],
+    node_edges: bool | None,
+    maxpool_nan: str | None,
     seed: int | None,
     ort_opt_level: str | None,
     shapes: tuple[str, ...],
@@ -370,6 +404,8 @@ def run(
         jobs=jobs,
         compare=compare,
         inputs=inputs,
+        node_edges=node_edges,
+        maxpool_nan=maxpool_nan,
         seed=seed,
         ort_opt_level=ort_opt_level,
         shapes=shapes,

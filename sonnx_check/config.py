@@ -53,9 +53,11 @@ TOP_KEYS = (
 )
 COMPARE_KEYS = (
     "enabled", "inputs", "seed", "ort-opt-level", "shapes", "max-elements", "timeout", "max-memory",
-    "accuracy",
+    "accuracy", "node-edges", "maxpool-nan",
 )  # fmt: skip
 DEFAULT_TIMEOUT = 300.0
+# reference/nan_policy.READINGS, repeated here so that reading a configuration imports no kernel
+MAXPOOL_NAN_READINGS = ("nan-as-negative-infinity", "nan-absorbing")
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
 _SIZE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20}
@@ -87,7 +89,9 @@ class Waiver:
 @dataclass(frozen=True)
 class CompareSettings:
     enabled: bool = False
-    inputs: tuple[str, ...] = ("random", "edge")
+    inputs: tuple[str, ...] = ("random",)
+    node_edges: bool = True  # every node configuration also run alone on edge values
+    maxpool_nan: str = "nan-as-negative-infinity"  # the MaxPool NaN reading (seed 003's, or "nan-absorbing")
     seed: int = 0
     ort_opt_level: str = "default"
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
@@ -150,6 +154,8 @@ class CliOptions:
     jobs: int | None = None
     compare: bool | None = None
     inputs: tuple[str, ...] = ()
+    node_edges: bool | None = None
+    maxpool_nan: str | None = None
     seed: int | None = None
     ort_opt_level: str | None = None
     shapes: tuple[str, ...] = ()
@@ -386,6 +392,10 @@ def _compare_table(r: _Reader, value: Any, base: Path) -> dict[str, Any]:
         out["inputs"] = tuple(
             i if i in ("random", "edge") or os.path.isabs(i) else str(base / i) for i in inputs
         )
+    if "node-edges" in value:
+        out["node_edges"] = r.boolean(value["node-edges"], f"{key}.node-edges")
+    if "maxpool-nan" in value:
+        out["maxpool_nan"] = r.choice(value["maxpool-nan"], f"{key}.maxpool-nan", MAXPOOL_NAN_READINGS)
     if "seed" in value:
         out["seed"] = r.integer(value["seed"], f"{key}.seed", 0)
     if "ort-opt-level" in value:
@@ -582,6 +592,10 @@ def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) ->
     compare = CompareSettings(
         enabled=cli.compare if cli.compare is not None else file_compare.get("enabled", False),
         inputs=tuple(cli.inputs) or file_compare.get("inputs", CompareSettings.inputs),
+        node_edges=cli.node_edges
+        if cli.node_edges is not None
+        else file_compare.get("node_edges", CompareSettings.node_edges),
+        maxpool_nan=cli.maxpool_nan or file_compare.get("maxpool_nan", CompareSettings.maxpool_nan),
         seed=cli.seed if cli.seed is not None else file_compare.get("seed", 0),
         ort_opt_level=cli.ort_opt_level or file_compare.get("ort_opt_level", "default"),
         shapes=tuple(shapes.items()),

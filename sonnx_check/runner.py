@@ -282,6 +282,8 @@ def _compare_into(
 
     options = CompareOptions(
         datasets=settings.compare.inputs,
+        node_edges=settings.compare.node_edges,
+        maxpool_nan=settings.compare.maxpool_nan,
         seed=settings.compare.seed,
         ort_opt_level=settings.compare.ort_opt_level,
         shapes=dict(settings.compare.shapes),

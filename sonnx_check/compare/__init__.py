@@ -18,7 +18,7 @@ import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from sonnx_check import reference
 from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory, runtime
 from sonnx_check.compare.aggregate import OutputRecord
+from sonnx_check.compare.battery import Configuration, NodeEdges
 from sonnx_check.compare.datasets import Dataset, InputBudgetExceeded, build_datasets, input_specs
 from sonnx_check.compare.localise import (
     DIVERGES,
@@ -38,6 +39,7 @@ from sonnx_check.compare.localise import (
     ancestors,
     compare_nodes,
     merge,
+    node_inputs,
     outputs_replaced,
     plan,
 )
@@ -47,6 +49,7 @@ from sonnx_check.errors import UsageError
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.loading import load_model
 from sonnx_check.profile import profile_operators
+from sonnx_check.reference import nan_policy
 from sonnx_check.view import ModelView
 
 DIVERGENCE = "RUNTIME.divergence"
@@ -60,10 +63,10 @@ __all__ = ["CompareOptions", "CompareResult", "compare_model", "compare_loaded"]
 
 @dataclass(frozen=True)
 class CompareOptions:
-    datasets: tuple[str, ...] = (
-        "random",
-        "edge",
-    )  # "random", "edge", or a path to .npz / test_data_set folder
+    # model-level inputs: "random", "edge", or a path to .npz / test_data_set folder
+    datasets: tuple[str, ...] = ("random",)
+    node_edges: bool = True  # each distinct node configuration also run alone on edge values (battery.py)
+    maxpool_nan: str = nan_policy.NAN_AS_NEGATIVE_INFINITY  # the MaxPool NaN reading (nan_policy.py)
     seed: int = 0
     ort_opt_level: str = "default"
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -83,6 +86,9 @@ class CompareOptions:
             raise UsageError(f"--max-elements {self.max_elements}: must be at least 1")
         if self.timeout is not None and not self.timeout > 0:
             raise UsageError(f"--timeout {self.timeout}: must be more than 0 seconds")
+        if self.maxpool_nan not in nan_policy.READINGS:
+            choices = ", ".join(nan_policy.READINGS)
+            raise UsageError(f"--maxpool-nan {self.maxpool_nan!r}: expected one of {choices}")
         if self.max_memory is not None and self.max_memory < 2**20:
             raise UsageError(f"--max-memory {self.max_memory}: must be at least 1 MiB")
         for op_type, bound in self.accuracy.items():
@@ -107,7 +113,8 @@ def compare_model(path: Path, options: CompareOptions) -> CompareResult:
 
 def compare_loaded(model: onnx.ModelProto, options: CompareOptions) -> CompareResult:
     """Compare a model already in memory (with its weights)."""
-    return _Comparison(model, options).run()
+    with nan_policy.maxpool_reading(options.maxpool_nan):
+        return _Comparison(model, options).run()
 
 
 _STOPPED_BEFORE = "onnxruntime was stopped by the time limit (--timeout) before it was compared"
@@ -136,10 +143,16 @@ class _Comparison:
         self.stopped: _Stopped | None = None
         self.end_to_end_spare: int | None = None
         self.sizes: dict[str, memory.Size] = {}
+        self.edges: NodeEdges | None = None
         self.comparison: dict[str, Any] = {
             "status": NOT_COMPARED,
             "onnxruntime": runtime.describe_unavailable(options.ort_opt_level),
-            "reference": {"operators": sorted(reference.supported_ops())},
+            "reference": {
+                "operators": sorted(reference.supported_ops()),
+                # a reading of the specification the user chose (or the default): every report carries it
+                "maxpool_nan": options.maxpool_nan,
+                "maxpool_nan_reading": nan_policy.READINGS[options.maxpool_nan],
+            },
             "datasets": [],
             "nodes": [],
             "outputs": [],
@@ -191,6 +204,15 @@ class _Comparison:
         end_to_end = self._end_to_end_records(nodes, planner)
         batches = planner.batches([n for n in nodes if n.has_kernel and not n.reason])
         failed: dict[str, str] = {}
+        if self.options.node_edges:
+            self.edges = NodeEdges(
+                self.view.nodes,
+                self.model,
+                seed=self.options.seed,
+                max_elements=self.options.max_elements,
+                budget=memory.halves(self.options.max_memory)[1],
+                accuracy=self.options.accuracy,
+            )
         try:
             try:
                 batches = self._plain_pass(plain, datasets, batches, end_to_end, failed)
@@ -198,6 +220,8 @@ class _Comparison:
                 plain.close()  # one worker at a time: the memory budget counts one
             for batch in batches:
                 self._batch_pass(batch, datasets, failed)
+            if self.edges is not None:
+                self.edges.run(self._session, self._run)
         except _Stopped as exc:
             self.stopped = exc
         return self._finish(datasets, nodes, end_to_end, failed)
@@ -235,13 +259,13 @@ class _Comparison:
             raise
 
     def _run(
-        self, session: runtime.OrtSession, feeds: Mapping[str, Any], names: list[str] | None, dataset: Dataset
+        self, session: runtime.OrtSession, feeds: Mapping[str, Any], names: list[str] | None, dataset: str
     ) -> dict[str, Any]:
         try:
             return session.run(feeds, names)
         except runtime.RuntimeRefusal as exc:
             if exc.timed_out:
-                raise _Stopped(exc, dataset.name) from None
+                raise _Stopped(exc, dataset) from None
             raise
 
     def _end_to_end_records(
@@ -278,7 +302,7 @@ class _Comparison:
         for dataset in datasets:
             feeds = dataset.feeds
             try:
-                actual = self._run(plain, feeds, names, dataset)
+                actual = self._run(plain, feeds, names, dataset.name)
             except runtime.RuntimeRefusal as exc:
                 failed[dataset.name] = exc.reason
                 del feeds  # the next dataset is built only once this one is gone
@@ -321,7 +345,7 @@ class _Comparison:
                     continue  # the unmodified model already failed on it: that is the finding
                 feeds = dataset.feeds
                 try:
-                    values = self._run(session, feeds, batch.tensors, dataset)
+                    values = self._run(session, feeds, batch.tensors, dataset.name)
                 except runtime.RuntimeRefusal as exc:
                     for entry in batch.entries:
                         entry.failures.setdefault(
@@ -347,6 +371,13 @@ class _Comparison:
             spare=batch.spare,
             accuracy=self.options.accuracy,
         )
+        if self.edges is not None:
+            for entry in batch.entries:
+                if entry.records:
+                    node = self.view.nodes[entry.index]
+                    inputs, missing = node_inputs(node, values)
+                    if not missing:
+                        self.edges.observe(entry.index, inputs, [values.get(n) for n in node.output])
 
     def _weights(self, batch: memory.Batch) -> dict[str, Any]:
         """The initializers the batch's nodes read, decoded for this dataset only (memory.Planner counts
@@ -385,8 +416,10 @@ class _Comparison:
                 entry["status"], entry["error"] = "failed", failed[entry["name"]]
             else:
                 entry["status"] = "ok"
-        compared_anything = any(n.records for n in nodes) or any(
-            r.datasets for r in (end_to_end or {}).values()
+        compared_anything = (
+            any(n.records for n in nodes)
+            or any(r.datasets for r in (end_to_end or {}).values())
+            or (self.edges is not None and self.edges.compared())
         )
         if failed:
             self._dataset_failures(datasets, failed, compared_anything)
@@ -399,6 +432,7 @@ class _Comparison:
                 if record.diverges:
                     diverging.add(entry.index)
                     self.findings.append(self._divergence(entry.index, record, "node"))
+        self._edge_findings()
         if end_to_end is not None:
             self.comparison["outputs"] = [r.to_json(self.version) for r in end_to_end.values()]
             for name, record in end_to_end.items():
@@ -423,6 +457,48 @@ class _Comparison:
         self.comparison["status"] = self._status(nodes, end_to_end, failed, compared_anything)
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
         return CompareResult(self.findings, self.comparison)
+
+    def _edge_findings(self) -> None:
+        """The node edge battery: one finding per diverging output of a configuration, naming its nodes."""
+        if self.edges is None:
+            self.comparison["node_edges"] = {"enabled": False}
+            return
+        self.comparison["node_edges"] = self.edges.to_json(self.version)
+        for config in self.edges.diverging():
+            where = self._configuration_text(config)
+            for record in config.records.values():
+                if record.diverges:
+                    finding = self._divergence(config.nodes[0], record, "node-edges")
+                    finding.data["configuration"] = self._configuration_json(config)
+                    self.findings.append(replace(finding, message=f"{record.message('output')}; {where}"))
+            if config.crashes:
+                dataset, how = next(iter(config.crashes.items()))
+                more = f" and {len(config.crashes) - 1} other dataset(s)" if len(config.crashes) > 1 else ""
+                self.findings.append(
+                    Finding(
+                        DIVERGENCE,
+                        f"onnxruntime did not finish on dataset {dataset}{more}: {how}; the specification "
+                        f"defines a result for these inputs (the reference computed it); {where}",
+                        Severity.ERROR,
+                        node=self.view.refs[config.nodes[0]],
+                        data={
+                            "scope": "node-edges",
+                            "crash": how,
+                            "datasets": sorted(config.crashes),
+                            "configuration": self._configuration_json(config),
+                            "onnxruntime": self.comparison["onnxruntime"],
+                        },
+                    )
+                )
+
+    def _configuration_text(self, config: Configuration) -> str:
+        names = [f"'{self.view.nodes[i].name}'" if self.view.nodes[i].name else f"#{i}" for i in config.nodes]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return f"{config.op_type} run alone on edge values, configuration of {len(names)} node(s): {shown}"
+
+    def _configuration_json(self, config: Configuration) -> dict[str, Any]:
+        described = config.to_json(self.view.nodes, self.version)
+        return {k: described[k] for k in ("op_type", "attributes", "inputs", "nodes")}
 
     def _timeout_finding(self, nodes: list[NodeComparison], compared_anything: bool) -> None:
         assert self.stopped is not None
@@ -583,7 +659,12 @@ class _Comparison:
             and all(n.status != NOT_COMPARED and not n.failures for n in nodes)
             and not self.comparison.get("end_to_end", {}).get("failures")
         )
-        if any(n.status == DIVERGES for n in nodes) or any(r.diverges for r in (end_to_end or {}).values()):
+        edges_diverge = self.edges is not None and bool(self.edges.diverging())
+        if (
+            any(n.status == DIVERGES for n in nodes)
+            or any(r.diverges for r in (end_to_end or {}).values())
+            or edges_diverge
+        ):
             return "diverges" if complete else "diverges-partial"
         return "match" if complete else "partial"
 

@@ -472,6 +472,23 @@ def edge_pattern_names(dtypes: Sequence[np.dtype]) -> list[str]:
     return names
 
 
+def edge_array(
+    pattern: str, dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator, position: int = 0
+) -> np.ndarray:
+    """One input's data for the edge pattern ``pattern``: the input at an odd ``position`` gets the partner
+    pattern, and a type without that pattern gets its mixture of specials."""
+    table = _patterns_for(dtype)
+    own = PARTNERS.get(pattern, pattern) if position % 2 else pattern
+    fill = table.get(own, table["specials-mix"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        return fill(dtype, shape, rng)
+
+
+def seeded(seed: int, *words: str) -> np.random.Generator:
+    """A generator that depends on the seed and on what it is for (the same data on every run)."""
+    return _rng(seed, *words)
+
+
 def edge_datasets(
     specs: Sequence[InputSpec], shapes: Mapping[str, tuple[int, ...]], seed: int
 ) -> list[Dataset]:
@@ -479,16 +496,12 @@ def edge_datasets(
 
     def builder(pattern: str) -> Callable[[], dict[str, np.ndarray]]:
         def build() -> dict[str, np.ndarray]:
-            feeds: dict[str, np.ndarray] = {}
-            with np.errstate(over="ignore", invalid="ignore"):
-                for position, spec in enumerate(specs):
-                    table = _patterns_for(dtypes[spec.name])
-                    own = PARTNERS.get(pattern, pattern) if position % 2 else pattern
-                    fill = table.get(own, table["specials-mix"])
-                    feeds[spec.name] = fill(
-                        dtypes[spec.name], shapes[spec.name], _rng(seed, spec.name, pattern)
-                    )
-            return feeds
+            return {
+                spec.name: edge_array(
+                    pattern, dtypes[spec.name], shapes[spec.name], _rng(seed, spec.name, pattern), position
+                )
+                for position, spec in enumerate(specs)
+            }
 
         return build
 

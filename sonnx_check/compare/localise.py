@@ -187,11 +187,14 @@ def merge(
     inputs: Sequence[np.ndarray | None] = (),
     spare: int | None = None,
     override: str | None = None,
+    *,
+    describe_received: bool = True,
 ) -> None:
     """Compare one output on one dataset and add it, with the known behaviours it matches, to ``record``.
     ``spare`` (bytes, None: no limit) is the memory the known-behaviour matching may use. The output of an
     inexact operator is judged against its accuracy bound (``override``: the user's tighter one): only the
-    elements beyond it, and special-value mismatches, differ."""
+    elements beyond it, and special-value mismatches, differ. ``describe_received``: say what the data
+    looked like when it reached the node (not for data fed to the node directly)."""
     diff = compare_arrays(expected, actual)
     if node is not None and diff.mismatches and _inexact(node.op_type, expected):
         bound = accuracy.bound_for(node.op_type, expected.dtype, override)
@@ -209,7 +212,7 @@ def merge(
                 "not matched against the known onnxruntime behaviours: too large for --max-memory"
             )
             return
-        if record.first is None and not record.received:
+        if describe_received and record.first is None and not record.received:
             record.received = describe_inputs(node, inputs)
         case = DivergenceCase(node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs)
         known = match_known(case)

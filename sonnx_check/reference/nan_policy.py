@@ -1,14 +1,18 @@
 """The NaN policy of the MaxPool reference kernel, in one place.
 
 Seed 003 states: "any NaN value in X_p is considered as -inf" (semantics.md, MaxPool decision 3). A later
-working-group revision dropped that sentence and its formal model makes NaN absorbing instead. Switching the
-kernel to that reading is the one-line change of ``MAXPOOL_NAN`` below; nothing else in the kernel decides
-what a NaN does.
+working-group revision dropped that sentence and its formal model makes NaN absorbing instead. Which one a
+comparison uses is a configuration choice (``--maxpool-nan``, ``compare.maxpool-nan``; seed 003's by default),
+recorded in every report; ``MAXPOOL_NAN`` below holds it, and nothing else in the kernel decides what a NaN
+does.
 
 Max needs no policy switch: seed 002 makes NaN absorbing and ``numpy.maximum`` propagates NaN.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -16,6 +20,26 @@ NAN_AS_NEGATIVE_INFINITY = "nan-as-negative-infinity"  # seed 003, the profile t
 NAN_ABSORBING = "nan-absorbing"  # later working-group revision, not yet the profile
 
 MAXPOOL_NAN = NAN_AS_NEGATIVE_INFINITY
+READINGS = {
+    NAN_AS_NEGATIVE_INFINITY: "seed 003: 'any NaN value in X_p is considered as -inf' (a window of NaN and "
+    "-inf gives -inf)",
+    NAN_ABSORBING: "the working group's later MaxPool text: a NaN in a window makes its maximum NaN",
+}
+
+
+@contextmanager
+def maxpool_reading(policy: str) -> Iterator[None]:
+    """Run the block with ``policy`` as the MaxPool NaN reading (``--maxpool-nan``), then restore it. A
+    comparison runs in one thread, so a module-level switch is enough and the kernel's signature stays
+    the one every operator has."""
+    global MAXPOOL_NAN
+    if policy not in READINGS:
+        raise ValueError(f"unknown MaxPool NaN reading {policy!r} (expected one of {', '.join(READINGS)})")
+    saved, MAXPOOL_NAN = MAXPOOL_NAN, policy
+    try:
+        yield
+    finally:
+        MAXPOOL_NAN = saved
 
 
 def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str | None = None) -> np.ndarray:

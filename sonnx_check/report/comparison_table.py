@@ -14,6 +14,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from sonnx_check.report.readings import readings_text
+
 _STATUS_STYLE = {
     "match": "green",
     "differs": "bold red",
@@ -21,6 +23,7 @@ _STATUS_STYLE = {
     "type-mismatch": "bold red",
     "not-supported": "yellow",
     "not-compared": "yellow",
+    "crashed": "bold red",
 }
 
 
@@ -63,7 +66,23 @@ def render_comparison(comparison: Mapping[str, Any], *, wrap: bool = True) -> Ta
     for output in comparison.get("outputs", ()):
         if by_tensor.get(output.get("output", "")) != _key(output):
             table.add_row(*_cells("(end to end)", *_output_cells(output)))
+    for config in (comparison.get("node_edges") or {}).get("configurations", ()):
+        if config.get("status") != "diverges":
+            continue  # the JSON lists every configuration; the table shows those that diverge
+        label = _configuration_label(config)
+        for output in config.get("outputs", ()):
+            if output.get("status") not in ("match", "not-compared"):
+                table.add_row(*_cells(label, *_output_cells(output)))
+        for dataset, how in (config.get("crashes") or {}).items():
+            table.add_row(*_cells(label, "", dataset, _status("crashed"), "", "", how, ""))
     return table
+
+
+def _configuration_label(config: Mapping[str, Any]) -> str:
+    """The first node of a configuration run alone on edge values, and how many share it."""
+    nodes = config.get("nodes") or [{}]
+    more = f" (+{len(nodes) - 1} alike)" if len(nodes) > 1 else ""
+    return f"{_node_label({**nodes[0], 'op_type': config.get('op_type')})}{more}, alone"
 
 
 def _cells(*values: Any) -> list[Text]:
@@ -108,7 +127,14 @@ def _caption(comparison: Mapping[str, Any]) -> str | None:
     end_to_end = comparison.get("end_to_end") or {}
     if end_to_end and not end_to_end.get("compared"):
         lines.append(f"end-to-end outputs not compared: {end_to_end.get('reason', '')}")
-    return "\n".join(lines) or None
+    summary = (comparison.get("node_edges") or {}).get("summary")
+    if summary:
+        lines.append(
+            f"node edges: {summary['configurations']} configuration(s) of {summary['nodes']} node(s) run "
+            f"alone on edge values; {summary['diverging']} diverge, {summary['not_run']} not run"
+        )
+    lines.append(readings_text(comparison))
+    return "\n".join(line for line in lines if line) or None
 
 
 def _node_label(node: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from sonnx_check.findings import Finding, ModelResult, Severity
+from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import INTERNAL_RULE
 
 CLEAN_CASE = "conforms"
@@ -64,6 +65,11 @@ def render(
 def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
     path = _clean(result.path)
     suite = ET.Element("testsuite", name=path, file=path)
+    readings = comparison_readings(result.comparison)
+    if readings:  # the schema puts properties first in a testsuite
+        properties = ET.SubElement(suite, "properties")
+        for name, value in readings.items():
+            ET.SubElement(properties, "property", name=f"sonnx-check.compare.{name}", value=_clean(value))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     by_rule: dict[str, list[Finding]] = {}
     for finding in result.findings:

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sonnx_check import __version__
+from sonnx_check import __version__, sanitise
 from sonnx_check.findings import Finding, ModelResult
+from sonnx_check.report.readings import comparison_readings
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "sonnxCheckFinding/v1"
@@ -33,10 +34,14 @@ def render(results: list[ModelResult]) -> str:
     index = {rule: i for i, rule in enumerate(rule_ids)}
     occurrences: dict[str, int] = {}
     sarif_results = []
+    comparisons = []
     for result in results:
         uri = artifact_uri(result.path)
         for finding in result.findings:
             sarif_results.append(_result(finding, uri, index, occurrences))
+        readings = comparison_readings(result.comparison)
+        if readings:
+            comparisons.append({"artifact": uri, **{k: sanitise.line(v) for k, v in readings.items()}})
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -52,6 +57,7 @@ def render(results: list[ModelResult]) -> str:
                 },
                 "results": sarif_results,
                 "columnKind": "unicodeCodePoints",
+                **({"properties": {"sonnxCheckComparisons": comparisons}} if comparisons else {}),
             }
         ],
     }

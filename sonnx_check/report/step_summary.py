@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from sonnx_check.findings import Finding, ModelResult
+from sonnx_check.report.readings import readings_text
 from sonnx_check.report.summary import is_internal, summarise
 from sonnx_check.sanitise import markdown as _markdown
 
@@ -38,6 +39,9 @@ def render(results: list[ModelResult], *, configuration: str | None = None) -> s
             f"| {markdown(result.path)} | {_status(result, active)} | {counts['error']} | "
             f"{counts['warning']} | {len(result.findings) - len(active)} | {markdown(rules)} |"
         )
+    compared = [(r.path, readings_text(r.comparison)) for r in results if r.comparison]
+    if compared:
+        lines += [""] + [f"Compared {markdown(path)}: {markdown(text)}" for path, text in compared[:ROWS]]
     findings = [(r.path, f) for r in results for f in r.findings if f.waived is None]
     if findings:
         lines += ["", "<details><summary>Findings</summary>", ""]

@@ -29,6 +29,7 @@ class FakeOrt:
     plain_only: bool = False  # tamper only the unmodified model's run (a kernel choice that exposing undoes)
     refuse: str | None = None  # session-creation error message
     fail_run: Callable[[Mapping[str, np.ndarray]], str | None] = lambda feeds: None
+    crash_run: Callable[[Mapping[str, np.ndarray]], bool] = lambda feeds: False  # the worker dies
     sessions: list[onnx.ModelProto] = field(default_factory=list)
     limits: list[dict[str, object]] = field(default_factory=list)  # the deadline and memory each was given
     runs: list[list[str]] = field(default_factory=list)  # the outputs asked of each run
@@ -58,6 +59,8 @@ class FakeOrt:
                 fake.closed += 1
 
             def run(self, feeds, outputs=None):
+                if fake.crash_run(feeds):
+                    raise runtime.RuntimeRefusal("run", "onnxruntime's worker crashed (SIGFPE)", crashed=True)
                 reason = fake.fail_run(feeds)
                 if reason:
                     raise runtime.RuntimeRefusal("run", reason)

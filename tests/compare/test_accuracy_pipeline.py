@@ -33,7 +33,7 @@ def _softmax_output(comparison: dict) -> dict:
 
 
 def test_rounding_differences_within_the_bound_are_not_divergences() -> None:
-    result = compare_loaded(_softmax_rows(), CompareOptions(datasets=("random",), seed=3))
+    result = compare_loaded(_softmax_rows(), CompareOptions(node_edges=False, datasets=("random",), seed=3))
     assert not [f for f in result.findings if f.rule == "RUNTIME.divergence"]
     output = _softmax_output(result.comparison)
     assert output["status"] == "match"
@@ -46,7 +46,7 @@ def test_rounding_differences_within_the_bound_are_not_divergences() -> None:
 
 
 def test_a_tighter_configured_bound_the_runtime_exceeds_is_a_divergence_naming_the_bound() -> None:
-    options = CompareOptions(datasets=("random",), seed=3, accuracy={"Softmax": "0 abs"})
+    options = CompareOptions(node_edges=False, datasets=("random",), seed=3, accuracy={"Softmax": "0 abs"})
     result = compare_loaded(_softmax_rows(), options)
     output = _softmax_output(result.comparison)
     if "accuracy" not in output:
@@ -68,7 +68,7 @@ def test_a_data_constraint_the_actual_data_break_is_reported_under_its_rule() ->
     )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
     model.ir_version = 10
-    result = compare_loaded(model, CompareOptions(datasets=("edge",)))
+    result = compare_loaded(model, CompareOptions(node_edges=False, datasets=("edge",)))
     (finding,) = [f for f in result.findings if f.rule == "Abs.X.C2"]
     assert finding.node is not None and finding.node.name == "abs"
     assert "on the data of dataset edge/" in finding.message and finding.data["stage"] == "compare"

@@ -81,7 +81,9 @@ def test_twenty_outputs_within_the_tensor_budget_stay_within_the_run_budget(tmp_
     path = save(chain("Relu", 20, [1, 6_250_000], all_outputs=True), tmp_path)
     budget = 256 * MIB
     with peak_rss() as peak:
-        result = compare_model(path, CompareOptions(datasets=("random",), max_memory=budget))
+        result = compare_model(
+            path, CompareOptions(node_edges=False, datasets=("random",), max_memory=budget)
+        )
     [failure] = [f for f in result.findings if "failed at run time" in f.message]
     assert failure.severity is Severity.ERROR
     assert (
@@ -97,7 +99,9 @@ def test_a_chain_of_nodes_is_compared_batch_by_batch_within_the_budget(tmp_path:
     path = save(chain("Max", 20, [1, 1_000_000]), tmp_path)
     budget = 160 * MIB
     with peak_rss() as peak:
-        result = compare_model(path, CompareOptions(datasets=("random",), max_memory=budget))
+        result = compare_model(
+            path, CompareOptions(node_edges=False, datasets=("random",), max_memory=budget)
+        )
     assert result.findings == []
     assert [n["status"] for n in result.comparison["nodes"]] == ["match"] * 20
     assert result.comparison["end_to_end"] == {"compared": True}
@@ -110,7 +114,9 @@ def test_a_chain_of_nodes_is_compared_batch_by_batch_within_the_budget(tmp_path:
 def test_batches_expose_only_what_the_compared_nodes_need(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeOrt().install(monkeypatch)
     model = chain("Max", 20, [1, 1_000_000])
-    result = compare_loaded(model, CompareOptions(datasets=("random",), max_memory=160 * MIB))
+    result = compare_loaded(
+        model, CompareOptions(node_edges=False, datasets=("random",), max_memory=160 * MIB)
+    )
     assert [n["status"] for n in result.comparison["nodes"]] == ["match"] * 20
     exposing = fake.sessions[1:]
     assert len(exposing) == 2  # the unmodified model, then two batches
@@ -127,7 +133,7 @@ def test_nodes_without_a_kernel_are_not_exposed(monkeypatch: pytest.MonkeyPatch)
     model = chain("Cos", 20, [1, 1000])
     model.graph.node.append(helper.make_node("Max", ["t19", "x"], ["y"], name="last"))
     model.graph.output[0].name = "y"
-    compare_loaded(model, CompareOptions(datasets=("random",)))
+    compare_loaded(model, CompareOptions(node_edges=False, datasets=("random",)))
     assert sorted(o.name for o in fake.sessions[1].graph.output) == ["t19", "y"]
 
 
@@ -136,7 +142,8 @@ def test_a_node_too_large_for_the_budget_is_not_compared_with_what_it_needs(
 ) -> None:
     fake = FakeOrt().install(monkeypatch)
     result = compare_loaded(
-        chain("Max", 1, [1, 4_000_000]), CompareOptions(datasets=("random",), max_memory=64 * MIB)
+        chain("Max", 1, [1, 4_000_000]),
+        CompareOptions(node_edges=False, datasets=("random",), max_memory=64 * MIB),
     )
     [finding] = result.findings
     assert (finding.rule, finding.severity) == ("RUNTIME.not-compared", Severity.ERROR)
@@ -150,7 +157,9 @@ def test_a_divergence_too_large_to_explain_is_still_reported(monkeypatch: pytest
     """Matching the known onnxruntime behaviours needs memory per element; without it the divergence is
     reported as it is, saying why it is not explained."""
     FakeOrt(tamper={"Y": set_at((0, 0, 0, 0), 5.0)}).install(monkeypatch)
-    result = compare_loaded(maxpool((1, 1, 4, 4), indices=False), CompareOptions(datasets=("random",)))
+    result = compare_loaded(
+        maxpool((1, 1, 4, 4), indices=False), CompareOptions(node_edges=False, datasets=("random",))
+    )
     assert "not matched" not in result.findings[0].message
     record = OutputRecord("Y", 0)
     expected = np.zeros(4, np.float32)
@@ -188,6 +197,7 @@ def test_onnxruntime_is_stopped_at_the_timeout_and_the_next_model_is_compared(tm
             "--compare",
             "--inputs",
             "random",
+            "--no-node-edges",
             "--timeout",
             "4",
             str(slow),

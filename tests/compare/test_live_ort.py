@@ -35,7 +35,9 @@ EXAMPLES = {e.name: e for e in seed_examples()}
 def run_example(tmp_path: Path, example: SeedExample, *, indices: bool, level: str = "disable"):
     path = save(example.model(indices=indices), tmp_path)
     np.savez(tmp_path / "x.npz", X=example.x)
-    return compare_model(path, CompareOptions(datasets=(str(tmp_path / "x.npz"),), ort_opt_level=level))
+    return compare_model(
+        path, CompareOptions(node_edges=False, datasets=(str(tmp_path / "x.npz"),), ort_opt_level=level)
+    )
 
 
 def by_tensor(result) -> dict[str, object]:
@@ -107,7 +109,9 @@ def test_nchwc_lowest_value_is_reported_if_and_only_if_onnxruntime_returns_it(tm
 
     path = save(model, tmp_path)
     np.savez(tmp_path / "x.npz", X=x)
-    result = compare_model(path, CompareOptions(datasets=(str(tmp_path / "x.npz"),), ort_opt_level="default"))
+    result = compare_model(
+        path, CompareOptions(node_edges=False, datasets=(str(tmp_path / "x.npz"),), ort_opt_level="default")
+    )
     found = by_tensor(result)
     if lowest_returned:
         finding = found["Y"]
@@ -125,7 +129,7 @@ def test_nchwc_lowest_value_is_reported_if_and_only_if_onnxruntime_returns_it(tm
 @needs_opset_22
 def test_pads_not_smaller_than_kernel_are_refused_by_onnxruntime_and_not_compared(tmp_path: Path):
     path = save(maxpool((1, 1, 3, 3), np.float32, kernel=(2, 2), pads=(2, 2, 2, 2)), tmp_path)
-    result = compare_model(path, CompareOptions(datasets=("random",)))
+    result = compare_model(path, CompareOptions(node_edges=False, datasets=("random",)))
     [finding] = result.findings
     assert (finding.rule, finding.severity) == ("RUNTIME.not-compared", Severity.ERROR)
     assert finding.message.startswith("onnxruntime refused the model: [ONNXRuntimeError]")
@@ -142,7 +146,7 @@ def test_max_int16_is_not_implemented_and_not_compared(tmp_path: Path):
         reason = str(exc).strip().splitlines()[0]
     else:
         pytest.skip(f"onnxruntime {ort.__version__} implements Max for int16")
-    result = compare_model(save(model, tmp_path), CompareOptions(datasets=("random",)))
+    result = compare_model(save(model, tmp_path), CompareOptions(node_edges=False, datasets=("random",)))
     [finding] = result.findings
     assert (finding.rule, finding.severity) == ("RUNTIME.not-compared", Severity.ERROR)
     assert "NOT_IMPLEMENTED" in finding.message and reason[:60] in finding.message
@@ -150,7 +154,9 @@ def test_max_int16_is_not_implemented_and_not_compared(tmp_path: Path):
 
 
 def test_max_signed_zeros_are_reported_as_known_if_onnxruntime_departs(tmp_path: Path):
-    result = compare_model(save(max_model([[4, 8], [4, 8]]), tmp_path), CompareOptions(datasets=("edge",)))
+    result = compare_model(
+        save(max_model([[4, 8], [4, 8]]), tmp_path), CompareOptions(node_edges=False, datasets=("edge",))
+    )
     for finding in result.findings:
         assert finding.rule == "RUNTIME.divergence"
         assert finding.data["classes"]["value"] == 0 and finding.data["classes"]["nan-position"] == 0
@@ -170,9 +176,9 @@ def test_max_signed_zeros_are_reported_as_known_if_onnxruntime_departs(tmp_path:
 )
 def test_the_environment_is_recorded(tmp_path: Path, level: str, applied: str):
     path = save(maxpool((1, 1, 4, 4), np.int8), tmp_path)
-    info = compare_model(path, CompareOptions(datasets=("random",), ort_opt_level=level)).comparison[
-        "onnxruntime"
-    ]
+    info = compare_model(
+        path, CompareOptions(node_edges=False, datasets=("random",), ort_opt_level=level)
+    ).comparison["onnxruntime"]
     assert info["version"] == ort.__version__
     assert info["providers"] == ["CPUExecutionProvider"]
     assert info["optimization_level"] == applied

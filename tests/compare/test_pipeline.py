@@ -21,7 +21,7 @@ from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
 from sonnx_check.report.comparison_table import render_comparison
 
-RANDOM = CompareOptions(datasets=("random",))
+RANDOM = CompareOptions(node_edges=False, datasets=("random",))
 
 
 def max_then_pool() -> onnx.ModelProto:
@@ -79,7 +79,9 @@ def test_a_single_node_model_is_run_once(monkeypatch):
 
 def test_findings_are_aggregated_over_datasets(monkeypatch):
     FakeOrt(tamper={"Y": set_at((0, 0, 0, 0), 123.0)}).install(monkeypatch)
-    result = compare_loaded(maxpool((1, 1, 4, 4), indices=False), CompareOptions(datasets=("random", "edge")))
+    result = compare_loaded(
+        maxpool((1, 1, 4, 4), indices=False), CompareOptions(node_edges=False, datasets=("random", "edge"))
+    )
     [finding] = result.findings
     datasets = finding.data["datasets"]
     assert len(datasets) == 1 + 10  # random + every float edge pattern
@@ -144,7 +146,9 @@ def test_run_failure_on_some_datasets_is_a_warning_on_all_an_error(monkeypatch):
         return "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : boom" if np.isnan(feeds["X"]).any() else None
 
     FakeOrt(fail_run=nan_kills).install(monkeypatch)
-    result = compare_loaded(maxpool((1, 1, 4, 4)), CompareOptions(datasets=("random", "edge")))
+    result = compare_loaded(
+        maxpool((1, 1, 4, 4)), CompareOptions(node_edges=False, datasets=("random", "edge"))
+    )
     [finding] = result.findings
     assert (finding.rule, finding.severity) == ("RUNTIME.not-compared", Severity.WARNING)
     assert finding.message == (
@@ -222,7 +226,7 @@ def test_comparison_is_strict_json_with_the_environment(monkeypatch):
     dmax = np.finfo(np.float64).max
     FakeOrt(tamper={"Y": set_at((0, 0, 0, 0), dmax)}).install(monkeypatch)
     model = maxpool((1, 1, 4, 4), np.float64, indices=False)
-    result = compare_loaded(model, CompareOptions(datasets=("edge",)))
+    result = compare_loaded(model, CompareOptions(node_edges=False, datasets=("edge",)))
     text = json.dumps(result.comparison, allow_nan=False)  # no NaN/Infinity tokens anywhere
     data = json.loads(text)
     assert set(data["onnxruntime"]) >= {"version", "providers", "optimization_level", "cpu"}

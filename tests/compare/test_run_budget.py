@@ -15,7 +15,7 @@ from sonnx_check.compare import CompareOptions, compare_loaded
 from sonnx_check.compare.run_budget import run_budget_problem
 from sonnx_check.view import ModelView
 
-RANDOM = CompareOptions(datasets=("random",), max_elements=1_000_000)
+RANDOM = CompareOptions(node_edges=False, datasets=("random",), max_elements=1_000_000)
 
 
 def constant_of_shape(shape: list[int]) -> onnx.ModelProto:

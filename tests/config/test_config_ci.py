@@ -215,6 +215,14 @@ def test_timeout_exclude_and_gitignore_keys(tmp_path: Path) -> None:
         ('[tool.sonnx-check.compare]\ntimeout = "1h"', "tool.sonnx-check.compare.timeout: expected a number"),
         ('[tool.sonnx-check]\nexclude = "legacy"', "tool.sonnx-check.exclude: expected a list of strings"),
         ('[tool.sonnx-check]\nrespect-gitignore = "no"', "tool.sonnx-check.respect-gitignore: expected true"),
+        (
+            '[tool.sonnx-check.compare]\nnode-edges = "yes"',
+            "tool.sonnx-check.compare.node-edges: expected true",
+        ),
+        (
+            '[tool.sonnx-check.compare]\nmaxpool-nan = "absorbing"',
+            "tool.sonnx-check.compare.maxpool-nan: expected one of nan-as-negative-infinity, nan-absorbing",
+        ),
     ],
 )
 def test_new_keys_are_validated(tmp_path: Path, body: str, message: str) -> None:
@@ -239,3 +247,22 @@ def test_comparison_limits_and_accuracy_bounds_from_the_configuration(tmp_path: 
         CompareOptions(accuracy={"Tanh": "2 parsecs"})
     with pytest.raises(UsageError, match="compare.accuracy.Add"):
         CompareOptions(accuracy={"Add": "1 ulp"})  # correctly rounded: nothing is tighter
+
+
+def test_comparison_readings_from_the_configuration_and_the_command_line(tmp_path: Path) -> None:
+    from sonnx_check import config
+    from sonnx_check.reference import nan_policy
+
+    assert config.MAXPOOL_NAN_READINGS == tuple(nan_policy.READINGS)  # one list, read without the kernels
+    defaults = config.resolve(config.CliOptions(), None, str(tmp_path)).compare
+    assert defaults.inputs == ("random",) and defaults.node_edges is True
+    assert defaults.maxpool_nan == nan_policy.NAN_AS_NEGATIVE_INFINITY
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.sonnx-check.compare]\nnode-edges = false\nmaxpool-nan = "nan-absorbing"\n', encoding="utf-8"
+    )
+    file = config.load(None, False, str(tmp_path))
+    settings = config.resolve(config.CliOptions(), file, str(tmp_path)).compare
+    assert settings.node_edges is False and settings.maxpool_nan == "nan-absorbing"
+    cli = config.CliOptions(node_edges=True, maxpool_nan="nan-as-negative-infinity")
+    overridden = config.resolve(cli, file, str(tmp_path)).compare
+    assert overridden.node_edges is True and overridden.maxpool_nan == "nan-as-negative-infinity"

@@ -1,0 +1,435 @@
+"""Edge values at every node: each distinct node configuration run alone, in onnxruntime and in the reference.
+
+Edge inputs fed to a whole model rarely reach its inner nodes as edge values: -inf becomes NaN after a
+Conv, and a MaxPool behind a Relu never sees -inf, ties or -0. So every distinct configuration of the model
+(operator, attributes, input types and shapes, and the values of its integer parameter inputs such as
+Reshape's shape) is also run on its own, on the generic edge patterns (datasets.py) and on the operator's
+own edge values (edge_values.py), in onnxruntime with the session options of the model run and in the
+reference kernel, and compared with the same accuracy-aware diff as the in-context run. Nodes sharing a
+configuration are run once; a finding names all of them.
+
+The in-context comparison is kept (it feeds each node the values onnxruntime computed, and sees fusions and
+layout rewrites a lone node does not); the shapes, types and parameter values of a configuration are the
+ones onnxruntime fed the node there.
+
+The configurations are run together, as independent nodes of one small model (one worker and one session
+for as many as the memory budget allows: starting a worker costs more than running the nodes a dataset does
+not concern on zeros); a crash is then pinned by running each configuration of the batch alone.
+
+Data a configuration must not receive (a zero integer divisor, a negative variance: data constraints of the
+profile) is never sent to onnxruntime: such a dataset is tried with the pattern on the first input only,
+then skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from sonnx_check import reference
+from sonnx_check.compare import edge_values, runtime
+from sonnx_check.compare.aggregate import OutputRecord
+from sonnx_check.compare.datasets import edge_array, edge_pattern_names, random_array, seeded
+from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
+from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
+from sonnx_check.profile import TYPE_NAMES, profile_operators
+
+EDGE_PREFIX = "edge/"
+STOPPED = "onnxruntime was stopped by the time limit (--timeout) before this configuration ran"
+# Integer parameter inputs keep the values the model gives them: they are part of the configuration.
+_INTEGER_TYPES = frozenset(
+    TYPE_NAMES[n] for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+)
+# Operators whose output shape is their inputs' values: a lone run on edge values has no shape to compare.
+_VALUE_SHAPED = {"Range": "its output's length is computed from its input values"}
+
+OpenSession = Callable[[onnx.ModelProto], runtime.OrtSession]
+RunSession = Callable[[runtime.OrtSession, Mapping[str, np.ndarray], list[str], str], dict[str, np.ndarray]]
+
+
+@dataclass
+class Configuration:
+    """One distinct way a node of the model is configured, and the nodes configured that way."""
+
+    op_type: str
+    node: onnx.NodeProto  # the first node with this configuration (its attributes and output names)
+    fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]  # inputs given edge values: position, dtype, shape
+    held: dict[int, np.ndarray]  # integer parameter inputs, kept at the model's values
+    output_sizes: tuple[tuple[int, int], ...]  # (elements, itemsize) per output, as seen in context
+    nodes: list[int] = field(default_factory=list)
+    records: dict[int, OutputRecord] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why this configuration did not run it
+    crashes: dict[str, str] = field(default_factory=dict)  # dataset -> how onnxruntime ended
+    reason: str = ""  # why the configuration was not run at all
+
+    @property
+    def status(self) -> str:
+        if self.crashes or any(r.diverges for r in self.records.values()):
+            return DIVERGES
+        return MATCH if self.records else NOT_COMPARED
+
+    @property
+    def nbytes(self) -> int:
+        """What running it holds at once: the fed data twice (feeds and a copy in flight), onnxruntime's
+        outputs, the reference's outputs and temporaries, the diff's masks and the known-behaviour match."""
+        fed = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in self.fed)
+        outputs = sum(elements * itemsize for elements, itemsize in self.output_sizes)
+        elements = sum(elements for elements, _ in self.output_sizes)
+        per_element = MASK_BYTES_PER_ELEMENT + KNOWN_BYTES_PER_ELEMENT
+        return 2 * fed + (2 + REFERENCE_WORK) * outputs + per_element * elements
+
+    def inputs(self, fed: Mapping[int, np.ndarray]) -> list[np.ndarray | None]:
+        """The node's input values in order: fed data, held parameters, None for an omitted input."""
+        values: list[np.ndarray | None] = []
+        for position, name in enumerate(self.node.input):
+            values.append(None if not name else self.held.get(position, fed.get(position)))
+        return values
+
+    def to_json(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "op_type": self.op_type,
+            "attributes": edge_values.attribute_text(self.node),
+            "inputs": [
+                {"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed
+            ]
+            + [
+                {"position": p, "dtype": v.dtype.name, "shape": list(v.shape), "values": "held"}
+                for p, v in sorted(self.held.items())
+            ],
+            "nodes": [{"index": i, "name": view_nodes[i].name} for i in self.nodes],
+            "status": self.status,
+            "outputs": [self.records[k].to_json(version) for k in sorted(self.records)],
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.skipped:
+            out["skipped"] = dict(self.skipped)
+        if self.crashes:
+            out["crashes"] = dict(self.crashes)
+        return out
+
+
+@dataclass
+class _Prepared:
+    fed: dict[int, np.ndarray]
+    inputs: list[np.ndarray | None]
+    expected: list[np.ndarray]
+
+
+class NodeEdges:
+    """The edge battery of one comparison: configurations are observed during the in-context run, then
+    run alone on edge data."""
+
+    def __init__(
+        self,
+        nodes: Sequence[onnx.NodeProto],
+        model: onnx.ModelProto,
+        *,
+        seed: int,
+        max_elements: int,
+        budget: int | None,
+        accuracy: Mapping[str, str],
+    ) -> None:
+        self.nodes = nodes
+        self.model = model
+        self.seed = seed
+        self.max_elements = max_elements
+        self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
+        self.accuracy = accuracy
+        self.configurations: dict[bytes, Configuration] = {}
+        self._observed: set[int] = set()
+
+    # -- observing --------------------------------------------------------------------------------------
+    def observe(
+        self, index: int, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray | None]
+    ) -> None:
+        """Record the configuration of node ``index`` from the values onnxruntime fed it in context."""
+        if index in self._observed:
+            return
+        self._observed.add(index)
+        node = self.nodes[index]
+        held_positions = _held_positions(node, len(inputs))
+        key = hashlib.sha256(node.op_type.encode())
+        for attribute in sorted(node.attribute, key=lambda a: a.name):
+            bare = onnx.AttributeProto()
+            bare.CopyFrom(attribute)
+            bare.doc_string = ""
+            key.update(bare.SerializeToString())
+        fed, held = [], {}
+        for position, value in enumerate(inputs):
+            if value is None:
+                key.update(b"|absent")
+                continue
+            key.update(f"|{value.dtype.str}{value.shape}".encode())
+            if position in held_positions:
+                held[position] = np.array(value, copy=True)
+                key.update(b"=" + held[position].tobytes())
+            else:
+                fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
+        digest = key.digest()
+        if digest not in self.configurations:
+            sizes = tuple((int(v.size), v.dtype.itemsize) if v is not None else (0, 0) for v in outputs)
+            self.configurations[digest] = self._configuration(node, tuple(fed), held, sizes)
+        self.configurations[digest].nodes.append(index)
+
+    def _configuration(
+        self,
+        node: onnx.NodeProto,
+        fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...],
+        held: dict[int, np.ndarray],
+        sizes: tuple[tuple[int, int], ...],
+    ) -> Configuration:
+        config = Configuration(node.op_type, node, fed, held, sizes)
+        if node.op_type in _VALUE_SHAPED:
+            config.reason = f"not run alone: {_VALUE_SHAPED[node.op_type]}"
+        elif not fed:
+            config.reason = "not run alone: no input to give edge values"
+        elif any(int(np.prod(s)) > self.max_elements for _, _, s in fed) or any(
+            e > self.max_elements for e, _ in sizes
+        ):
+            config.reason = f"not run alone: a tensor is over --max-elements {self.max_elements}"
+        elif self.budget is not None and config.nbytes > self.budget:
+            config.reason = "not run alone: too large for --max-memory"
+        return config
+
+    # -- running ----------------------------------------------------------------------------------------
+    def datasets(self, config: Configuration) -> list[str]:
+        generic = edge_pattern_names([dtype for _, dtype, _ in config.fed])
+        return [EDGE_PREFIX + n for n in (*generic, *edge_values.specific_names(config.op_type))]
+
+    def run(self, open_session: OpenSession, run: RunSession) -> None:
+        """Run every configuration (raises whatever ``open_session`` and ``run`` raise for a timeout; the
+        configurations not reached keep no records)."""
+        pending = [c for c in self.configurations.values() if not c.reason]
+        try:
+            for batch in self._batches(pending):
+                self._run_batch(batch, open_session, run)
+        except BaseException:
+            for config in pending:
+                if not config.records and not config.crashes and not config.reason:
+                    config.reason = STOPPED
+            raise
+
+    def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
+        batches: list[list[Configuration]] = []
+        used = 0
+        for config in configs:
+            if not batches or (self.budget is not None and used + config.nbytes > self.budget):
+                batches.append([])
+                used = 0
+            batches[-1].append(config)
+            used += config.nbytes
+        return batches
+
+    def _run_batch(
+        self,
+        batch: list[Configuration],
+        open_session: OpenSession,
+        run: RunSession,
+        only: str | None = None,
+    ) -> None:
+        """Run ``batch`` on its datasets (``only``: that one), in one onnxruntime session."""
+        try:
+            session = open_session(self._model(batch))
+        except runtime.RuntimeRefusal as exc:
+            if len(batch) > 1:
+                for config in batch:
+                    self._run_batch([config], open_session, run, only)
+            else:
+                batch[0].reason = f"onnxruntime refused the node alone: {exc.reason}"
+            return
+        try:
+            names = [only] if only else list(dict.fromkeys(d for c in batch for d in self.datasets(c)))
+            for dataset in names:
+                self._run_dataset(batch, dataset, session, open_session, run)
+        finally:
+            session.close()
+
+    def _run_dataset(
+        self,
+        batch: list[Configuration],
+        dataset: str,
+        session: runtime.OrtSession,
+        open_session: OpenSession,
+        run: RunSession,
+    ) -> None:
+        prepared = {id(c): self._prepare(c, dataset) for c in batch}
+        wanted = [c for c in batch if prepared[id(c)] is not None]
+        if not wanted:
+            return
+        feeds: dict[str, np.ndarray] = {}
+        for number, config in enumerate(batch):
+            ready = prepared[id(config)]
+            for position, dtype, shape in config.fed:
+                value = ready.fed[position] if ready is not None else np.zeros(shape, dtype=dtype)
+                feeds[_input_name(number, position)] = value
+        outputs = [
+            _output_name(number, k)
+            for number, config in enumerate(batch)
+            if prepared[id(config)] is not None
+            for k, name in enumerate(config.node.output)
+            if name
+        ]
+        try:
+            actual = run(session, feeds, outputs, dataset)
+        except runtime.RuntimeRefusal as exc:
+            if exc.crashed and len(wanted) > 1:
+                for config in wanted:  # pin the crash to its configuration
+                    self._run_batch([config], open_session, run, only=dataset)
+                return
+            for config in wanted:
+                if exc.crashed:
+                    config.crashes[dataset] = exc.reason
+                else:
+                    config.skipped[dataset] = f"onnxruntime failed: {exc.reason}"
+            return
+        del feeds
+        for number, config in enumerate(batch):
+            ready = prepared[id(config)]
+            if ready is None:
+                continue
+            for k, name in enumerate(config.node.output):
+                got = actual.get(_output_name(number, k))
+                if not name or got is None or k >= len(ready.expected) or ready.expected[k] is None:
+                    continue
+                record = config.records.setdefault(k, OutputRecord(name, k))
+                override = self.accuracy.get(config.op_type)
+                merge(
+                    record,
+                    dataset,
+                    config.node,
+                    k,
+                    ready.expected[k],
+                    got,
+                    ready.inputs,
+                    None,
+                    override,
+                    describe_received=False,  # the dataset's name says what the node was fed
+                )
+
+    def _prepare(self, config: Configuration, dataset: str) -> _Prepared | None:
+        """The data and the reference's outputs for one configuration and dataset; None when the dataset
+        does not apply or the reference will not run it (the reason is kept in ``skipped``)."""
+        if dataset not in self.datasets(config):
+            return None
+        pattern = dataset.removeprefix(EDGE_PREFIX)
+        specific = pattern in edge_values.specific_names(config.op_type)
+        variants = ("all",) if specific or len(config.fed) == 1 else ("all", "first")
+        refusal = ""
+        for variant in variants:
+            fed = self._data(config, pattern, variant, specific)
+            if fed is None:
+                return None
+            inputs = config.inputs(fed)
+            try:
+                expected = reference.run_node(config.node, inputs, max_elements=self.max_elements)
+            except reference.ReferenceError as exc:
+                rule = getattr(exc, "rule", None)
+                if rule is None:
+                    config.skipped[dataset] = f"the reference could not run it: {_first_line(exc)}"
+                    return None
+                refusal = f"the data break {rule}, which the profile excludes"
+                continue
+            return _Prepared(fed, inputs, expected)
+        config.skipped[dataset] = f"not run: {refusal}"
+        return None
+
+    def _data(
+        self, config: Configuration, pattern: str, variant: str, specific: bool
+    ) -> dict[int, np.ndarray] | None:
+        rng = seeded(self.seed, "node-edges", config.op_type, pattern, variant)
+        if specific:
+            return edge_values.build_specific(pattern, config.node, config.fed, rng)
+        fed = {}
+        for number, (position, dtype, shape) in enumerate(config.fed):
+            if variant == "first" and number > 0:
+                fed[position] = random_array(dtype, shape, rng)
+            else:
+                fed[position] = edge_array(pattern, dtype, shape, rng, number)
+        return fed
+
+    def _model(self, batch: list[Configuration]) -> onnx.ModelProto:
+        """The batch's configurations as independent nodes of one model: fed inputs are graph inputs, held
+        ones initializers; outputs carry only a name (onnxruntime infers their types)."""
+        graph = onnx.GraphProto(name="sonnx-check node edges")
+        for number, config in enumerate(batch):
+            node = onnx.NodeProto()
+            node.CopyFrom(config.node)
+            node.name, node.doc_string = f"configuration {number}", ""
+            del node.input[:], node.output[:]
+            fed = {position: (dtype, shape) for position, dtype, shape in config.fed}
+            for position, name in enumerate(config.node.input):
+                if not name:
+                    node.input.append("")
+                elif position in config.held:
+                    held = f"c{number}_held{position}"
+                    graph.initializer.append(numpy_helper.from_array(config.held[position], held))
+                    node.input.append(held)
+                else:
+                    dtype, shape = fed[position]
+                    element = helper.np_dtype_to_tensor_dtype(dtype)
+                    graph.input.append(
+                        helper.make_tensor_value_info(_input_name(number, position), element, shape)
+                    )
+                    node.input.append(_input_name(number, position))
+            for k, name in enumerate(config.node.output):
+                node.output.append(_output_name(number, k) if name else "")
+                if name:
+                    graph.output.append(onnx.ValueInfoProto(name=_output_name(number, k)))
+            graph.node.append(node)
+        model = onnx.ModelProto(ir_version=self.model.ir_version, graph=graph)
+        model.opset_import.extend(self.model.opset_import)
+        return model
+
+    # -- reporting --------------------------------------------------------------------------------------
+    def compared(self) -> bool:
+        return any(c.records for c in self.configurations.values())
+
+    def diverging(self) -> list[Configuration]:
+        return [c for c in self.configurations.values() if c.status == DIVERGES]
+
+    def to_json(self, version: str | None) -> dict[str, Any]:
+        configs = list(self.configurations.values())
+        return {
+            "enabled": True,
+            "configurations": [c.to_json(self.nodes, version) for c in configs],
+            "summary": {
+                "configurations": len(configs),
+                "nodes": sum(len(c.nodes) for c in configs),
+                "diverging": sum(c.status == DIVERGES for c in configs),
+                "not_run": sum(c.status == NOT_COMPARED for c in configs),
+            },
+        }
+
+
+def _held_positions(node: onnx.NodeProto, count: int) -> set[int]:
+    """Input positions whose role the declaration types as integers only: parameters (a shape, axes,
+    starts), not data."""
+    operator = profile_operators().get(node.op_type)
+    if operator is None:
+        return set()
+    held: set[int] = set()
+    for param in operator.inputs:
+        types = operator.types.get(param.name)
+        if types and types <= _INTEGER_TYPES:
+            held |= set(range(param.position, count)) if param.variadic else {param.position}
+    return held
+
+
+def _input_name(number: int, position: int) -> str:
+    return f"c{number}_in{position}"
+
+
+def _output_name(number: int, position: int) -> str:
+    return f"c{number}_out{position}"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
