@@ -2,8 +2,9 @@
 
 The original is never modified. The fixed model goes beside it as ``NAME.fixed.onnx`` (or to
 ``--fix-output``), is written only when at least one rewrite applies, and keeps its external-data entries
-unchanged: the weights are never loaded, so they cannot be altered, and the fixed model must therefore live
-in the original's folder for those relative locations to resolve.
+unchanged: external weights are never loaded, so they cannot be altered (a rewrite that would move them is
+left to a person), and the fixed model must therefore live in the original's folder for those relative
+locations to resolve. Embedded weights are part of the model read, and a rewrite may move them (Gemm).
 
 Only active findings are fixed: a waived finding was accepted as it is, and an ignored rule was not asked
 for (ruff's rule: fixes follow the selection).
@@ -14,7 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import onnx
@@ -23,6 +24,9 @@ from sonnx_check.catalogue import catalogue
 from sonnx_check.errors import UserError
 from sonnx_check.findings import Finding
 from sonnx_check.fix.attributes import fill_defaults
+from sonnx_check.fix.axes import AXIS_RULES, non_negative_axis
+from sonnx_check.fix.constants import Constants
+from sonnx_check.fix.gemm import expand_bias, untranspose
 from sonnx_check.fix.maxpool import explicit_pads, floor_mode
 from sonnx_check.fix.outcome import FixOutcome, NotFixed, Rewrite
 from sonnx_check.fix.shapes import declare_inferred
@@ -42,9 +46,27 @@ __all__ = [
 
 FIXED_SUFFIX = ".fixed.onnx"
 SHAPE_RULES = ("GR2", "GRAPH.shapes")
-# Node rewrites that are code, in the order they must apply: explicit pads (R3) before floor mode (R4),
-# which reads them.
-NODE_REWRITES = (("MaxPool.R3", explicit_pads), ("MaxPool.R4", floor_mode))
+NodeRewrite = Callable[[Constants, int], "Rewrite | NotFixed"]
+
+
+def _on_view(rewrite: Callable[[ModelView, int], Rewrite | NotFixed]) -> NodeRewrite:
+    return lambda constants, index: rewrite(constants.view, index)
+
+
+def _axis(rule: str) -> NodeRewrite:
+    return lambda constants, index: non_negative_axis(constants.view, index, rule)
+
+
+# Node rewrites that are code: the one table that binds a rule to its rewrite, in the order they must apply.
+# Explicit pads (MaxPool.R3) before floor mode (R4), which reads them; Gemm's transposition (R2) before its
+# bias (R3), whose (m x p) reads the flags R2 clears.
+NODE_REWRITES: tuple[tuple[str, NodeRewrite], ...] = (
+    ("MaxPool.R3", _on_view(explicit_pads)),
+    ("MaxPool.R4", _on_view(floor_mode)),
+    ("Gemm.R2", untranspose),
+    ("Gemm.R3", expand_bias),
+    *((rule, _axis(rule)) for rule in AXIS_RULES),
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,12 +93,13 @@ def default_output(path: str) -> str:
 def apply_fixes(
     model: onnx.ModelProto, path: str, findings: Sequence[Finding]
 ) -> tuple[list[Rewrite], list[NotFixed]]:
-    """Rewrite ``model`` in place for every active fixable finding. Order matters: explicit pads (R3) before
-    floor mode (R4), which reads them, before the defaults (R2/GR4), which must not add pads next to an
-    auto_pad, and the declarations last, inferred from the rewritten model."""
+    """Rewrite ``model`` in place for every active fixable finding. Order matters: the node rewrites first
+    (NODE_REWRITES' order), before the defaults (R2/GR4), which must not add pads next to an auto_pad, and
+    the declarations last, inferred from the rewritten model."""
     fixable = fixable_rules()
     active = [f for f in findings if f.waived is None and f.rule in fixable]
     view = ModelView(model, path)
+    constants = Constants(view)  # one per run: readers and copies shared by the nodes it rewrites
     rewrites: list[Rewrite] = []
     left: list[NotFixed] = []
 
@@ -89,7 +112,7 @@ def apply_fixes(
 
     for rule, rewrite in NODE_REWRITES:
         for index, _ in nodes(rule):
-            _record(rewrite(view, index), rewrites, left)
+            _record(rewrite(constants, index), rewrites, left)
     for index, rule in nodes(*defaults_rules()):
         rewrite, skipped = fill_defaults(view, index, rule)
         if rewrite is not None:

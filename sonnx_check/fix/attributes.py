@@ -12,6 +12,8 @@ import onnx
 from onnx import helper
 
 from sonnx_check.checks.attributes import get_ints, get_str
+from sonnx_check.fix.axes import AXIS_OPS, input_rank, non_negative
+from sonnx_check.fix.nodes import attributes_of
 from sonnx_check.fix.outcome import NotFixed, Rewrite
 from sonnx_check.view import ModelView
 
@@ -22,11 +24,6 @@ SPATIAL_OPS = frozenset(
 )
 # Operators whose input 1 is a weight tensor W of shape (M, C/group, k1, k2, ...) that fixes kernel_shape.
 WEIGHTED_OPS = {"Conv": 1, "ConvInteger": 1, "ConvTranspose": 1, "DeformConv": 1, "QLinearConv": 3}
-
-
-def attributes_of(node: onnx.NodeProto) -> dict[str, onnx.AttributeProto]:
-    """A fresh name -> attribute map: --fix mutates nodes, so ModelView's per-node cache would go stale."""
-    return {a.name: a for a in node.attribute}
 
 
 def fill_defaults(view: ModelView, index: int, rule: str) -> tuple[Rewrite | None, list[NotFixed]]:
@@ -44,12 +41,30 @@ def fill_defaults(view: ModelView, index: int, rule: str) -> tuple[Rewrite | Non
         if isinstance(value, str):
             left.append(NotFixed(rule, f"attribute {name} not written: {value}", ref))
             continue
+        note = _non_negative_axis(view, index, value)
         node.attribute.append(value)
-        added.append(f"{name}={_show(value)}")
+        added.append(f"{name}={_show(value)}{note}")
     if not added:
         return None, left
     version = f"{schema.name}-{schema.since_version}"
     return Rewrite(rule, f"set {', '.join(added)} (the defaults of {version}, now explicit)", ref), left
+
+
+def _non_negative_axis(view: ModelView, index: int, value: _A) -> str:
+    """Write a negative default axis (Softmax's -1) in the non-negative form the profile asks for
+    (fix/axes.py), so that making the default explicit does not create a Softmax.R1 finding. Returns the
+    note for the report ('' when the value is written as it is)."""
+    node = view.nodes[index]
+    if value.name != "axis" or value.type != _A.INT or value.i >= 0:
+        return ""
+    if node.op_type not in AXIS_OPS or view.domain(index):
+        return ""
+    rank = input_rank(view, index)
+    new = non_negative(value.i, rank) if isinstance(rank, int) else None
+    if new is None:
+        return ""
+    default, value.i = value.i, new
+    return f" (ONNX's {default} for an input of rank {rank})"
 
 
 def _default(view: ModelView, index: int, schema_attribute: onnx.defs.OpSchema.Attribute) -> _A | str:

@@ -13,10 +13,10 @@ stay smaller than the kernel: onnxruntime refuses the model otherwise and SONNX 
 
 from __future__ import annotations
 
-from onnx import NodeProto, helper
+from onnx import NodeProto
 
 from sonnx_check.checks.attributes import get_ints, get_str
-from sonnx_check.fix.attributes import attributes_of
+from sonnx_check.fix.nodes import attributes_of, set_attribute
 from sonnx_check.fix.outcome import NotFixed, Rewrite
 from sonnx_check.shapes import dilated_extent
 from sonnx_check.view import ModelView
@@ -44,8 +44,8 @@ def explicit_pads(view: ModelView, index: int) -> Rewrite | NotFixed:
         _check_pads(pads, kernel)
     except _Refuse as exc:
         return NotFixed("MaxPool.R3", str(exc), ref)
-    _set(node, "auto_pad", "NOTSET")
-    _set(node, "pads", pads)
+    set_attribute(node, "auto_pad", "NOTSET")
+    set_attribute(node, "pads", pads)
     return Rewrite(
         "MaxPool.R3",
         f"auto_pad={auto_pad!r} replaced by auto_pad='NOTSET' with pads={pads} "
@@ -82,8 +82,8 @@ def floor_mode(view: ModelView, index: int) -> Rewrite | NotFixed:
         _check_pads(new_pads, kernel)
     except _Refuse as exc:
         return NotFixed("MaxPool.R4", str(exc), ref)
-    _set(node, "ceil_mode", 0)
-    _set(node, "pads", new_pads)
+    set_attribute(node, "ceil_mode", 0)
+    set_attribute(node, "pads", new_pads)
     change = f"pads {pads} -> {new_pads}" if new_pads != pads else f"pads {pads} unchanged"
     return Rewrite(
         "MaxPool.R4",
@@ -168,13 +168,3 @@ def _check_pads(pads: list[int], kernel: list[int]) -> None:
                 f"the explicit pads would be {pads}: pad {pad} is not smaller than the kernel "
                 f"{kernel[i % n]} (onnxruntime refuses such a model and SONNX pads.C2 forbids it)"
             )
-
-
-def _set(node: NodeProto, name: str, value: object) -> None:
-    """Replace the attribute where it stands (the node reads the same in a viewer), or add it."""
-    new = helper.make_attribute(name, value)
-    for attribute in node.attribute:
-        if attribute.name == name:
-            attribute.CopyFrom(new)
-            return
-    node.attribute.append(new)

@@ -3,3 +3,4 @@ from pathlib import Path
 
 # clikit (running the command, realistic models) lives in tests/cli and is shared by these folders.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cli"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # fixkit: what the --fix tests share

@@ -15,16 +15,11 @@ import onnxruntime as ort
 import pytest
 from builders import MAXPOOL_ALL
 from clikit import conforming_maxpool, maxpool_r2, run_cli, save, torchscript_export
+from fixkit import assert_bit_identical, edge_inputs, rules_of
 from onnx import TensorProto as T
 from onnx import helper as h
 
-from sonnx_check.engine import check_file
-
-FIXABLE = {"GR2", "GR4", "GRAPH.shapes", "MaxPool.R2", "MaxPool.R3", "MaxPool.R4"}
-# torch's Linear exports a Gemm with transB=1 and a [p] bias, which the draft Gemm text warns about; --fix
-# leaves them (the rewrite would change the weights, which --fix never loads).
-DRAFT_GEMM_WARNINGS = {"Gemm.R2", "Gemm.R3"}
-LEVELS = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+FIXABLE = {"GR2", "GR4", "GRAPH.shapes", "MaxPool.R2", "MaxPool.R3", "MaxPool.R4", "Gemm.R2", "Gemm.R3"}
 SAMPLES = Path(os.environ.get("SONNX_CHECK_SAMPLES", Path(__file__).resolve().parents[2] / "sample_models"))
 ORT_TYPES = {
     "tensor(float)": np.float32,
@@ -38,67 +33,6 @@ ORT_TYPES = {
 
 
 # -- helpers --------------------------------------------------------------------------------------------
-
-
-def edge_inputs(shape: tuple[int, ...], dtype: np.dtype, seed: int = 0) -> list[np.ndarray]:
-    """Random values and the values that expose kernel differences: NaN, +-inf, +-0, extremes, subnormals."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        info = np.finfo(dtype)
-        special = np.array(
-            [
-                np.nan,
-                np.inf,
-                -np.inf,
-                0.0,
-                -0.0,
-                info.max,
-                info.min,
-                info.tiny,
-                info.smallest_subnormal,
-                -1,
-                1,
-            ],
-            dtype,
-        )
-        return [
-            rng.standard_normal(shape).astype(dtype),
-            rng.choice(special, shape).astype(dtype),
-            np.full(shape, -np.inf, dtype),
-            np.full(shape, np.nan, dtype),
-            rng.choice(np.array([0.0, -0.0], dtype), shape).astype(dtype),
-            np.where(rng.random(shape) < 0.5, info.min, -np.inf).astype(dtype),
-        ]
-    info = np.iinfo(dtype)
-    return [
-        rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype),
-        np.full(shape, info.min, dtype),
-        rng.choice(np.array([info.min, info.max, 0], dtype), shape).astype(dtype),
-    ]
-
-
-def ort_run(path: Path, feeds: dict[str, np.ndarray], level: ort.GraphOptimizationLevel) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = level
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
-
-
-def assert_bit_identical(original: Path, fixed: Path, feeds_list: list[dict[str, np.ndarray]]) -> None:
-    for level in LEVELS:
-        for feeds in feeds_list:
-            before = ort_run(original, feeds, level)
-            after = ort_run(fixed, feeds, level)
-            assert len(before) == len(after)
-            for a, b in zip(before, after, strict=True):
-                assert a.dtype == b.dtype and a.shape == b.shape
-                assert a.tobytes() == b.tobytes(), (level, feeds)
-
-
-def rules_of(path: Path) -> set[str]:
-    return {f.rule for f in check_file(str(path)).findings}
 
 
 def maxpool(
@@ -141,8 +75,11 @@ def test_torchscript_export_is_fixed_and_computes_the_same(tmp_path: Path) -> No
     fixed = tmp_path / "classifier.fixed.onnx"
     assert result.code == 0, result.stdout
     assert fixed.exists()
-    assert rules_of(fixed) - DRAFT_GEMM_WARNINGS == before - FIXABLE - DRAFT_GEMM_WARNINGS == set()
-    assert f"--fix wrote {fixed} (12 rewrite(s))" in result.stdout
+    assert rules_of(fixed) == before - FIXABLE == set()
+    assert f"--fix wrote {fixed} (14 rewrite(s))" in result.stdout
+    # torch's Linear: transB=1 and a [p] bias, both constants, batch 1 (fix/gemm.py)
+    assert "fixed Gemm.R2 Gemm '/fc/Gemm' (node #4): transB=1 replaced by transB=0" in result.stdout
+    assert "fixed Gemm.R3 Gemm '/fc/Gemm' (node #4): C 'fc.bias' of shape [10] written out" in result.stdout
     assert (
         "fixed MaxPool.R4 MaxPool '/pool/MaxPool' (node #2): ceil_mode=1 replaced by ceil_mode=0"
         in result.stdout
@@ -171,7 +108,9 @@ def test_dynamic_batch_export_reports_what_needs_a_person(tmp_path: Path) -> Non
     assert "not a static shape" in left[("GRAPH.shapes", "/conv/Conv_output_0")]
     assert "X's shape is not static" in left[("MaxPool.R4", None)]
     remaining = {f["rule"] for f in model["findings"]}
-    assert remaining - DRAFT_GEMM_WARNINGS == {"GRAPH.shapes", "MaxPool.R4"}
+    # B is transposed; C stays [10]: with a symbolic batch m is not static, and Gemm.R3 does not judge it
+    assert "Gemm.R2" in fixed_rules and "Gemm.R3" not in fixed_rules
+    assert remaining == {"GRAPH.shapes", "MaxPool.R4"}
     text = run_cli(["--isolated", "--fix", str(original)]).stdout
     assert "not fixed MaxPool.R4 MaxPool '/pool/MaxPool' (node #2): X's shape is not static" in text
     assert "finding(s) remain in the fixed model: they need a person" in text
@@ -326,7 +265,11 @@ def test_external_weights_stay_external_and_untouched(tmp_path: Path) -> None:
     assert _external_entries(after) == _external_entries(before)
     assert all(t.data_location == T.EXTERNAL and not t.raw_data for t in after.graph.initializer)
     assert fixed.stat().st_size < 10_000  # the weights were not inlined
-    assert rules_of(fixed) - DRAFT_GEMM_WARNINGS == set()
+    # Gemm's constants are external too: moving them would read the weights, which --fix never does.
+    assert rules_of(fixed) == {"Gemm.R2", "Gemm.R3"}
+    left = run_cli(["--isolated", "--fix", str(original)]).stdout
+    assert "'fc.weight' holds its data in an external file, which --fix never reads" in left
+    assert "'fc.bias' holds its data in an external file, which --fix never reads" in left
     assert_bit_identical(original, fixed, [{"input": x} for x in edge_inputs((1, 3, 7, 7), np.float32)])
 
 
