@@ -1,14 +1,22 @@
 """Reference kernel speed and memory against onnxruntime (single-threaded, CPU provider) and
-onnx.reference.ReferenceEvaluator, all measured in this run:
+onnx.reference.ReferenceEvaluator, all measured in this run, in CPU time and in wall-clock time:
 
 - MaxPool (Y + Indices, and Y only) and Max on [8, 64, 112, 112] float32;
 - Conv [1, 64, 56, 56] x [64, 64, 3, 3], pads 1, and MatMul 512 x 512 x 512, float32, where "sonnx" is the
-  kernel PLUS the sum |a*b| that the sum-of-products accuracy bound gamma_n * sum|a*b| needs (conv + conv_abs,
-  matmul + matmul_abs, called separately; the "fused" rows, conv_with_abs and matmul_with_abs, let the bound's
-  sum |a*b| serve the kernel's own certificate too; the "kernel on |x|,|w|" rows time the bound as
-  compare/accuracy.py computes it, running the kernel itself on the magnitudes).
+  kernel PLUS what the sum-of-products accuracy bound gamma_n * sum|a*b| needs, exactly as ``--compare``
+  computes them: the node's kernel (``run``) and, apart, its ``run_abs`` (sum|a*b|, what
+  compare/accuracy.py multiplies); the "+ Tolerance" rows add the rest of the bound's evaluation
+  (accuracy.Bound.evaluate: gamma_n, the reference's half ulp, the overflow reading); the "fused" rows
+  (run_with_abs) let the bound's sum|a*b| serve the kernel's own certificate;
+- with ``--edge``, the Conv on the generic edge datasets (compare/datasets.py: NaN, -inf, extremes, signed
+  zeros, ties, subnormals, mixtures) given to X, the data the per-node edge battery feeds it.
 
-Run: python benchmarks/bench_kernels.py [--repeat 5] [--evaluator-batch 1] [--blas-threads 1]
+Run: python benchmarks/bench_kernels.py [--repeat 15] [--only pool|products] [--edge] [--blas-threads 1]
+
+Each repeat runs our kernel and then onnxruntime on the same data, so both see the same load; the best of
+the repeats is printed for each clock. CPU time (time.process_time, every thread of this process) leaves out
+the time slices other processes take; wall time does not, so on a loaded machine the wall ratios are the
+pessimistic ones (the load average is printed).
 
 Targets: issue 11 (whole-profile kernels): Conv and MatMul within 8x of onnxruntime including the bound,
 MaxPool Y only within 3x, MaxPool Y + Indices within 2x; the earlier issue: MaxPool with Indices within 4x,
@@ -45,18 +53,23 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = BLAS_THREADS
 
 import numpy as np  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-import onnx  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-import onnxruntime as ort  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-from onnx import TensorProto as T  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-from onnx import helper as h  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-from onnx.reference import ReferenceEvaluator  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import TensorProto as T  # noqa: E402
+from onnx import helper as h  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-from sonnx_check import reference  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-from sonnx_check.reference.conv import conv, conv_abs, conv_with_abs  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
-from sonnx_check.reference.matmul import matmul, matmul_abs, matmul_with_abs  # noqa: E402 - after OPENBLAS_NUM_THREADS is set
+from sonnx_check import reference  # noqa: E402
+from sonnx_check.compare import accuracy  # noqa: E402
+from sonnx_check.compare.datasets import FLOAT_PATTERNS  # noqa: E402
+from sonnx_check.reference import conv as conv_kernel  # noqa: E402
+from sonnx_check.reference import matmul as matmul_kernel  # noqa: E402
 
 SHAPE = (8, 64, 112, 112)
 POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1]}
+CONV_X, CONV_W = (1, 64, 56, 56), (64, 64, 3, 3)
+CONV = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "group": 1}
+MATMUL = 512
 
 
 def maxpool_model(batch: int, with_indices: bool = True) -> onnx.ModelProto:
@@ -82,15 +95,13 @@ def max_model(batch: int) -> onnx.ModelProto:
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=10)
 
 
-CONV_X, CONV_W = (1, 64, 56, 56), (64, 64, 3, 3)
-CONV = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "group": 1}
-MATMUL = 512
+CONV_NODE = h.make_node("Conv", ["X", "W"], ["Y"], auto_pad="NOTSET", kernel_shape=[3, 3], **CONV)
+MATMUL_NODE = h.make_node("MatMul", ["A", "B"], ["Y"])
 
 
 def conv_model() -> onnx.ModelProto:
-    node = h.make_node("Conv", ["X", "W"], ["Y"], auto_pad="NOTSET", kernel_shape=[3, 3], **CONV)
     graph = h.make_graph(
-        [node], "conv",
+        [CONV_NODE], "conv",
         [h.make_tensor_value_info("X", T.FLOAT, CONV_X), h.make_tensor_value_info("W", T.FLOAT, CONV_W)],
         [h.make_tensor_value_info("Y", T.FLOAT, [1, 64, 56, 56])],
     )  # fmt: skip
@@ -100,28 +111,34 @@ def conv_model() -> onnx.ModelProto:
 def matmul_model() -> onnx.ModelProto:
     shape = [MATMUL, MATMUL]
     graph = h.make_graph(
-        [h.make_node("MatMul", ["A", "B"], ["Y"])], "matmul",
+        [MATMUL_NODE], "matmul",
         [h.make_tensor_value_info("A", T.FLOAT, shape), h.make_tensor_value_info("B", T.FLOAT, shape)],
         [h.make_tensor_value_info("Y", T.FLOAT, shape)],
     )  # fmt: skip
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=10)
 
 
-CLOCK = {"cpu": time.process_time, "wall": time.perf_counter}
-clock = time.process_time  # --clock
+def paired(repeat: int, ours: Callable[[], object], theirs: Callable[[], object]) -> dict[str, float]:
+    """Best CPU and wall times of ``ours`` and ``theirs``, run alternately ``repeat`` times after a warm-up
+    (first-touch page faults and lazy initialisation are not the kernels' speed)."""
+    ours(), theirs()
+    best = {"ours_cpu": np.inf, "ours_wall": np.inf, "ort_cpu": np.inf, "ort_wall": np.inf}
+    for _ in range(repeat):
+        for name, func in (("ours", ours), ("ort", theirs)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            func()
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            best[f"{name}_cpu"] = min(best[f"{name}_cpu"], cpu)
+            best[f"{name}_wall"] = min(best[f"{name}_wall"], wall)
+    return best
 
 
-def best_of(repeat: int, func: Callable[[], object]) -> float:
-    """The best of ``repeat`` runs, by default in CPU time of this process (time.process_time, all threads):
-    on a shared machine the wall time of a long kernel counts every time slice other processes take, the
-    CPU time does not. onnxruntime (1 intra-op thread) and the BLAS (--blas-threads) compute in this
-    process too. ``--clock wall`` measures wall time instead."""
-    func()  # warm-up: first-touch page faults and lazy initialisation are not the kernel's speed
+def cpu_time(func: Callable[[], object], repeat: int = 1) -> float:
     times = []
     for _ in range(repeat):
-        start = clock()
+        start = time.process_time()
         func()
-        times.append(clock() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 
@@ -142,132 +159,165 @@ def ort_session(model: onnx.ModelProto) -> ort.InferenceSession:
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def measure(
-    name: str,
-    model_for: Callable[[int], onnx.ModelProto],
-    feeds: dict[str, np.ndarray],
-    repeat: int,
-    batch: int,
+def measure_pool(
+    name: str, model_for: Callable[[int], onnx.ModelProto], feeds: dict[str, np.ndarray], args
 ) -> dict:
     """Our kernels, onnxruntime and ReferenceEvaluator (on ``batch`` images, scaled) on one model."""
     model = model_for(SHAPE[0])
     session = ort_session(model)
-    ours = best_of(repeat, lambda: reference.evaluate(model, feeds))
-    runtime = best_of(repeat, lambda: session.run(None, feeds))
+    row = paired(args.repeat, lambda: reference.evaluate(model, feeds), lambda: session.run(None, feeds))
+    batch = args.evaluator_batch if name.startswith("MaxPool") else SHAPE[0]
     small = {k: v[:batch] for k, v in feeds.items()}
     evaluator = ReferenceEvaluator(model_for(batch))
-    start = clock()
-    evaluator.run(None, small)
-    evaluator_time = (clock() - start) * SHAPE[0] / batch
+    row["evaluator"] = cpu_time(lambda: evaluator.run(None, small)) * SHAPE[0] / batch
     outputs = reference.evaluate(model, feeds)
-    io_bytes = sum(v.nbytes for v in feeds.values()) + sum(v.nbytes for v in outputs.values())
+    row["io"] = sum(v.nbytes for v in feeds.values()) + sum(v.nbytes for v in outputs.values())
     del outputs
-    peak = peak_bytes(lambda: reference.evaluate(model, feeds))
-    return {
-        "name": name, "ours": ours, "ort": runtime, "evaluator": evaluator_time, "peak": peak, "io": io_bytes,
-    }  # fmt: skip
+    row["peak"] = peak_bytes(lambda: reference.evaluate(model, feeds))
+    return {"name": name, **row}
 
 
 def measure_products(
-    name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], ours: Callable[[], object], repeat: int
+    name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], ours: Callable[[], object], args
 ) -> dict:
     """A sum-of-products kernel with its bound (``ours``), onnxruntime and ReferenceEvaluator on one model."""
     session = ort_session(model)
     evaluator = ReferenceEvaluator(model)
-    io_bytes = sum(v.nbytes for v in feeds.values()) + sum(o.nbytes for o in session.run(None, feeds))
-    return {
-        "name": name,
-        "ours": best_of(repeat, ours),
-        "ort": best_of(repeat, lambda: session.run(None, feeds)),
-        "evaluator": best_of(max(1, repeat // 2), lambda: evaluator.run(None, feeds)),
-        "peak": peak_bytes(ours),
-        "io": io_bytes,
-    }
+    row = paired(args.repeat, ours, lambda: session.run(None, feeds))
+    row["evaluator"] = cpu_time(lambda: evaluator.run(None, feeds), max(1, args.repeat // 3))
+    row["io"] = sum(v.nbytes for v in feeds.values()) + sum(o.nbytes for o in session.run(None, feeds))
+    row["peak"] = peak_bytes(ours)
+    return {"name": name, **row}
+
+
+def with_tolerance(
+    node: onnx.NodeProto, inputs: list[np.ndarray], kernel, fused: bool = False
+) -> Callable[[], object]:
+    """The kernel and the whole bound as the comparison evaluates it (accuracy.Bound.evaluate); ``fused``:
+    the kernel's run_with_abs, its sum |a b| handed to evaluate."""
+
+    def run() -> object:
+        if fused:
+            (expected,), magnitude = kernel.run_with_abs(node, inputs, None)
+        else:
+            (expected,), magnitude = kernel.run(node, inputs, None), None
+        bound = accuracy.bound_for(node.op_type, expected.dtype)
+        return bound.evaluate(node, inputs, expected, magnitude)
+
+    return run
+
+
+def product_rows(args, rng: np.random.Generator) -> list[dict]:
+    cx, cw = rng.standard_normal(CONV_X, dtype=np.float32), rng.standard_normal(CONV_W, dtype=np.float32)
+    a, b = (rng.standard_normal((MATMUL, MATMUL), dtype=np.float32) for _ in range(2))
+    conv_in, matmul_in = [cx, cw], [a, b]
+    conv_feeds, matmul_feeds = {"X": cx, "W": cw}, {"A": a, "B": b}
+    return [
+        measure_products(
+            "Conv 3x3 p1 + bound", conv_model(), conv_feeds,
+            lambda: (
+                conv_kernel.run(CONV_NODE, conv_in, None), conv_kernel.run_abs(CONV_NODE, conv_in, None)
+            ),
+            args,
+        ),
+        measure_products(
+            "Conv + Tolerance", conv_model(), conv_feeds,
+            with_tolerance(CONV_NODE, conv_in, conv_kernel), args,
+        ),
+        measure_products(
+            "Conv + Tolerance, fused", conv_model(), conv_feeds,
+            with_tolerance(CONV_NODE, conv_in, conv_kernel, fused=True), args,
+        ),
+        measure_products(
+            "MatMul 512^3 + bound", matmul_model(), matmul_feeds,
+            lambda: (
+                matmul_kernel.run(MATMUL_NODE, matmul_in, None),
+                matmul_kernel.run_abs(MATMUL_NODE, matmul_in, None),
+            ),
+            args,
+        ),
+        measure_products(
+            "MatMul + Tolerance", matmul_model(), matmul_feeds,
+            with_tolerance(MATMUL_NODE, matmul_in, matmul_kernel), args,
+        ),
+        measure_products(
+            "MatMul + Tolerance, fused", matmul_model(), matmul_feeds,
+            with_tolerance(MATMUL_NODE, matmul_in, matmul_kernel, fused=True), args,
+        ),
+    ]  # fmt: skip
+
+
+def edge_rows(args, rng: np.random.Generator) -> list[dict]:
+    """The Conv and its bound on each generic edge dataset given to X (W random), against onnxruntime."""
+    cw = rng.standard_normal(CONV_W, dtype=np.float32) * np.float32(0.05)
+    session = ort_session(conv_model())
+    rows = []
+    for pattern, build in FLOAT_PATTERNS.items():
+        cx = build(np.dtype(np.float32), CONV_X, rng)
+        inputs, feeds = [cx, cw], {"X": cx, "W": cw}
+        row = paired(
+            max(3, args.repeat // 3),
+            lambda inputs=inputs: (
+                conv_kernel.run(CONV_NODE, inputs, None),
+                conv_kernel.run_abs(CONV_NODE, inputs, None),
+            ),
+            lambda feeds=feeds: session.run(None, feeds),
+        )
+        rows.append({"name": f"Conv + bound, X {pattern}", **row})
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--evaluator-batch", type=int, default=1)
     parser.add_argument("--blas-threads", default="1", help="numpy's BLAS threads (read before import)")
     parser.add_argument("--only", choices=["pool", "products"], help="run one group of rows")
-    parser.add_argument(
-        "--clock", choices=sorted(CLOCK), default="cpu", help="CPU time (default) or wall time"
-    )
+    parser.add_argument("--edge", action="store_true", help="also the Conv on the edge datasets")
     args = parser.parse_args()
-    global clock
-    clock = CLOCK[args.clock]
     rng = np.random.default_rng(0)
-    x = rng.standard_normal(SHAPE, dtype=np.float32)
-    abc = {n: rng.standard_normal(SHAPE, dtype=np.float32) for n in "ABC"}
-    pool_batch = args.evaluator_batch
     rows = []
+    load = [os.getloadavg()[0]]
     if args.only != "products":
+        x = rng.standard_normal(SHAPE, dtype=np.float32)
+        abc = {n: rng.standard_normal(SHAPE, dtype=np.float32) for n in "ABC"}
         rows += [
-            measure("MaxPool k3 s2 p1, Y+Indices", maxpool_model, {"X": x}, args.repeat, pool_batch),
-            measure(
-                "MaxPool k3 s2 p1, Y only",
-                lambda b: maxpool_model(b, False),
-                {"X": x},
-                args.repeat,
-                pool_batch,
-            ),
-            measure("Max of three", max_model, abc, args.repeat, SHAPE[0]),
+            measure_pool("MaxPool k3 s2 p1, Y+Indices", maxpool_model, {"X": x}, args),
+            measure_pool("MaxPool k3 s2 p1, Y only", lambda b: maxpool_model(b, False), {"X": x}, args),
+            measure_pool("Max of three", max_model, abc, args),
         ]
+        load.append(os.getloadavg()[0])
     if args.only != "pool":
-        cx, cw = rng.standard_normal(CONV_X, dtype=np.float32), rng.standard_normal(CONV_W, dtype=np.float32)
-        attrs = {k: v for k, v in CONV.items()}
-        a, b = (rng.standard_normal((MATMUL, MATMUL), dtype=np.float32) for _ in range(2))
-        rows += [
-            measure_products(
-                "Conv 3x3 p1 + bound", conv_model(), {"X": cx, "W": cw},
-                lambda: (conv(cx, cw, **attrs), conv_abs(cx, cw, **attrs)), args.repeat,
-            ),
-            measure_products(
-                "Conv 3x3 p1 + bound, fused", conv_model(), {"X": cx, "W": cw},
-                lambda: conv_with_abs(cx, cw, **attrs), args.repeat,
-            ),
-            measure_products(
-                "MatMul 512^3 + bound", matmul_model(), {"A": a, "B": b},
-                lambda: (matmul(a, b), matmul_abs(a, b)), args.repeat,
-            ),
-            measure_products(
-                "MatMul 512^3 + bound, fused", matmul_model(), {"A": a, "B": b},
-                lambda: matmul_with_abs(a, b), args.repeat,
-            ),
-            # the bound as compare/accuracy.py computes it today: the kernel itself run on the magnitudes
-            measure_products(
-                "Conv + kernel on |x|,|w|", conv_model(), {"X": cx, "W": cw},
-                lambda: (conv(cx, cw, **attrs), conv(np.abs(cx), np.abs(cw), **attrs)), args.repeat,
-            ),
-            measure_products(
-                "MatMul + kernel on |a|,|b|", matmul_model(), {"A": a, "B": b},
-                lambda: (matmul(a, b), matmul(np.abs(a), np.abs(b))), args.repeat,
-            ),
-        ]  # fmt: skip
+        rows += product_rows(args, rng)
+        load.append(os.getloadavg()[0])
+    if args.edge:
+        rows += edge_rows(args, rng)
+        load.append(os.getloadavg()[0])
     print(
         f"onnxruntime {ort.__version__} (1 thread), onnx {onnx.__version__}, numpy {np.__version__} "
-        f"(BLAS threads: {BLAS_THREADS}), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        f"(BLAS threads: {BLAS_THREADS}), {os.cpu_count()} CPUs, load average "
+        + " / ".join(f"{v:.1f}" for v in load)
+        + " (start / after each group)"
     )
-    print(f"times: {args.clock} clock ({clock.__name__}), best of the runs")
     print(
-        f"pooling input {list(SHAPE)} float32; best of {args.repeat}; ReferenceEvaluator's MaxPool on "
-        f"{pool_batch} image(s), time scaled x{SHAPE[0] / pool_batch:g}; its Max, Conv, MatMul in full"
+        f"best of {args.repeat} alternate runs (edge rows: {max(3, args.repeat // 3)}); pooling input "
+        f"{list(SHAPE)} float32; ReferenceEvaluator (CPU time) on {args.evaluator_batch} image(s) for "
+        f"MaxPool, scaled x{SHAPE[0] / args.evaluator_batch:g}; its Max, Conv, MatMul in full"
     )
-    columns = (
-        ("sonnx ms", 9),
-        ("ort ms", 8),
-        ("vs ort", 7),
-        ("evaluator ms", 13),
-        ("speed-up", 9),
-        ("peak/io", 8),
-    )
-    print(f"{'kernel':30}" + "".join(f" {title:>{width}}" for title, width in columns))
+    header = f"{'kernel':34} {'cpu ms':>7} {'ort':>6} {'ratio':>6} | {'wall ms':>7} {'ort':>6} {'ratio':>6}"
+    print(header + f" | {'evaluator ms':>12} {'speed-up':>8} {'peak/io':>7}")
     for r in rows:
-        print(
-            f"{r['name']:30} {r['ours'] * 1e3:9.1f} {r['ort'] * 1e3:8.1f} {r['ours'] / r['ort']:6.2f}x "
-            f"{r['evaluator'] * 1e3:13.0f} {r['evaluator'] / r['ours']:8.1f}x {r['peak'] / r['io']:7.2f}x"
+        line = (
+            f"{r['name']:34} {r['ours_cpu'] * 1e3:7.1f} {r['ort_cpu'] * 1e3:6.1f} "
+            f"{r['ours_cpu'] / r['ort_cpu']:5.2f}x | {r['ours_wall'] * 1e3:7.1f} {r['ort_wall'] * 1e3:6.1f} "
+            f"{r['ours_wall'] / r['ort_wall']:5.2f}x"
         )
+        if "evaluator" in r:
+            line += (
+                f" | {r['evaluator'] * 1e3:12.0f} {r['evaluator'] / r['ours_cpu']:7.1f}x "
+                f"{r['peak'] / r['io']:6.2f}x"
+            )
+        print(line)
     print("targets: Conv, MatMul (+ bound) <= 8x ort; MaxPool Y only <= 3x, Y+Indices <= 2x ort;")
     print("         Max <= 1.5x ort, >= 20x faster than ReferenceEvaluator on the pooling rows,")
     print("         peak/io < 3x there")

@@ -10,14 +10,24 @@ text's upper bound dW_2 - 1 and its output-size formula are the slips profile.md
 size floor((dX + pad_begin + pad_end - (dilations*(k-1)+1)) / strides) + 1 per axis.
 
 Float section: IEEE 754 semantics. The padded zeros and the inserted zeros of the dilation are operands: a
-padded zero times an infinite weight is NaN, and so is an infinite X under a hole of the dilated kernel (0 *
-inf) -- the literal reading of both definitions, which onnx.reference shares (it builds the dilated kernel);
-onnxruntime 1.32.0 agrees on padding and skips the holes. The reading of the holes is the one switch
-``DILATION_ZEROS_ARE_OPERANDS``. An exact zero is -0 only when every term and the bias are -0.
+padded zero times an infinite weight is NaN, and so is an infinite (or NaN) X under a hole of the dilated
+kernel, 0 * inf. Decided for issue 11 (reading (a)), from the text: its formula sums X_p[...] * W_d[c, i, j,
+z] over every index of the dilated kernel W_d, and the dilations attribute defines the elements the dilation
+inserts as values ("The value of the elements introduced by the dilation is 0"), exactly as the pads
+attribute defines the padding ("The padding value is 0"); the float section keeps that formula ("Apart from
+the IEEE754 floating-point semantics, the behaviour of the operator is identical to the real-number
+specification") and IEEE 754 makes 0 * inf NaN. "Inserting spaces between its elements" describes the shape
+of W_d, not a sum that skips them: the text has no second formula over the kernel's own taps. In the real
+section the two readings agree (0 * x = 0), so nothing else depends on it; a hole is an exact zero term, so it
+adds no rounding and the bound's term count stays C/group * kH * kW. onnx.reference agrees (it builds W_d);
+onnxruntime 1.21.0 and 1.32.0 skip the holes (+-inf where the text gives NaN), which --compare reports. The
+reading is the one switch ``DILATION_ZEROS_ARE_OPERANDS``. An exact zero is -0 only when every term and the
+bias are -0.
 
 Accuracy: the exact value of that sum, rounded once to the output type (correctly rounded; the kernel's own
 error is at most half an ulp): see products_common for how, including float64 (error-free splitting).
-``conv_abs`` gives sum |X_p * W_d| + |B| per output element, the quantity of the sum-of-products bound.
+``conv_abs`` / ``run_abs`` give a rigorous upper bound of sum |X_p * W_d| + |B| per output element, the
+quantity of the sum-of-products bound (compare/accuracy.py), from one float32 product of |X_p| and |W_d|.
 
 The loop runs over the images of the batch and the kernel offsets (im2col), never over output elements.
 Refused (OutsideProfileError / ReferenceError, each naming its rule): rank other than 4 (Conv.R1), auto_pad
@@ -39,8 +49,9 @@ from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
 from sonnx_check.shapes import dilated_extent
 
-# The inserted zeros of the dilated kernel take part in the products (0 * inf = NaN), as the text defines
-# W_d. False: they are structure, as in onnxruntime's im2col. Nothing else in the kernel decides this.
+# Reading (a), decided from conv2.md's formula: the inserted zeros of the dilated kernel take part in the
+# products (0 * inf = NaN), as the text defines W_d. False: they are structure, as in onnxruntime's im2col.
+# Nothing else in the kernel decides this.
 DILATION_ZEROS_ARE_OPERANDS = True
 
 
@@ -110,9 +121,7 @@ class _Plan:
         ensure_within_budget("Conv padded X (one image)", padded, max_elements)
         ensure_within_budget("Conv im2col columns (one image)", (channels * taps, positions), max_elements)
         self.x, self.pads, self.strides, self.padded = x, pads, params.strides, padded
-        self.finite = bool(
-            np.isfinite(x).all() and np.isfinite(w).all() and (b is None or np.isfinite(b).all())
-        )
+        self.parameters_finite = bool(np.isfinite(w).all() and (b is None or np.isfinite(b).all()))
         self.depthwise = params.group > 1
         w64 = np.asarray(w, dtype=np.float64)
         if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
@@ -121,6 +130,11 @@ class _Plan:
         else:
             self.left = w64.reshape(1, out_channels, channels * taps)
             self.bias = None if b is None else b.astype(np.float64).reshape(1, out_channels, 1)
+        self.row_norms = np.sqrt(np.einsum("bmk,bmk->bm", self.left, self.left))
+
+    def finite(self, image: int) -> bool:
+        """Whether every operand of one image's products is finite (X's padding is)."""
+        return self.parameters_finite and bool(np.isfinite(self.x[image]).all())
 
     def columns(self, image: int, dtype: type = np.float64, absolute: bool = False) -> np.ndarray:
         """The im2col of one image of X_p (of |X_p| when ``absolute``): R of shape (1, C*T, P), or (C, T, P)
@@ -144,12 +158,36 @@ class _Plan:
         return columns.reshape(1, -1, oh * ow)
 
     def products(self, image: int) -> Products:
-        return Products(self.left, self.columns(image), self.bias, self.dtype, finite=self.finite)
+        norms = (
+            None if self.depthwise or self.dtype == np.float64 else (self.row_norms, self.column_norms(image))
+        )
+        return Products(
+            self.left, self.columns(image), self.bias, self.dtype, finite=self.finite(image), norms=norms
+        )
+
+    def column_norms(self, image: int) -> np.ndarray:
+        """The Euclidean norm of every im2col column of a standard convolution, (1, P), from the window sums
+        of X_p squared summed over the channels: one pass over X instead of one over the columns. In
+        float64, where the squares of float16/float32 values are exact; the sums round (covered by the
+        inflation the certificate applies to the norms' product)."""
+        _, height, width = self.x.shape[1:]
+        squares = np.zeros(self.padded[1:])
+        inside = squares[self.pads[0] : self.pads[0] + height, self.pads[1] : self.pads[1] + width]
+        x = self.x[image]
+        np.einsum("chw,chw->hw", x, x, out=inside, dtype=np.float64)
+        rows, cols = self.taps
+        (s0, s1), (oh, ow) = self.strides, self.out
+        total = np.zeros((oh, ow))
+        for i in rows:
+            for j in cols:
+                total += squares[i : i + s0 * (oh - 1) + 1 : s0, j : j + s1 * (ow - 1) + 1 : s1]
+        return np.sqrt(total).reshape(1, oh * ow)
 
     def abs_sum(self, image: int) -> np.ndarray:
         work = np.float64 if self.dtype == np.float64 else np.float32  # abs_sum's working precision
         right = self.columns(image, work, absolute=True)
-        return abs_sum(self.left.astype(work), right, self.bias, self.dtype, finite=self.finite)
+        left = np.abs(self.left).astype(work)
+        return abs_sum(left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True)
 
 
 def _check(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: ConvParams) -> None:
@@ -255,7 +293,8 @@ def _with_abs(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
     for image in range(plan.y_shape[0]):
         magnitude = plan.abs_sum(image)
         right = plan.columns(image)
-        products = Products(plan.left, right, plan.bias, plan.dtype, finite=plan.finite, magnitude=magnitude)
+        finite = plan.finite(image)
+        products = Products(plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude)
         y[image] = products.rounded().reshape(plan.y_shape[1:])
         bound[image] = magnitude.reshape(plan.y_shape[1:])
     return y, bound

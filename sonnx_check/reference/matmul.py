@@ -59,7 +59,9 @@ def matmul(a: np.ndarray, b: np.ndarray, *, max_elements: int | None = None) -> 
             return np.matmul(a.astype(np.uint64), b.astype(np.uint64)).astype(a.dtype)
     if a.dtype not in FLOAT_DTYPES:
         raise OutsideProfileError(f"MatMul on {a.dtype}: not a type of the profile (MatMul.types)")
-    return Products(a[None].astype(np.float64), b[None].astype(np.float64), None, a.dtype).rounded()[0]
+    finite = bool(np.isfinite(a).all() and np.isfinite(b).all())  # on the narrow type: half the bytes
+    wide = Products(a[None].astype(np.float64), b[None].astype(np.float64), None, a.dtype, finite=finite)
+    return wide.rounded()[0]
 
 
 def matmul_abs(a: np.ndarray, b: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:

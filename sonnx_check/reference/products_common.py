@@ -7,11 +7,12 @@ rounded to nearest, ties to even, in the output type: the kernel's own error is 
 output type (so within 1 ulp of the exact result), for every finite result, overflow to +-inf and underflow to
 subnormals or +-0 included. How, in tiers; each element leaves at the first tier that proves its value:
 
-1. An approximation with a rigorous bound E on its error.
+1. Tier 1, (a) an approximation with a rigorous bound E on its error:
    - float16/float32 operands: every product is exact in float64 (24 + 24 <= 53 bits), so one float64 BLAS
      product plus the bias errs by at most gamma_(K+1) * (sum|l*r| + |bias|), u = 2^-53, whatever the order
      of summation (blocked, FMA). sum|l*r| is bounded by Cauchy-Schwarz (row norm times column norm), one
-     pass over each operand instead of a second product.
+     pass over each operand instead of a second product (Conv: from window sums of X squared), or is the
+     caller's abs_sum (the fused calls).
    - float64 operands: the Ozaki error-free splitting. Each row of L and each column of R is scaled by a power
      of two to below 1 and cut into S slices of beta = floor((53 - ceil(log2 K)) / 2) bits. The product of two
      slices has K terms that are integer multiples of one power of two and whose sum stays below 2^53 of it,
@@ -19,27 +20,34 @@ subnormals or +-0 included. How, in tiers; each element leaves at the first tier
      are added in double-double; the truncation (remainders and omitted pairs) is at most
      K * 2^(-S*beta) * (3 + S^2) in the scaled units, the double-double addition 4 * pieces^2 * u^2 *
      sum|piece|. S makes the bound about 2^-20 of an ulp of a typical result.
-2. Certification: where the whole interval [approx - E, approx + E] rounds to one value of the output type
-   (bit for bit, sign of zero included), that value is the correctly rounded result.
-3. The rest (a result within E of a rounding boundary, a zero, heavy cancellation) is recomputed from its own
-   terms, gathered per element: a zero row of L or zero column of R settles at once (the sum is the bias, or
-   a signed zero); then, vectorised, sums whose float64 evaluation is provably exact (the products have at
-   most 53 significant bits and stay below 2^53 times their common lowest bit: small integers, ties, halves,
-   zeros), then a pairwise double-double sum of the exact products (Dekker's TwoProduct for float64) with
-   its own certificate; then, one element at a time, math.fsum (correctly rounded; for a narrower type the
-   sign of the remainder decides a midpoint) or exact integers (each float is m * 2^e), rounded by
-   :func:`round_dyadic`.
+   (b) certification: where the whole interval [approx - E, approx + E] rounds to one value of the
+       output type (bit for bit, sign of zero included), that value is the correctly rounded result; a
+       zero only where the interval lies on one side of 0 (an exact zero takes its sign from its terms).
+2. Tier 2, in bulk, when tier 1 leaves many elements (the edge data: zeros, signed zeros, ties,
+   subnormals), over the whole output with matrix products on the rows and columns those elements touch
+   (``Products._settle_in_bulk``): sums whose products are all zero (counted by a 0/1 product; a zero row or
+   column needs none) are the bias or a signed zero, -0 exactly when no k has sign(l) = sign(r) (counted by
+   one product of the sign bits); for float16/float32, sums whose float64 evaluation is provably exact in any
+   order (every product a multiple of 2^(eL_i + eR_j), the lowest set bits of row i and column j, and the
+   sum of magnitudes below 2^53 of that unit) are the float64 product itself, rounded once.
+3. Tier 3: the rest (a result within E of a rounding boundary, heavy cancellation) is recomputed from its
+   own terms, gathered per element: vectorised, sums whose float64 evaluation is provably exact (as in
+   tier 2, per element), then a pairwise double-double sum of the exact products (Dekker's TwoProduct for
+   float64) with its own certificate; then, one element at a time, math.fsum (correctly rounded; for a
+   narrower type the sign of the remainder decides a midpoint) or exact integers (each float is m * 2^e),
+   rounded by :func:`round_dyadic`. Random data leaves about one element in 3000 here (near a midpoint).
 
 The BLAS is trusted only to compute each element as a sum of its K products in some order (OpenBLAS and MKL
-do; no Strassen-like scheme): the bounds of tier 1 hold for any order, and the Ozaki slice products and the
-0/1 counts below are exact in any order.
+do; no Strassen-like scheme): the bounds of tier 1 hold for any order, and the Ozaki slice products, the exact
+sums of tiers 2 and 3 and the integer counts below are exact in any order.
 
 Special values follow IEEE 754 on the terms of the sum (the float sections of the texts): a term is NaN when a
 factor is NaN or it is 0 * inf; the sum is NaN when a term is NaN or when it holds both +inf and -inf terms,
 otherwise +-inf when it holds an infinite term (or an infinite bias). Finite operands never make an infinite
-term: a finite sum overflows to +-inf only when its exact value rounds beyond the largest finite value. These
-are counted with 0/1 matrix products, so no BLAS NaN handling is relied upon. An exact zero sum is -0 when
-every term (and the bias) is -0, +0 otherwise (the IEEE sum of its terms, in any order); an empty sum is +0.
+term: a finite sum overflows to +-inf only when its exact value rounds beyond the largest finite value. They
+are decided in products_special.py, with exact integer counts, so no BLAS NaN handling is relied upon. An
+exact zero sum is -0 when every term (and the bias) is -0, +0 otherwise (the IEEE sum of its terms, in any
+order); an empty sum is +0.
 """
 
 from __future__ import annotations
@@ -48,11 +56,16 @@ import math
 
 import numpy as np
 
+from sonnx_check.reference.products_special import count_type, special_values, take_cols, take_rows
+
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 FLOAT_DTYPES = (F16, F32, F64)
 U = 2.0**-53  # unit roundoff of float64
 TINY = 2.0**-1074  # smallest positive float64
 _CHUNK = 1 << 21  # gathered terms per vectorised step of tier 3 (float64 words)
+# Tier 2 runs when tier 1 leaves at least this many elements: fewer (the near-ties of random data, about 1 in
+# 3000) are cheaper gathered one by one in tier 3, which has the same zero and exactness tests per element.
+_BULK = 256
 
 # precision p, minimum normal exponent, maximum exponent of each output format
 _FORMATS = {F16: (11, -14, 15), F32: (24, -126, 127), F64: (53, -1022, 1023)}
@@ -124,51 +137,79 @@ def abs_sum(
     dtype: np.dtype,
     *,
     finite: bool | None = None,
+    absolute: bool = False,
 ) -> np.ndarray:
-    """An upper bound, in float64, of ``sum_k |L[i,k] * R[k,j]| (+ |bias|)`` for every element, tight to a
-    relative 2(K+2)u of the operands' type: the quantity the sum-of-products accuracy bound gamma_n * sum|a*b|
-    multiplies. L (BL, M, K), R (BR, K, P) and the bias hold values of ``dtype`` (in any float type, signs
-    ignored). +inf where a term involves a non-finite operand.
+    """A rigorous upper bound, in float64, of ``s = sum_k |L[i,k] * R[k,j]| (+ |bias|)`` for every element,
+    above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) of its smallest
+    subnormals): the quantity the sum-of-products accuracy bound gamma_n * sum|a*b| multiplies. L (BL, M, K),
+    R (BR, K, P) and the bias hold values of ``dtype`` (in any float type; ``absolute``: L and R are already
+    their magnitudes, in the working type). +inf where a term involves a non-finite operand, or where s is
+    beyond the float64 range (an upper bound still).
 
-    float16/float32 operands: a float32 product of non-negative terms is at least (1 - gamma_(K+1)) times the
-    exact sum (float32 u), less at most 2^-149 per underflowed product; it is computed in float64 only where
-    float32 overflows. float64 operands: the same in float64."""
+    Why it is an upper bound: the working type is float32 for float16/float32 operands (float64 where float32
+    overflows) and float64 for float64 operands, with unit roundoff u and smallest subnormal tiny. The terms
+    t_k = |l_k| |r_k| are non-negative, so in any summation order, with or without FMA, each rounding to
+    nearest of a product or a partial sum x gives at least x (1 - u), less at most tiny/2 where a product
+    underflows (sums of non-negative numbers never do). So the BLAS result s^ >= (1 - u)^K s - K tiny/2, i.e.
+    s <= (s^ + K tiny/2) / (1 - u)^K <= (s^ + K tiny/2)(1 + gamma_K). The result is s^ (1 + 2 gamma_(K+2)) +
+    (K+1) tiny (+ |bias| (1 + 2^-52)) in float64: the margin over (1 + gamma_K) covers the float64 roundings
+    of those operations, so the result is at least s."""
     narrow = np.dtype(dtype) != F64
     work = np.float32 if narrow else np.float64
-    left, right = np.abs(np.asarray(left, dtype=work)), np.abs(np.asarray(right, dtype=work))
-    k = left.shape[2]
+    left, right = np.asarray(left, dtype=work), np.asarray(right, dtype=work)
+    if not absolute:
+        left, right = np.abs(left), np.abs(right)
     shape = (max(left.shape[0], right.shape[0]), left.shape[1], right.shape[2])
-    nonfinite = None
-    if not finite and not (_all_finite(left) and _all_finite(right)):
-        nonfinite = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[
-            :, None, :
-        ]
-        left = np.where(np.isfinite(left), left, 0)
-        right = np.where(np.isfinite(right), right, 0)
+    if finite or (finite is None and _all_finite(left) and _all_finite(right)):
+        total = _abs_products(left, right, narrow)
+    else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand
+        bad = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[:, None, :]
+        if bad.shape[0] == 1:  # the product on the finite rows and columns only
+            rows, cols = np.flatnonzero(~bad[0].all(axis=1)), np.flatnonzero(~bad[0].all(axis=0))
+            total = np.full(shape, np.inf)
+            if rows.size and cols.size:
+                block = _abs_products(
+                    take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2]), narrow
+                )
+                total[0][np.ix_(rows, cols)] = block[0]
+        else:
+            left = np.where(np.isfinite(left), left, 0)
+            right = np.where(np.isfinite(right), right, 0)
+            total = _abs_products(left, right, narrow)
+        total[np.broadcast_to(bad, total.shape)] = np.inf
+    if total.shape != shape:
+        total = np.broadcast_to(total, shape).copy()
+    if bias is not None:
+        with np.errstate(over="ignore", invalid="ignore"):  # a non-finite bias: +inf
+            total += np.abs(np.asarray(bias, dtype=np.float64)) * (1.0 + 2.0 * U)
+        if not finite:
+            total[np.isnan(total)] = np.inf
+    return total
+
+
+def _abs_products(left: np.ndarray, right: np.ndarray, narrow: bool) -> np.ndarray:
+    """``abs_sum`` of finite magnitudes, without the bias: the working-type product rounded up."""
+    k = left.shape[2]
     with np.errstate(over="ignore"):
-        total = np.matmul(left, right).astype(np.float64)
+        total = np.matmul(left, right)
     if narrow and not _all_finite(total):  # a float32 overflow: the float64 product instead
         total = np.matmul(left.astype(np.float64), right.astype(np.float64))
         narrow = False
-    if total.shape != shape:
-        total = np.broadcast_to(total, shape).copy()
     u, tiny = (2.0**-24, 2.0**-149) if narrow else (U, TINY)
-    with np.errstate(over="ignore"):  # beyond the float64 range the bound is +inf, which is an upper bound
-        total *= 1.0 + 2.0 * (k + 2) * u / (1.0 - (k + 2) * u)
+    with np.errstate(over="ignore"):  # beyond the float64 range: +inf, an upper bound still
+        total = np.multiply(total, 1.0 + 2.0 * (k + 2) * u / (1.0 - (k + 2) * u), dtype=np.float64)
         total += (k + 1) * tiny
-        if bias is not None:
-            total += np.abs(np.asarray(bias, dtype=np.float64)) * (1.0 + 2.0 * U)
-    if nonfinite is not None:
-        total[np.broadcast_to(nonfinite, shape)] = np.inf
-    if bias is not None and not finite:
-        total[~np.isfinite(np.broadcast_to(bias, shape))] = np.inf
     return total
 
 
 class Products:
     """One stacked product ``L @ R (+ bias)``: L of shape (BL, M, K), R of shape (BR, K, P), BL and BR equal
     or 1; bias broadcastable to (B, M, P) or None. The operands are float64 arrays holding the exact values of
-    the operator's inputs (of type ``dtype``); the result is of type ``dtype``."""
+    the operator's inputs (of type ``dtype``); the result is of type ``dtype``.
+
+    ``magnitude``: an upper bound of sum|l*r| + |bias| per element the caller already has (abs_sum; tier 1
+    then needs no Cauchy-Schwarz norms). ``norms``: the Cauchy-Schwarz norms (BL, M) and (BR, P) when the
+    caller computes them more cheaply than from L and R (Conv, from window sums of X squared)."""
 
     def __init__(
         self,
@@ -179,6 +220,7 @@ class Products:
         *,
         finite: bool | None = None,
         magnitude: np.ndarray | None = None,
+        norms: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         if left.ndim != 3 or right.ndim != 3 or left.shape[2] != right.shape[1]:
             raise ValueError(f"product of {left.shape} and {right.shape}")
@@ -190,80 +232,56 @@ class Products:
         self.p = right.shape[2]
         self.shape = (self.batch, self.m, self.p)
         self.bias = None if bias is None else np.broadcast_to(np.asarray(bias, dtype=np.float64), self.shape)
-        self.finite = finite  # True when the caller knows every operand is finite (saves a pass over them)
-        # an upper bound of sum|l*r| + |bias| per element the caller already has (abs_sum): tier 1 of float16
-        # and float32 then needs no Cauchy-Schwarz norms
+        self.finite = finite  # True / False when the caller knows whether every operand is finite, else None
         self.magnitude = magnitude
+        self.norms = norms
 
     # -- the result ---------------------------------------------------------------------------------------
     def rounded(self) -> np.ndarray:
         """The exact result, rounded once to ``dtype``."""
         left, right, bias = self.left, self.right, self.bias
-        special = None
-        if not self.finite and not (
-            _all_finite(left) and _all_finite(right) and (bias is None or _all_finite(bias))
+        if self.finite or (
+            self.finite is None
+            and (_all_finite(left) and _all_finite(right) and (bias is None or _all_finite(bias)))
         ):
-            special = self._special_values()
-            left = np.where(np.isfinite(left), left, 0.0)
-            right = np.where(np.isfinite(right), right, 0.0)
-            bias = None if bias is None else np.where(np.isfinite(bias), bias, 0.0)
-        finite = Products(left, right, bias, self.dtype, finite=True)
-        result = finite._rounded_finite()
-        if special is not None:
-            where, values = special
-            result[where] = values[where].astype(self.dtype)
+            return self._rounded_finite(None)
+        where, values = special_values(self.left, self.right, self.bias, self.shape)
+        if where.all():
+            return values.astype(self.dtype)
+        # The other elements have only finite terms: the finite problem with the non-finite operands set to
+        # zero gives them; the special elements are skipped by every tier past the first.
+        left = np.where(np.isfinite(left), left, 0.0)
+        right = np.where(np.isfinite(right), right, 0.0)
+        bias = None if bias is None else np.where(np.isfinite(bias), bias, 0.0)
+        finite = Products(left, right, bias, self.dtype, finite=True, magnitude=self.magnitude)
+        result = finite._rounded_finite(where)
+        result[where] = values[where].astype(self.dtype)
         return result
 
-    # -- special values -----------------------------------------------------------------------------------
-    def _special_values(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where the sum is NaN or +-inf by the IEEE rules on its terms, and those values."""
-        left, right = self.left, self.right
-        with np.errstate(invalid="ignore"):
-            inf_l, inf_r = np.isinf(left), np.isinf(right)
-            pos_l, neg_l, pos_r, neg_r = left > 0, left < 0, right > 0, right < 0
-
-            def count(*pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-                total = np.zeros(self.shape)
-                for a, b in pairs:
-                    total = total + np.matmul(a.astype(np.float64), b.astype(np.float64))
-                return total
-
-            nan = np.isnan(left).any(axis=2)[:, :, None] | np.isnan(right).any(axis=1)[:, None, :]
-            nan = nan | (count((inf_l, right == 0), (left == 0, inf_r)) > 0)
-            finite_pos_l, finite_neg_l = pos_l & ~inf_l, neg_l & ~inf_l
-            pinf_r, ninf_r = inf_r & pos_r, inf_r & neg_r
-            pinf_l, ninf_l = inf_l & pos_l, inf_l & neg_l
-            pos_inf = (
-                count((pinf_l, pos_r), (ninf_l, neg_r), (finite_pos_l, pinf_r), (finite_neg_l, ninf_r)) > 0
-            )
-            neg_inf = (
-                count((pinf_l, neg_r), (ninf_l, pos_r), (finite_pos_l, ninf_r), (finite_neg_l, pinf_r)) > 0
-            )
-            nan = np.broadcast_to(nan, self.shape)
-            if self.bias is not None:
-                nan = nan | np.isnan(self.bias)
-                pos_inf = pos_inf | (self.bias == np.inf)
-                neg_inf = neg_inf | (self.bias == -np.inf)
-        nan = nan | (pos_inf & neg_inf)
-        values = np.where(nan, np.nan, np.where(pos_inf, np.inf, -np.inf))
-        return nan | pos_inf | neg_inf, values
-
     # -- finite operands ----------------------------------------------------------------------------------
-    def _rounded_finite(self) -> np.ndarray:
+    def _rounded_finite(self, skip: np.ndarray | None) -> np.ndarray:
+        """The correctly rounded result where every term is finite (``skip``: elements decided elsewhere)."""
         if self.k == 0:  # an empty sum is +0; +0 + bias is the bias, and +0 for a bias of -0
             zero = np.zeros(self.shape)
             return (zero if self.bias is None else zero + self.bias).astype(self.dtype)
         if self.dtype == F64:
             result, certified = self._ozaki()
+            approx = result
         else:
-            result, certified = self._float64_accumulation()
-        left_over = np.flatnonzero(~certified)
+            result, certified, approx = self._float64_accumulation()
+        if skip is not None:
+            certified |= skip
+        pending = np.logical_not(certified, out=certified)
+        if np.count_nonzero(pending) >= _BULK:
+            self._settle_in_bulk(result, approx, pending)
+        left_over = np.flatnonzero(pending)
         if left_over.size:
             result.reshape(-1)[left_over] = self._exact_elements(left_over)
         return result
 
-    def _float64_accumulation(self) -> tuple[np.ndarray, np.ndarray]:
-        """Tier 1 for float16/float32 operands: products exact in float64, one rounding per addition."""
+    def _float64_accumulation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Tier 1 for float16/float32 operands: products exact in float64, one rounding per addition. Returns
+        the rounded result, where it is certified, and the float64 approximation (for tier 2)."""
         approx = np.matmul(self.left, self.right)
         if approx.shape != self.shape:
             approx = np.broadcast_to(approx, self.shape).copy()
@@ -272,62 +290,35 @@ class Products:
         factor = gamma(self.k + 1) * (1.0 + 4.0 * (self.k + 4) * U) + 2.0**-49
         if self.magnitude is not None:
             bound = np.broadcast_to(self.magnitude, self.shape) * factor
-            if self.bias is not None:
-                approx += self.bias
-            zero_lines = None
         else:
-            rows, cols = _norms(self.left, self.right)
+            rows, cols = self._norms()
             bound = (rows * factor)[:, :, None] * cols[:, None, :]
+            if bound.shape != self.shape:
+                bound = np.broadcast_to(bound, self.shape).copy()
             if self.bias is not None:
-                approx += self.bias
                 bound += np.abs(self.bias) * factor
-            zero_lines = (rows != 0, cols != 0)
-        result, certified = _certify_single(approx, bound, self.dtype)
-        self._settle_zero_lines(result, certified, zero_lines)
-        return result, certified
+        if self.bias is not None:
+            approx += self.bias
+        result, certified = _certify_rounding(approx, bound, self.dtype)
+        return result, certified, approx
 
-    def _settle_zero_lines(
-        self, result: np.ndarray, certified: np.ndarray, nonzero_lines: tuple[np.ndarray, np.ndarray] | None
-    ) -> None:  # (BL, M) and (BR, P): False exactly where L's row / R's column holds only zeros
-        """Exact zeros of the cheapest kind, without gathering their terms: a zero row of L (a kernel of
-        zeros) or a zero column of R (a window of zeros, padding included) makes every product a zero, so
-        the sum is the bias, and with a zero bias -0 exactly when every term is -0 (the signs of the zeros
-        against the signs of the other operand). The others stay uncertified for tier 3."""
-        zero_result = result == 0
-        certified &= ~zero_result  # a zero result: its sign comes from its terms
-        if not zero_result.any():
-            return
-        if nonzero_lines is None:  # exact tests (float64 squares of tiny values would underflow)
-            nonzero_lines = ((self.left != 0).any(axis=2), (self.right != 0).any(axis=1))
-        zero_rows, zero_cols = ~nonzero_lines[0], ~nonzero_lines[1]
-        if not (zero_rows.any() or zero_cols.any()):
-            return
-        # every term of (i, j) is -0 when L's row i is all +0 and R's column j all negative-signed, or the
-        # reverse, or (zero column) R's column j is all +0 and L's row i all negative-signed, ...
-        sign_l = np.signbit(self.left)
-        sign_r = np.signbit(self.right)
-        l_all_neg, l_all_pos = sign_l.all(axis=2), ~sign_l.any(axis=2)  # (BL, M)
-        r_all_neg, r_all_pos = sign_r.all(axis=1), ~sign_r.any(axis=1)  # (BR, P)
-        zero_terms = zero_rows[:, :, None] | zero_cols[:, None, :]
-        negative = (l_all_pos[:, :, None] & r_all_neg[:, None, :]) | (
-            l_all_neg[:, :, None] & r_all_pos[:, None, :]
-        )
-        # "every k has opposite signs" is decided when one side has one sign throughout: then the other must
-        # have the opposite sign throughout. Mixed signs on both sides stay for tier 3.
-        decided = (l_all_neg | l_all_pos)[:, :, None] | (r_all_neg | r_all_pos)[:, None, :]
-        bias = self.bias
-        settle = np.broadcast_to(zero_terms & decided, self.shape)
-        if bias is not None:
-            settle = settle & (bias == 0)
-            negative = negative & np.signbit(bias)
-        if settle.any():
-            values = np.where(np.broadcast_to(negative, self.shape), -0.0, 0.0).astype(self.dtype)
-            result[settle] = values[settle]
-            certified |= settle
-        nonzero_bias = np.broadcast_to(zero_terms, self.shape) & (bias != 0 if bias is not None else False)
-        if np.any(nonzero_bias):  # the sum is exactly the bias
-            result[nonzero_bias] = bias[nonzero_bias].astype(self.dtype)
-            certified |= nonzero_bias
+    def _norms(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.norms is None:
+            self.norms = _norms(self.left, self.right)
+        return self.norms
+
+    def _sum_bound(self, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        """An upper bound of sum|l*r| + |bias| on a block of the output (an np.ix_ index): the caller's
+        magnitude, or the norms' product inflated for their float64 roundings."""
+        if self.magnitude is not None:
+            return np.broadcast_to(self.magnitude, self.shape)[index]
+        rows, cols = self._norms()
+        _, row_index, col_index = index
+        total = rows[:, row_index[0, :, 0], None] * cols[:, None, col_index[0, 0, :]]
+        total = total * (1.0 + 4.0 * (self.k + 4) * U)
+        if self.bias is not None:
+            total = total + np.abs(self.bias[index]) * (1.0 + 4.0 * U)
+        return total
 
     def _ozaki(self) -> tuple[np.ndarray, np.ndarray]:
         """Tier 1 for float64 operands: error-free slices (see the module docstring)."""
@@ -363,11 +354,91 @@ class Products:
                 lo = lo + t
                 bound += 2 * U * np.abs(lo)
                 hi, lo = two_sum(hi, lo)
-        certified = _certify_double(hi, lo, bound)
+        certified = _certify_double(hi, lo, bound)  # never a zero: its sign comes from its terms
         certified &= np.broadcast_to(left_exact[:, :, None] & right_exact[:, None, :], self.shape)
-        # exact zero tests: float64 squares of tiny values would underflow
-        self._settle_zero_lines(hi, certified, None)
         return hi, certified
+
+    # -- tier 2 -------------------------------------------------------------------------------------------
+    def _settle_in_bulk(self, result: np.ndarray, approx: np.ndarray, pending: np.ndarray) -> None:
+        """Tier 2, vectorised over the whole output with matrix products over the rows and columns the
+        pending elements touch (a boolean mask, cleared where an element is decided).
+
+        (a) Sums whose products are all zero: their approximation is exactly the bias (0 without one), since
+        a float64 sum of zeros is exact, so only those are candidates. Where a row of L or a column of R
+        is all zero there is no non-zero product; elsewhere a 0/1 product counts them. Where there is
+        none the sum is the bias exactly, or, for a zero bias, a signed zero: -0 exactly when every term
+        (and the bias) is -0, i.e. no k has sign(l) = sign(r) (a zero term's sign is the exclusive or of
+        its factors' signs), counted as K - sum_k sl - sum_k sr + 2 sum_k sl sr with sl, sr the sign bits.
+        (b) float16/float32: sums the float64 product computed exactly. Each product l*r is an integer
+        multiple of 2^(eL_i + eR_j), eL_i the exponent of the lowest set bit over row i of L, eR_j over
+        column j of R, so every partial sum in any order (FMA included) is a multiple of that unit (or of the
+        bias's) of magnitude at most sum|l*r| + |bias|; below 2^53 units each is representable and none
+        rounds: the approximation IS the exact sum, and its conversion to the type the correct rounding.
+        An exact zero there has a non-zero term, so it is +0."""
+        bias = self.bias
+        candidate = pending & (approx == (0.0 if bias is None else bias))
+        if candidate.any():
+            zero_terms = candidate & ~self._any_nonzero_product(candidate)
+            signed = zero_terms
+            if bias is not None:
+                np.copyto(result, bias, where=zero_terms & (bias != 0), casting="same_kind")  # exact
+                signed = zero_terms & (bias == 0)
+            if signed.any():  # -0 + -0 = -0: every term -0, and the bias (if any) -0
+                negative = ~self._any_equal_signs(signed)
+                if bias is not None:
+                    negative &= np.signbit(bias)
+                np.copyto(result, np.where(negative, -0.0, 0.0).astype(self.dtype), where=signed)
+            pending &= ~zero_terms
+        if self.dtype != F64 and pending.any():
+            exact = pending & self._exact_float64_sums(pending)
+            with np.errstate(over="ignore"):
+                np.copyto(result, approx, where=exact, casting="same_kind")  # one rounding; +0 for an exact 0
+            pending &= ~exact
+
+    def _block(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+        """The rows of L and columns of R the elements of ``mask`` touch, and their index into the output."""
+        rows = np.flatnonzero(mask.any(axis=(0, 2)))
+        cols = np.flatnonzero(mask.any(axis=(0, 1)))
+        index = np.ix_(np.arange(self.batch), rows, cols)
+        return take_rows(self.left, rows, self.m), take_cols(self.right, cols, self.p), index
+
+    def _any_nonzero_product(self, mask: np.ndarray) -> np.ndarray:
+        """Where some k has l != 0 and r != 0 (only meaningful inside ``mask``)."""
+        left, right, index = self._block(mask)
+        nonzero_l, nonzero_r = left != 0, right != 0
+        found = nonzero_l.any(axis=2)[:, :, None] & nonzero_r.any(axis=1)[:, None, :]
+        if found.any():  # a zero row or column settles the others without a product
+            found = found & (np.matmul(nonzero_l.astype(np.float32), nonzero_r.astype(np.float32)) > 0)
+        return self._embed(found, index)
+
+    def _any_equal_signs(self, mask: np.ndarray) -> np.ndarray:
+        """Where some k has signbit(l) = signbit(r) (only meaningful inside ``mask``)."""
+        left, right, index = self._block(mask)
+        work = count_type(self.k)
+        sign_l, sign_r = np.signbit(left), np.signbit(right)
+        both = np.matmul(sign_l.astype(work), sign_r.astype(work)).astype(np.int64)  # exact counts
+        equal = self.k - sign_l.sum(axis=2)[:, :, None] - sign_r.sum(axis=1)[:, None, :] + 2 * both
+        return self._embed(equal > 0, index)
+
+    def _exact_float64_sums(self, mask: np.ndarray) -> np.ndarray:
+        """Tier 2 (b): where the float64 evaluation of the sum is provably exact (inside ``mask``)."""
+        left, right, index = self._block(mask)
+        unit = (
+            lowest_bit_exponent(left).min(axis=2)[:, :, None]
+            + lowest_bit_exponent(right).min(axis=1)[:, None, :]
+        )  # +inf: no non-zero term
+        if self.bias is not None:
+            unit = np.minimum(unit, lowest_bit_exponent(self.bias[index]))
+        total = self._sum_bound(index)
+        limit = np.ldexp(1.0, np.minimum(unit, 960.0).astype(np.int64) + 53)  # no term: 2^1013, no limit
+        return self._embed((unit >= -1074) & (total < limit), index)
+
+    def _embed(self, block: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        if index[1].size == self.m and index[2].size == self.p:  # the whole output: no scatter
+            return np.broadcast_to(block, self.shape)
+        full = np.zeros(self.shape, dtype=bool)
+        full[index] = np.broadcast_to(block, full[index].shape)
+        return full
 
     # -- tier 3 -------------------------------------------------------------------------------------------
     def _exact_elements(self, flat: np.ndarray) -> np.ndarray:
@@ -382,6 +453,20 @@ class Products:
             bias = None if self.bias is None else self.bias[b, i, j]
             out[start : start + chunk] = _exact_terms(left, right, bias, self.dtype)
         return out
+
+
+def lowest_bit_exponent(a: np.ndarray) -> np.ndarray:
+    """For finite float64 values: e with 2^e the lowest set bit of |a| (every a is an integer multiple of
+    2^e), as float64; +inf for zeros. From the bit fields, without frexp."""
+    bits = np.ascontiguousarray(np.abs(a), dtype=np.float64).view(np.uint64)
+    field = bits >> np.uint64(52)
+    mantissa = bits & np.uint64((1 << 52) - 1)
+    mantissa = np.where(field > 0, mantissa | np.uint64(1 << 52), mantissa)
+    lowest = mantissa & (~mantissa + np.uint64(1))  # the lowest set bit, a power of two below 2^53
+    shift = (lowest.astype(np.float64).view(np.uint64) >> np.uint64(52)).astype(np.int64) - 1023
+    exponent = (np.maximum(field, np.uint64(1)).astype(np.int64) - 1075 + shift).astype(np.float64)
+    exponent[mantissa == 0] = np.inf
+    return exponent
 
 
 def _all_finite(a: np.ndarray) -> bool:
@@ -405,6 +490,25 @@ def _certify_single(approx: np.ndarray, bound: np.ndarray, dtype: np.dtype) -> t
         high = bound.astype(dtype)
     kind = f"u{dtype.itemsize}"
     return low, low.view(kind) == high.view(kind)
+
+
+def _certify_rounding(
+    approx: np.ndarray, bound: np.ndarray, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_certify_single`` for the sums of products, where a zero result is certified only when the whole
+    interval lies on one side of 0 (then it is the signed zero of that side): an exact zero takes its sign
+    from its terms, which tier 2 counts. ``bound`` is overwritten."""
+    with np.errstate(over="ignore"):
+        low_end = approx - bound
+        np.add(approx, bound, out=bound)
+        low = low_end.astype(dtype)
+        high = bound.astype(dtype)
+    kind = f"u{dtype.itemsize}"
+    certified = low.view(kind) == high.view(kind)
+    zero = np.flatnonzero(certified & (low == 0))
+    if zero.size:
+        certified.reshape(-1)[zero] = (low_end.reshape(-1)[zero] > 0) | (bound.reshape(-1)[zero] < 0)
+    return low, certified
 
 
 def _certify_double(hi: np.ndarray, lo: np.ndarray, bound: np.ndarray) -> np.ndarray:

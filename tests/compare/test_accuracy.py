@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import onnx
@@ -94,7 +95,7 @@ def test_exact_class_compares_bit_for_bit():
     actual = np.array([1.0, 0.0, bad_nan, 0.0, -np.inf, np.nextafter(F32(2), F32(3))], F32)
     result = compare(n, [x], actual)
     assert dict(result.counts) == {
-        acc.MATCH: 2, acc.WITHIN: 0, acc.BEYOND: 1, acc.SPECIAL: 2, acc.FLUSHED: 1,
+        acc.MATCH: 2, acc.WITHIN: 0, acc.OVERFLOW: 0, acc.BEYOND: 1, acc.SPECIAL: 2, acc.FLUSHED: 1,
     }  # fmt: skip
     assert result.first[acc.SPECIAL].index == (1,)  # -0 against +0
     assert result.first[acc.FLUSHED].index == (3,)
@@ -192,6 +193,121 @@ def test_sum_of_products_cancellation_to_a_subnormal_is_within_not_flushed():
     assert compare(n, cancelling, np.zeros((1, 1), F32)).counts[acc.WITHIN] == 1  # gamma_2 * 2^-102 allows it
 
 
+def test_sum_of_products_bound_is_the_kernels_rounded_up_abs_sum(monkeypatch):
+    """The bound's sum |a b| (+ |c|) is the kernel module's run_abs, an upper bound of the exact sum (in
+    Fractions) even where the terms cancel or sit at the ends of the range."""
+    calls = []
+    original = conv.run_abs
+    monkeypatch.setattr(conv, "run_abs", lambda *args: calls.append(args[0].op_type) or original(*args))
+    n = node("Conv", 2, kernel_shape=[1, 2])
+    top, low = float(np.finfo(F32).max), float(np.finfo(F32).smallest_subnormal)
+    x = np.array([[[[1.0, -1.0, top / 4, low, 3.0]]]], F32)
+    w = np.array([[[[1.0, 1.0]]]], F32)
+    expected, tol = tolerance(n, [x, w])
+    assert calls == ["Conv"]
+    u = 2.0**-24
+    for q in range(4):
+        exact = sum(
+            abs(Fraction(float(x[0, 0, 0, q + k])) * Fraction(float(w[0, 0, 0, k]))) for k in range(2)
+        )
+        bound = Fraction(2) * Fraction(u) / (1 - 2 * Fraction(u)) * exact  # gamma_2, in exact arithmetic
+        assert Fraction(float(tol.allowed[0, 0, 0, q])) >= bound + Fraction(0.5) * Fraction(
+            float(acc.ulp(expected[0, 0, 0, q : q + 1], acc.float_format(F32))[0])
+        )
+
+
+@pytest.mark.parametrize(
+    ("op", "arity", "attrs"), [("MatMul", 2, {}), ("Gemm", 3, {}), ("Conv", 2, {"kernel_shape": [1, 2]})]
+)
+def test_sign_of_a_zero_sum_of_products_is_within(op, arity, attrs):
+    """Reading (b): the annex bounds an error on the real result, a real zero has no sign; the kernel keeps
+    IEEE's -0 for a sum of -0 terms, a runtime that starts at +0 is within. Correctly rounded: compared."""
+    n = node(op, arity, **attrs)
+    if op == "Conv":
+        inputs = [np.zeros((1, 1, 1, 3), F32), -np.ones((1, 1, 1, 2), F32)]
+    else:
+        inputs = [np.zeros((1, 2), F32), -np.ones((2, 1), F32)] + (
+            [-np.zeros((1, 1), F32)] if arity == 3 else []
+        )
+    expected = reference(n, inputs)
+    assert np.signbit(expected).all() and (expected == 0).all()
+    result = compare(n, inputs, np.zeros_like(expected))
+    assert result.counts[acc.WITHIN] == expected.size and result.divergent == 0
+    add = node("Add", 2)
+    zeros = [-np.zeros(1, F32), -np.zeros(1, F32)]
+    assert compare(add, zeros, np.zeros(1, F32)).counts[acc.SPECIAL] == 1
+
+
+def test_intermediate_overflow_is_within_only_where_a_partial_sum_can_overflow():
+    """Reading (c): [max, max] . [2, -2] is exactly 0, but an implementation in float32 may form +inf,
+    -inf or +inf + -inf = NaN: all three are within, counted apart, and leave the margin alone."""
+    n = node("MatMul", 2)
+    top = np.finfo(F32).max
+    inputs = [np.array([[top, top]], F32), np.array([[2.0, 1.0, 0.5], [-2.0, -0.75, -0.25]], F32)]
+    expected = reference(n, inputs)
+    assert expected[0, 0] == 0 and np.isfinite(expected).all()
+    for value in (np.nan, np.inf, -np.inf):
+        actual = expected.copy()
+        actual[0, 0] = value
+        result = compare(n, inputs, actual)
+        assert result.counts[acc.OVERFLOW] == 1 and result.divergent == 0, diverging(result)
+        assert result.first[acc.OVERFLOW].index == (0, 0) and result.max_ratio <= 1.0
+    # [max, max] . [1, -0.75]: the positive term reaches max, the negative one 0.75 max: only +inf
+    actual = expected.copy()
+    actual[0, 1] = np.inf
+    assert compare(n, inputs, actual).counts[acc.OVERFLOW] == 1
+    for value in (-np.inf, np.nan):
+        actual[0, 1] = value
+        assert compare(n, inputs, actual).counts[acc.SPECIAL] == 1
+    # [max, max] . [0.5, -0.25]: terms of 0.5 and 0.25 max, finite in any order: an infinity is a mismatch
+    actual = expected.copy()
+    actual[0, 2] = np.inf
+    assert compare(n, inputs, actual).counts[acc.SPECIAL] == 1
+    # an override bounds |runtime - exact| everywhere: no room for an overflow
+    actual = expected.copy()
+    actual[0, 0] = np.inf
+    assert compare(n, inputs, actual, "1e-3 rel").counts[acc.SPECIAL] == 1
+
+
+def test_intermediate_overflow_masks_are_accepted_by_the_callers():
+    """localise.merge accepts MATCH | WITHIN | FLUSHED: the overflows are inside WITHIN's mask."""
+    n = node("MatMul", 2)
+    top = np.finfo(F16).max
+    inputs = [np.array([[top, top]], F16), np.array([[2.0], [-2.0]], F16)]
+    expected, tol = tolerance(n, inputs)
+    actual = np.array([[np.nan]], F16)
+    masks, _, _ = acc.outcome_masks(expected, actual, tol, F16)
+    assert masks[acc.OVERFLOW][0, 0] and masks[acc.WITHIN][0, 0] and not masks[acc.SPECIAL][0, 0]
+    counts = acc.classify(expected, actual, tol, F16).counts
+    assert counts[acc.OVERFLOW] == 1 and counts[acc.WITHIN] == 0
+
+
+def test_a_float32_conv_that_overflows_on_extreme_inputs_is_not_divergent():
+    """The edge dataset 'lowest' (X = -max everywhere): a float32 runtime overflows where the exact sums
+    are finite; the same runtime on ordinary data is within the bound."""
+    rng = np.random.default_rng(4)
+    n = node("Conv", 2, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    x = np.full((1, 3, 6, 6), np.finfo(F32).min, F32)
+    w = rng.normal(size=(4, 3, 3, 3)).astype(F32)
+    with np.errstate(all="ignore"):
+        actual = _conv_float32(x, w, np.zeros(4, F32))
+    result = compare(n, [x, w], actual)
+    assert result.divergent == 0, diverging(result)
+    assert result.counts[acc.OVERFLOW] > 0
+
+
+def test_a_callers_abs_sum_gives_the_same_bound():
+    """run_with_abs gives the reference and sum |a b| together; passed to evaluate, the bound is the same."""
+    rng = np.random.default_rng(8)
+    n = node("Conv", 3, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    inputs = [rng.normal(size=s).astype(F32) for s in ((1, 3, 6, 6), (4, 3, 3, 3), (4,))]
+    (expected,), magnitude = conv.run_with_abs(n, inputs, None)
+    bound = acc.bound_for("Conv", F32)
+    alone, given = bound.evaluate(n, inputs, expected), bound.evaluate(n, inputs, expected, magnitude)
+    np.testing.assert_array_equal(alone.allowed, given.allowed)
+    assert alone.text == given.text
+
+
 def test_tanh_bound_is_the_annex_formula():
     n = node("Tanh")
     x = np.array([0.0, 0.5, 3.0, 50.0], F64)
@@ -222,6 +338,18 @@ def test_ulp_is_the_spacing_of_the_type(dtype):
     assert np.array_equal(acc.ulp(values, acc.float_format(dtype)), expected)
     top = acc.ulp(np.array([info.max]), acc.float_format(dtype))[0]
     assert list(acc.ulp(np.array([np.inf, -np.inf, np.nan]), acc.float_format(dtype))) == [top] * 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([F16, F32, F64]), st.floats(allow_nan=False, allow_infinity=False, width=64))
+def test_ulp_matches_numpy_spacing(dtype, value):
+    top = float(np.finfo(dtype).max)
+    with np.errstate(over="ignore"):
+        v = np.array([value]).astype(dtype)
+    if not abs(float(v[0])) < top:  # numpy's spacing at the maximum is inf
+        v = np.array([top / 2], dtype)
+    expected = np.abs(np.spacing(np.abs(v))).astype(np.float64)
+    assert acc.ulp(v, acc.float_format(dtype))[0] == expected[0]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,92 @@
+"""The IEEE 754 special values of sums of products (products_common): where ``sum_k L[b,i,k] * R[b,k,j]
+(+ bias)`` is NaN or +-inf by the rules of the float sections applied to its terms, decided without relying
+on any NaN handling of the BLAS.
+
+A term is NaN when a factor is NaN or it is 0 * inf; the sum is NaN when a term is NaN or when it holds both
++inf and -inf terms, otherwise +-inf when it holds an infinite term (or an infinite bias). A NaN operand
+decides its whole row or column at once; the infinite terms of the other rows and columns are counted exactly
+with two matrix products of small integers per operand holding an infinity (``infinite_terms``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def special_values(
+    left: np.ndarray, right: np.ndarray, bias: np.ndarray | None, shape: tuple[int, int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where the sum is NaN or +-inf by the IEEE rules on its terms, and those values. A NaN operand
+    poisons its row or column; the infinite terms of the others are counted exactly with matrix products
+    of small integers (``infinite_terms``), over the rows and columns no NaN has decided already. L
+    (BL, M, K), R (BR, K, P), the bias broadcast to ``shape`` = (B, M, P) or None."""
+    nan_rows, nan_cols = np.isnan(left).any(axis=2), np.isnan(right).any(axis=1)  # (BL, M), (BR, P)
+    nan = np.broadcast_to(nan_rows[:, :, None] | nan_cols[:, None, :], shape)
+    pos_inf, neg_inf = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    rows = np.flatnonzero(~nan_rows.all(axis=0))
+    cols = np.flatnonzero(~nan_cols.all(axis=0))
+    if rows.size and cols.size:
+        block_l = take_rows(left, rows, shape[1])
+        block_r = take_cols(right, cols, shape[2])
+        inf_l, inf_r = np.isinf(block_l), np.isinf(block_r)
+        if inf_l.any() or inf_r.any():
+            counts = [0, 0, 0]  # NaN terms (0 * inf), +inf terms, -inf terms
+            if inf_r.any():
+                counts = _add(counts, infinite_terms(block_l, block_r, inf_r))
+            if inf_l.any():  # the same with the roles of L and R exchanged (transposed)
+                swapped = infinite_terms(
+                    block_r.transpose(0, 2, 1), block_l.transpose(0, 2, 1), inf_l.transpose(0, 2, 1)
+                )
+                counts = _add(counts, [c.transpose(0, 2, 1) for c in swapped])
+            nan_terms, pos_terms, neg_terms = (np.asarray(c) > 0 for c in counts)
+            if rows.size == shape[1] and cols.size == shape[2]:
+                nan = nan | nan_terms
+                pos_inf, neg_inf = np.broadcast_to(pos_terms, shape), np.broadcast_to(neg_terms, shape)
+            else:
+                nan = nan.copy()
+                index = np.ix_(np.arange(shape[0]), rows, cols)
+                nan[index] |= np.broadcast_to(nan_terms, nan[index].shape)
+                pos_inf[index] = np.broadcast_to(pos_terms, pos_inf[index].shape)
+                neg_inf[index] = np.broadcast_to(neg_terms, neg_inf[index].shape)
+    if bias is not None:
+        nan = nan | np.isnan(bias)
+        pos_inf = pos_inf | (bias == np.inf)
+        neg_inf = neg_inf | (bias == -np.inf)
+    nan = nan | (pos_inf & neg_inf)
+    values = np.where(nan, np.nan, np.where(pos_inf, np.inf, -np.inf))
+    return nan | pos_inf | neg_inf, values
+
+
+def take_rows(a: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """Rows ``rows`` of a stacked matrix (all of them: no copy)."""
+    return a if rows.size == count else a[:, rows, :]
+
+
+def take_cols(a: np.ndarray, cols: np.ndarray, count: int) -> np.ndarray:
+    return a if cols.size == count else a[:, :, cols]
+
+
+def count_type(k: int) -> type:
+    """A type whose matrix products of small integers (|entries| <= 1, K terms) are exact: every partial
+    sum is an integer of magnitude at most K, exact in float32 below 2^24."""
+    return np.float32 if k < 1 << 24 else np.float64
+
+
+def infinite_terms(left: np.ndarray, right: np.ndarray, inf_r: np.ndarray) -> list[np.ndarray]:
+    """Counts, per element, of the terms l * r with r = +-inf: NaN ones (l = 0), +inf ones, -inf ones (NaN
+    operands excluded; their rows and columns are NaN already). With s = sign(l) and t = sign(r) on the
+    infinite r (0 elsewhere): A = |s| @ |t| counts the infinite terms, B = s @ t their sign balance, so
+    (A + B) / 2 are +inf, (A - B) / 2 are -inf, and the infinities of R's column less A are times a zero."""
+    work = count_type(left.shape[2])
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = np.nan_to_num(np.sign(left), nan=0.0).astype(work)
+        magnitude = inf_r.astype(work)
+        t = np.copysign(magnitude, right, dtype=work)  # +-1 on the infinities (the cast keeps signs)
+    a = np.matmul(np.abs(s), magnitude)
+    b = np.matmul(s, t)
+    zeros = magnitude.sum(axis=1)[:, None, :] - a
+    return [zeros, a + b, a - b]
+
+
+def _add(total: list, parts: list[np.ndarray]) -> list:
+    return [t + p for t, p in zip(total, parts, strict=True)]
