@@ -355,6 +355,29 @@ def _all_negative_zero_sum(case: DivergenceCase) -> np.ndarray:
     return (e == 0) & np.signbit(e) & (a == 0) & ~np.signbit(a)
 
 
+def _dilation_holes_skipped(case: DivergenceCase) -> np.ndarray:
+    """NaN in SONNX's result only because a hole of the dilated kernel (an operand 0) meets an infinite or
+    NaN X: the same convolution with the holes skipped is not NaN there, and neither is onnxruntime's."""
+    from sonnx_check.reference import ReferenceError as KernelRefusal
+    from sonnx_check.reference.conv import conv
+
+    x, w, b = _input(case, 0), _input(case, 1), _input(case, 2)
+    dilations = list(_attribute(case.node, "dilations", [1, 1]))
+    if case.actual.dtype.kind != "f" or x is None or w is None or max(dilations, default=1) <= 1:
+        return _none(case)
+    try:
+        skipped = conv(
+            x, w, b, strides=list(_attribute(case.node, "strides", [1, 1])),
+            pads=list(_attribute(case.node, "pads", [0, 0, 0, 0])), dilations=dilations,
+            group=int(_attribute(case.node, "group", 1)), holes_are_operands=False,
+        )  # fmt: skip
+    except KernelRefusal:
+        return _none(case)
+    if skipped.shape != case.expected.shape:
+        return _none(case)
+    return np.isnan(case.expected) & ~np.isnan(skipped) & ~np.isnan(case.actual)
+
+
 def _batchnorm_folded_overflow(case: DivergenceCase) -> np.ndarray:
     """NaN or infinite results where an intermediate of the folded form X*s + (B - mean*s), s = scale /
     sqrt(var + epsilon), is beyond the largest finite value of the type onnxruntime computes in (float32
@@ -746,6 +769,23 @@ KNOWN: tuple[KnownDivergence, ...] = (
         ),
         versions=(("1.21.0", "1.32.0"),),
         predicate=_all_negative_zero_sum,
+    ),
+    KnownDivergence(
+        id="ORT-CONV-DILATION-HOLES",
+        operators=("Conv",),
+        outputs=(0,),
+        summary="onnxruntime skips the holes of a dilated kernel: no NaN where an infinite X meets a hole",
+        explanation=(
+            "conv2.md sums over every element of the dilated kernel W_d, whose inserted elements are 0 "
+            "('The value of the elements introduced by the dilation is 0'), so under IEEE 754 an infinite or "
+            "NaN X under a hole gives 0 * inf = NaN. onnxruntime's im2col gathers only the kernel's own taps "
+            "(onnxruntime/core/util/math_cpu.cc, Im2col with dilations), so the holes never multiply "
+            "anything. Explained: NaN in SONNX's result that the same convolution with the holes skipped "
+            "does not have, where onnxruntime's value is not NaN. Finite data is unaffected."
+        ),
+        seen_in=("1.21.0, 1.32.0: float Conv, dilations 2, X with +-inf under the holes",),
+        versions=(("1.21.0", "1.32.0"),),
+        predicate=_dilation_holes_skipped,
     ),
     KnownDivergence(
         id="ORT-BATCHNORM-FOLDED-OVERFLOW",

@@ -86,7 +86,13 @@ class _Plan:
     """A validated convolution: the products of one image at a time."""
 
     def __init__(
-        self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: ConvParams, max_elements: int | None
+        self,
+        x: np.ndarray,
+        w: np.ndarray,
+        b: np.ndarray | None,
+        params: ConvParams,
+        max_elements: int | None,
+        holes_are_operands: bool | None = None,  # None: the reading DILATION_ZEROS_ARE_OPERANDS
     ) -> None:
         x, w = np.asarray(x), np.asarray(w)
         b = None if b is None else np.asarray(b)
@@ -107,7 +113,8 @@ class _Plan:
             )
         self.y_shape = (n, out_channels, *self.out)
         ensure_within_budget("Conv output Y", self.y_shape, max_elements)
-        holes = DILATION_ZEROS_ARE_OPERANDS and (d0 > 1 or d1 > 1)
+        operands = DILATION_ZEROS_ARE_OPERANDS if holes_are_operands is None else holes_are_operands
+        holes = operands and (d0 > 1 or d1 > 1)
         if holes:  # W_d itself: the taps run over the whole dilated extent
             self.taps = (range(extents[0]), range(extents[1]))
             dilated = np.zeros((out_channels, w.shape[1], *extents), dtype=np.float64)
@@ -250,10 +257,13 @@ def conv(
     dilations: Sequence[int] = (1, 1),
     group: int = 1,
     max_elements: int | None = None,
+    holes_are_operands: bool | None = None,
 ) -> np.ndarray:
-    """Y of a standard (group = 1) or depthwise (group = dX1) convolution, correctly rounded."""
+    """Y of a standard (group = 1) or depthwise (group = dX1) convolution, correctly rounded.
+    ``holes_are_operands=False`` skips the dilation's inserted zeros (onnxruntime's reading, for explaining
+    a divergence; the reference's own is ``DILATION_ZEROS_ARE_OPERANDS``)."""
     params = ConvParams(tuple(strides), tuple(pads), tuple(dilations), int(group))  # type: ignore[arg-type]
-    return _convolve(_Plan(x, w, b, params, max_elements))
+    return _convolve(_Plan(x, w, b, params, max_elements, holes_are_operands))
 
 
 def conv_abs(

@@ -49,6 +49,7 @@ NEW_IDS = (
     "ORT-WHERE-NEGATIVE-ZERO-X",
     "ORT-CLIP-CROSSED-BOUNDS-NAN",
     "ORT-POW-INTEGER-THROUGH-DOUBLE",
+    "ORT-CONV-DILATION-HOLES",
 )
 
 
@@ -163,6 +164,24 @@ def _sum_overflow_case() -> DivergenceCase:
     return crafted(node_model("MatMul", [a, b]), [a, b], expected, actual)
 
 
+DILATED = {**CONV_3X3, "kernel_shape": [2, 2], "dilations": [2, 2]}
+
+
+def _dilation_inputs() -> list[np.ndarray | None]:
+    """+inf at row 1, column 0 of a 4 x 3 X: under a hole of the first window (rows 0 and 2 are its taps), a
+    tap of the second."""
+    x = np.ones((1, 1, 4, 3), np.float32)
+    x[0, 0, 1, 0] = np.inf
+    return [x, np.ones((1, 1, 2, 2), np.float32), None]
+
+
+def _dilation_case() -> DivergenceCase:
+    inputs = _dilation_inputs()
+    expected = np.array([np.nan, np.inf], np.float32).reshape(1, 1, 2, 1)
+    actual = np.array([4.0, np.inf], np.float32).reshape(1, 1, 2, 1)
+    return crafted(node_model("Conv", inputs, DILATED), inputs, expected, actual)
+
+
 def _zero_sum_case() -> DivergenceCase:
     a = np.array([[-0.0, -0.0, -0.0], [1.0, -0.0, 2.0]], np.float32)
     b = np.ones((3, 2), np.float32)
@@ -244,6 +263,7 @@ CRAFTED: dict[str, Callable[[], DivergenceCase]] = {
     "ORT-WHERE-NEGATIVE-ZERO-X": _where_case,
     "ORT-CLIP-CROSSED-BOUNDS-NAN": _clip_case,
     "ORT-POW-INTEGER-THROUGH-DOUBLE": _pow_case,
+    "ORT-CONV-DILATION-HOLES": _dilation_case,
 }
 
 
@@ -315,6 +335,7 @@ def test_entries_need_their_inputs_where_the_behaviour_depends_on_them():
         "ORT-WHERE-NEGATIVE-ZERO-X",
         "ORT-CLIP-CROSSED-BOUNDS-NAN",
         "ORT-POW-INTEGER-THROUGH-DOUBLE",
+        "ORT-CONV-DILATION-HOLES",
     ):
         case = CRAFTED[divergence_id]()
         blind = DivergenceCase(case.node, 0, case.expected, case.actual, case.mismatch, ())
@@ -618,6 +639,7 @@ LIVE = (
         lambda: [np.array([3, -1, 2, 7], np.int64), np.array([39, 2**63 - 1, 62, 2], np.int64)],
         x86_only=True,
     ),
+    Live("ORT-CONV-DILATION-HOLES", "Conv", _dilation_inputs, DILATED),
 )
 # More shapes of the same behaviours, checked the same way.
 MORE_LIVE = (
