@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections import Counter
 
 import onnx
 
@@ -54,30 +55,30 @@ def check_model(
 ) -> ModelResult:
     """Check an already parsed model (the run reads each file once and shares the parse). ``elided``: the
     initializers the loader's skeleton left unparsed (see ModelView)."""
-    not_text = _operator_not_text(model)
-    if not_text is not None:
-        return load_failure(path, not_text)
     # The cyclic collector rescans the whole protobuf graph again and again on large models (quadratic in
     # practice); rules create no reference cycles, so reference counting alone frees what they allocate.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         view = ModelView(model, path, elided)
+        not_text = _operator_not_text(view)
+        if not_text is not None:
+            return load_failure(path, not_text)
         return ModelResult(path=path, findings=run_checks(view, selected), coverage=coverage(view))
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _operator_not_text(model: onnx.ModelProto) -> str | None:
+def _operator_not_text(view: ModelView) -> str | None:
     """ONNX strings are UTF-8, but protobuf parses invalid bytes into an op_type or a domain anyway (as
-    bytes). No operator can be named by them, so the model cannot be read as ONNX: say where, not crash."""
-    for imp in model.opset_import:
+    bytes). No operator can be named by them, so the model cannot be read as ONNX: say where, not crash.
+    (The view reads such a model as it is; no rule runs on it.)"""
+    for imp in view.model.opset_import:
         if type(imp.domain) is not str:
             return f"an opset import's domain is not UTF-8 text ({imp.domain!r})"
-    for index, node in enumerate(model.graph.node):
-        for field in ("op_type", "domain"):
-            value = getattr(node, field)
+    for index, fields in enumerate(zip(view.op_types, view.domains, strict=True)):
+        for field, value in zip(("op_type", "domain"), fields, strict=True):
             if type(value) is not str:
                 return f"node #{index}'s {field} is not UTF-8 text ({value!r}); ONNX requires UTF-8 strings"
     return None
@@ -102,8 +103,8 @@ def run_checks(view: ModelView, selected: frozenset[str] | None = None) -> list[
         if c.op_type is not None:
             by_op[c.op_type] = (*by_op.get(c.op_type, generic), c)
     # The hot loop (rules x nodes): no call or allocation beyond the check itself unless it finds something.
-    for index, node in enumerate(view.nodes):
-        for check in by_op.get(node.op_type, generic) if not view.domain(index) else generic:
+    for index, op_type in enumerate(view.op_types):
+        for check in by_op.get(op_type, generic) if not view.domain(index) else generic:
             try:
                 for v in check.func(view, index):
                     findings.append(_finding(check, view, v, index))
@@ -134,9 +135,9 @@ def coverage(view: ModelView) -> Coverage:
     with_rules = operators_with_rules()
     profile = profile_operators()
     listed = listed_operators()
-    for index, node in enumerate(view.nodes):
-        domain = view.domain(index)
-        op = node.op_type
+    # Counted per operator, in order of first appearance, then bucketed once per operator.
+    counts = Counter(zip(view.domains, view.op_types, strict=True))
+    for (domain, op), count in counts.items():
         if domain:
             bucket, op = result.outside_profile, f"{domain}::{op}"
         elif op in with_rules:
@@ -147,5 +148,5 @@ def coverage(view: ModelView) -> Coverage:
             bucket = result.unspecified
         else:
             bucket = result.outside_profile
-        bucket[op] = bucket.get(op, 0) + 1
+        bucket[op] = bucket.get(op, 0) + count
     return result

@@ -10,7 +10,7 @@ example configuration from which the tests build their models. A profile revisio
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,23 +92,15 @@ class Operator:
 
     def actuals(self, node: onnx.NodeProto, role: str) -> list[str]:
         """The non-empty tensor names bound to ``role`` on ``node`` (several for a variadic role)."""
-        return self.binder(role)(node)
+        side, positions = self.slot(role)
+        return [n for n in (node.input, node.output)[side][positions] if n]
 
-    def binder(self, role: str) -> Callable[[onnx.NodeProto], list[str]]:
-        """``actuals`` for one role, resolved once: checks call it on every node of large models."""
+    def slot(self, role: str) -> tuple[int, slice]:
+        """Where a role's actuals are: 0 for the node's inputs or 1 for its outputs, and their positions
+        there (one position, or every remaining one for a variadic role). Resolved once per rule, so that
+        checks read the names of a node with one slice."""
         side, p = self.param(role)
-        position = p.position
-        if side == "input":
-            if p.variadic:
-                return lambda node: [n for n in node.input[position:] if n]
-            return lambda node: (
-                [node.input[position]] if len(node.input) > position and node.input[position] else []
-            )
-        if p.variadic:
-            return lambda node: [n for n in node.output[position:] if n]
-        return lambda node: (
-            [node.output[position]] if len(node.output) > position and node.output[position] else []
-        )
+        return (0 if side == "input" else 1), slice(p.position, None if p.variadic else p.position + 1)
 
 
 def _types(op: str, raw: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int]]:

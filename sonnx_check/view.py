@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
 from sonnx_check.findings import NodeRef
+from sonnx_check.loading import external_tensors
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
@@ -26,6 +28,8 @@ _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 CONSTANT_ELEMENT_LIMIT = 1 << 16
 _LIST_CONSTANTS = {"value_float": onnx.TensorProto.FLOAT, "value_int": onnx.TensorProto.INT64}
 _LISTS_CONSTANTS = {"value_floats": onnx.TensorProto.FLOAT, "value_ints": onnx.TensorProto.INT64}
+_UNRESOLVED = object()  # a schema not looked up yet (None means: no schema)
+T = TypeVar("T")
 
 
 def _constant_node_tensor(attrs: dict[str, onnx.AttributeProto]) -> onnx.TensorProto | None:
@@ -49,7 +53,11 @@ def subgraph_attributes(node: onnx.NodeProto) -> list[str]:
     """Names of the node's graph-valued attributes (the bodies of control flow)."""
     if not node.attribute:
         return []  # most nodes of the largest models (Relu, Add, Max) have no attribute at all
-    return [a.name for a in node.attribute if a.type in _SUBGRAPH_TYPES]
+    return _subgraph_names(node.attribute)
+
+
+def _subgraph_names(attributes: Iterable[onnx.AttributeProto]) -> list[str]:
+    return [a.name for a in attributes if a.type in _SUBGRAPH_TYPES]
 
 
 def is_control_flow(node: onnx.NodeProto) -> bool:
@@ -115,6 +123,26 @@ def tensor_type_of(value_info: onnx.ValueInfoProto) -> TensorType | None:
     return TensorType(tt.elem_type, shape, sparse=kind == "sparse_tensor_type")
 
 
+def declared_types(value_infos: Iterable[onnx.ValueInfoProto]) -> dict[str, TensorType]:
+    """``tensor_type_of`` for many value_infos, by name (the first declaration of a name wins). The tensors
+    of a model share few distinct types (every activation of a block has the same), so each distinct type,
+    keyed by its wire form, is converted once: converting each declaration was most of the view's
+    construction on large models."""
+    types: dict[str, TensorType] = {}
+    converted: dict[bytes, TensorType | None] = {}
+    for vi in value_infos:
+        name = vi.name
+        if name in types:
+            continue
+        wire = vi.type.SerializeToString()  # b"" for no type: tensor_type_of says None for it as well
+        if wire not in converted:
+            converted[wire] = tensor_type_of(vi)
+        tt = converted[wire]
+        if tt is not None:
+            types[name] = tt
+    return types
+
+
 def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
     which = d.WhichOneof("value")
     if which == "dim_value":
@@ -133,7 +161,8 @@ def _header_only(value: onnx.ValueInfoProto) -> onnx.TensorProto:
 
 
 class ModelView:
-    """Read-only, indexed access to the main graph of a model."""
+    """Read-only, indexed access to the main graph of a model. ``op_types``, ``domains`` (normalised),
+    ``inputs``, ``outputs`` and ``attribute_lists`` hold each node's fields by node index."""
 
     def __init__(self, model: onnx.ModelProto, path: str = "", elided: frozenset[str] = frozenset()) -> None:
         """``elided``: initializers the loader left out of the parse (their data is too large for any rule
@@ -147,18 +176,20 @@ class ModelView:
         self.opsets: dict[str, int] = {}
         for imp in model.opset_import:
             self.opsets[normalise_domain(imp.domain)] = imp.version
-        self.refs = [NodeRef(i, n.name, n.op_type, self.graph_name) for i, n in enumerate(self.nodes)]
-        self._domains = [normalise_domain(n.domain) for n in self.nodes]
-        self._schemas: dict[int, defs.OpSchema | None] = {}
+        # Every node's operator, input and output names and attributes, read out of the protobuf once: each
+        # access to a field of a NodeProto builds a new Python object, and the rules read them several times
+        # per node. (Slicing copies a repeated field in one C call.) The view is a snapshot: --fix, which
+        # rewires nodes, reads them from the protobuf.
+        self.op_types: list[str] = [n.op_type for n in self.nodes]
+        self.domains: list[str] = [normalise_domain(n.domain) for n in self.nodes]
+        self.inputs: list[tuple[str, ...]] = [tuple(n.input[:]) for n in self.nodes]
+        self.outputs: list[tuple[str, ...]] = [tuple(n.output[:]) for n in self.nodes]
+        self.attribute_lists: list[list[onnx.AttributeProto]] = [n.attribute[:] for n in self.nodes]
         self.producers: dict[str, list[int]] = defaultdict(list)
-        self.consumers: dict[str, list[int]] = defaultdict(list)
-        for i, node in enumerate(self.nodes):
-            for name in node.output:
+        for i, names in enumerate(self.outputs):
+            for name in names:
                 if name:
                     self.producers[name].append(i)
-            for name in node.input:
-                if name:
-                    self.consumers[name].append(i)
         self.initializers = {t.name: t for t in model.graph.initializer}
         for value in model.graph.input:
             if value.name in elided:
@@ -166,40 +197,73 @@ class ModelView:
         self.graph_inputs = [v.name for v in model.graph.input if v.name not in elided]
         self.graph_input_names = frozenset(self.graph_inputs)  # membership tests on models with 10k inputs
         self.graph_outputs = [v.name for v in model.graph.output]
-        self.declared: dict[str, TensorType] = {}
-        for vi in (*model.graph.input, *model.graph.value_info, *model.graph.output):
-            tt = tensor_type_of(vi)
-            if tt is not None:
-                self.declared.setdefault(vi.name, tt)
+        self.declared = declared_types((*model.graph.input, *model.graph.value_info, *model.graph.output))
+        initializer_types: dict[tuple[int, tuple[int, ...]], TensorType] = {}
         for name, init in self.initializers.items():
             # An initializer carries its type and shape in the tensor itself: explicit by construction.
-            self.declared[name] = TensorType(init.data_type, tuple(init.dims))
+            key = (init.data_type, tuple(init.dims[:]))
+            if key not in initializer_types:
+                initializer_types[key] = TensorType(*key)
+            self.declared[name] = initializer_types[key]
         self._inferred: dict[str, TensorType] | None = None
+        self._schemas: dict[tuple[str, str], defs.OpSchema | None] = {}
         self._attributes: list[dict[str, onnx.AttributeProto] | None] = [None] * len(self.nodes)
+        self._constants: dict[str, np.ndarray | None] = {}
+        self._shared: dict[Hashable, Any] = {}
         self._int_lists: dict[str, list[int] | None] = {}
+
+    @functools.cached_property
+    def consumers(self) -> dict[str, list[int]]:
+        """The nodes reading each tensor (built when first asked: no static rule needs it)."""
+        consumers: dict[str, list[int]] = defaultdict(list)
+        for i, names in enumerate(self.inputs):
+            for name in names:
+                if name:
+                    consumers[name].append(i)
+        return consumers
+
+    @functools.cached_property
+    def refs(self) -> list[NodeRef]:
+        """Every node's identity, as findings name it (built when first asked: a conforming model needs
+        none)."""
+        return [NodeRef(i, n.name, n.op_type, self.graph_name) for i, n in enumerate(self.nodes)]
 
     def attributes(self, index: int) -> dict[str, onnx.AttributeProto]:
         """The node's attributes by name (built on first use; several rules read the same node)."""
         cached = self._attributes[index]
         if cached is None:
-            cached = self._attributes[index] = {a.name: a for a in self.nodes[index].attribute}
+            cached = self._attributes[index] = {a.name: a for a in self.attribute_lists[index]}
         return cached
+
+    def subgraph_attributes(self, index: int) -> list[str]:
+        """Names of the node's graph-valued attributes (the bodies of control flow)."""
+        return _subgraph_names(self.attribute_lists[index]) if self.attribute_lists[index] else []
+
+    def input_name(self, index: int, position: int) -> str | None:
+        """The name of the node's input at ``position``, or None when it is absent or left empty."""
+        names = self.inputs[index]
+        return names[position] if position < len(names) and names[position] else None
+
+    def output_name(self, index: int, position: int = 0) -> str | None:
+        """The name of the node's output at ``position``, or None when it is absent or left empty."""
+        names = self.outputs[index]
+        return names[position] if position < len(names) and names[position] else None
 
     # -- operators --------------------------------------------------------------------------------------
     def domain(self, index: int) -> str:
-        return self._domains[index]
+        return self.domains[index]
 
     def opset_version(self, index: int) -> int | None:
         return self.opsets.get(self.domain(index))
 
     def schema(self, index: int) -> defs.OpSchema | None:
-        if index not in self._schemas:
-            version = self.opset_version(index)
-            op_type = self.nodes[index].op_type
-            self._schemas[index] = (
-                None if version is None else resolve_schema(op_type, self.domain(index), version)
-            )
-        return self._schemas[index]
+        # One opset per domain: every node of an operator resolves to the same schema.
+        key = (self.op_types[index], self.domains[index])
+        schema = self._schemas.get(key, _UNRESOLVED)
+        if schema is _UNRESOLVED:
+            version = self.opsets.get(key[1])
+            schema = self._schemas[key] = None if version is None else resolve_schema(*key, version)
+        return schema  # type: ignore[return-value]
 
     # -- tensors ----------------------------------------------------------------------------------------
     @property
@@ -218,10 +282,7 @@ class ModelView:
         self._inferred = {}
         if inferred_model is not None:
             g = inferred_model.graph
-            for vi in (*g.input, *g.value_info, *g.output):
-                tt = tensor_type_of(vi)
-                if tt is not None:
-                    self._inferred.setdefault(vi.name, tt)
+            self._inferred = declared_types((*g.input, *g.value_info, *g.output))
 
     def type_of(self, name: str) -> TensorType | None:
         """The declared type, else the inferred one: what a rule about values (not declarations) needs."""
@@ -240,11 +301,20 @@ class ModelView:
 
         Weights stored as external data are never read by a static check, and a constant over
         ``CONSTANT_ELEMENT_LIMIT`` elements is not decoded: a data rule then stays silent rather than spend
-        the memory (the comparison checks the same rule on the actual data)."""
+        the memory (the comparison checks the same rule on the actual data). Decoded once per model (several
+        rules of one node read the same constant), so the array is read-only."""
+        if name not in self._constants:
+            value = self._decode_constant(name)
+            if value is not None:
+                value.flags.writeable = False
+            self._constants[name] = value
+        return self._constants[name]
+
+    def _decode_constant(self, name: str) -> np.ndarray | None:
         tensor = self.initializers.get(name)
         if tensor is None:
             producers = self.producers.get(name, ())
-            if len(producers) != 1 or self.nodes[producers[0]].op_type != "Constant":
+            if len(producers) != 1 or self.op_types[producers[0]] != "Constant":
                 return None
             tensor = _constant_node_tensor(self.attributes(producers[0]))
             if tensor is None:
@@ -269,6 +339,20 @@ class ModelView:
             ok = value is not None and value.ndim == 1 and value.dtype.kind in "iu"
             self._int_lists[name] = [int(v) for v in value] if ok else None  # type: ignore[union-attr]
         return self._int_lists[name]
+
+    def shared(self, key: Hashable, derive: Callable[[], T]) -> T:
+        """A fact several rules derive alike (a node's pooling geometry, Slice's entries, the tensors that
+        must be declared): derived by the first rule that asks, then shared, so callers must not mutate it.
+        ``key`` names the fact, with the node's index for a fact about one node."""
+        if key not in self._shared:
+            self._shared[key] = derive()
+        return self._shared[key]
+
+    @functools.cached_property
+    def external_tensors(self) -> list[onnx.TensorProto]:
+        """Tensors stored outside the file (initializers and tensor attributes, subgraphs included): found
+        once for the rules that ask (it reads every initializer and attribute)."""
+        return list(external_tensors(self.model))
 
     def is_defined(self, name: str) -> bool:
         return name in self.producers or name in self.initializers or name in self.graph_input_names

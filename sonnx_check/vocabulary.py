@@ -26,6 +26,8 @@ from sonnx_check.view import ModelView, elem_type_name
 from sonnx_check.violation import NodeCheck, Violation
 
 Factory = Callable[[Operator, Any], NodeCheck]
+# A role of the signature, where its actuals are on a node (0: inputs, 1: outputs) and at which positions.
+Slot = tuple[str, int, slice]
 _A = onnx.AttributeProto
 
 # A constraint kind that states for one operator what a general restriction states for all: the general rule
@@ -40,10 +42,20 @@ def _roles(op: Operator, roles: Sequence[str] | str) -> tuple[str, ...]:
     return roles
 
 
-def _binders(
-    op: Operator, roles: Sequence[str]
-) -> tuple[tuple[str, Callable[[onnx.NodeProto], list[str]]], ...]:
-    return tuple((role, op.binder(role)) for role in roles)
+def _slots(op: Operator, roles: Sequence[str] | str) -> tuple[Slot, ...]:
+    return tuple((role, *op.slot(role)) for role in _roles(op, roles))
+
+
+def _bound(view: ModelView, index: int, slots: Sequence[Slot]) -> list[tuple[str, str]]:
+    """(role, tensor name) for every actual bound to ``slots`` on the node, in role order; an empty name (an
+    omitted optional input) is no actual."""
+    names = (view.inputs[index], view.outputs[index])
+    return [(role, name) for role, side, positions in slots for name in names[side][positions] if name]
+
+
+def _first(view: ModelView, index: int, slots: Sequence[Slot]) -> str | None:
+    bound = _bound(view, index, slots)
+    return bound[0][1] if bound else None
 
 
 def _rank(view: ModelView, name: str) -> int | None:
@@ -59,16 +71,14 @@ def _shown(shape: Sequence[int]) -> list[int]:
 def same_shape(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """Every tensor bound to ``roles`` has one shape (no broadcasting)."""
     roles = _roles(op, roles)
-    bound = _binders(op, roles)
+    slots = _slots(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        node = view.nodes[index]
         known = []
-        for role, actuals in bound:
-            for name in actuals(node):
-                shape = view.shape_of(name)
-                if shape is not None:
-                    known.append((role, name, shape))
+        for role, name in _bound(view, index, slots):
+            shape = view.shape_of(name)
+            if shape is not None:
+                known.append((role, name, shape))
         if len(known) < 2 or all(s == known[0][2] for _, _, s in known):
             return
         first_other = next(k for k in known if k[2] != known[0][2])
@@ -84,9 +94,14 @@ def same_shape(op: Operator, roles: Sequence[str]) -> NodeCheck:
     return check
 
 
-def _input_shapes(view: ModelView, index: int, bound: Sequence[tuple[str, Callable]]) -> list | None:
-    node = view.nodes[index]
-    shapes = [view.shape_of(name) for _, actuals in bound for name in actuals(node)]
+@functools.lru_cache(maxsize=1024)
+def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """broadcast_shape, computed once per combination of shapes (the nodes of a model repeat a few)."""
+    return broadcast_shape(shapes)
+
+
+def _input_shapes(view: ModelView, index: int, slots: Sequence[Slot]) -> list | None:
+    shapes = [view.shape_of(name) for _, name in _bound(view, index, slots)]
     if not shapes or any(s is None for s in shapes):
         return None
     return shapes
@@ -94,14 +109,14 @@ def _input_shapes(view: ModelView, index: int, bound: Sequence[tuple[str, Callab
 
 def broadcastable(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """The tensors bound to ``roles`` are multidirectionally broadcastable (common/broadcast.md)."""
-    bound = _binders(op, _roles(op, roles))
+    slots = _slots(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        shapes = _input_shapes(view, index, bound)
+        shapes = _input_shapes(view, index, slots)
         if shapes is None:
             return
         try:
-            broadcast_shape(shapes)
+            _broadcast(tuple(shapes))
         except NotBroadcastable as exc:
             yield Violation(
                 f"input shapes {[_shown(s) for s in shapes]} are not broadcastable "
@@ -114,19 +129,18 @@ def broadcastable(op: Operator, roles: Sequence[str]) -> NodeCheck:
 
 def broadcast_output(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     """The declared shape of ``output`` is the broadcast of the ``inputs``' shapes."""
-    bound = _binders(op, _roles(op, params["inputs"]))
+    slots = _slots(op, params["inputs"])
     (output,) = _roles(op, params["output"])
-    output_actuals = op.binder(output)
+    output_slot = _slots(op, output)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        names = output_actuals(view.nodes[index])
-        name = names[0] if names else None
-        shapes = _input_shapes(view, index, bound)
+        name = _first(view, index, output_slot)
+        shapes = _input_shapes(view, index, slots)
         declared = view.declared.get(name) if name else None
         if shapes is None or declared is None or declared.static_shape is None:
             return
         try:
-            expected = broadcast_shape(shapes)
+            expected = _broadcast(tuple(shapes))
         except NotBroadcastable:
             return  # the broadcastable rule's finding
         if declared.static_shape != expected:
@@ -143,7 +157,7 @@ def broadcast_output(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
 
 def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     """The rank of ``role`` (one role or a list) is ``equals``, or within [``min``, ``max``]."""
-    bound = _binders(op, _roles(op, params["role"]))
+    slots = _slots(op, params["role"])
     low = params.get("equals", params.get("min", 0))
     high = params.get("equals", params.get("max"))
     wanted = (
@@ -151,47 +165,44 @@ def rank(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     )
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        node = view.nodes[index]
-        for role, actuals in bound:
-            for name in actuals(node):
-                r = _rank(view, name)
-                if r is not None and (r < low or (high is not None and r > high)):
-                    yield Violation(
-                        f"{role} '{name}' has rank {r}; SONNX {op.op_type} requires {wanted}",
-                        tensor=name,
-                        actual=r,
-                        expected=low if low == high else [low, high],
-                    )
+        for role, name in _bound(view, index, slots):
+            r = _rank(view, name)
+            if r is not None and (r < low or (high is not None and r > high)):
+                yield Violation(
+                    f"{role} '{name}' has rank {r}; SONNX {op.op_type} requires {wanted}",
+                    tensor=name,
+                    actual=r,
+                    expected=low if low == high else [low, high],
+                )
 
     return check
 
 
 def scalar(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """The tensors bound to ``roles`` are scalars (rank 0)."""
-    bound = _binders(op, _roles(op, roles))
+    slots = _slots(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        for role, actuals in bound:
-            for name in actuals(view.nodes[index]):
-                r = _rank(view, name)
-                if r is not None and r != 0:
-                    yield Violation(
-                        f"{role} '{name}' has rank {r}; SONNX {op.op_type} requires a scalar (rank 0)",
-                        tensor=name,
-                        actual=r,
-                        expected=0,
-                    )
+        for role, name in _bound(view, index, slots):
+            r = _rank(view, name)
+            if r is not None and r != 0:
+                yield Violation(
+                    f"{role} '{name}' has rank {r}; SONNX {op.op_type} requires a scalar (rank 0)",
+                    tensor=name,
+                    actual=r,
+                    expected=0,
+                )
 
     return check
 
 
 def present(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """Inputs that ONNX makes optional but the profile requires."""
-    bound = _binders(op, _roles(op, roles))
+    slots = _slots(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        node = view.nodes[index]
-        missing = [role for role, actuals in bound if not actuals(node)]
+        given = {role for role, _ in _bound(view, index, slots)}
+        missing = [role for role, _, _ in slots if role not in given]
         if missing:
             yield Violation(
                 f"input(s) {', '.join(missing)} not given; SONNX {op.op_type} requires them",
@@ -208,20 +219,19 @@ def _type_listing(allowed: frozenset[int]) -> list[str]:
 
 def types(op: Operator, _: Any) -> NodeCheck:
     """Every tensor's element type is in its role's type set, as the declaration's ``types`` table states."""
-    table = tuple((role, op.binder(role), allowed) for role, allowed in op.types.items())
-    if not table:
+    allowed_types = dict(op.types)
+    if not allowed_types:
         raise ValueError(f"{op.op_type}: a types rule needs the declaration's types table")
+    slots = _slots(op, tuple(allowed_types))
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        node = view.nodes[index]
         offending: dict[str, str] = {}
         expected: dict[str, list[str]] = {}
-        for role, actuals, allowed in table:
-            for name in actuals(node):
-                tt = view.type_of(name)
-                if tt is not None and tt.elem_type and tt.elem_type not in allowed:
-                    offending[name] = tt.type_name
-                    expected[role] = _type_listing(allowed)
+        for role, name in _bound(view, index, slots):
+            tt = view.type_of(name)
+            if tt is not None and tt.elem_type and tt.elem_type not in allowed_types[role]:
+                offending[name] = tt.type_name
+                expected[role] = _type_listing(allowed_types[role])
         if offending:
             listing = ", ".join(f"'{n}' is {t}" for n, t in offending.items())
             allowed_text = "; ".join(f"{r} in {', '.join(v)}" for r, v in expected.items())
@@ -239,16 +249,14 @@ def types(op: Operator, _: Any) -> NodeCheck:
 def same_type(op: Operator, roles: Sequence[str]) -> NodeCheck:
     """The tensors bound to ``roles`` have one element type (no implicit conversion)."""
     roles = _roles(op, roles)
-    bound = _binders(op, roles)
+    slots = _slots(op, roles)
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        node = view.nodes[index]
         typed: dict[str, int] = {}
-        for _, actuals in bound:
-            for name in actuals(node):
-                tt = view.type_of(name)
-                if tt is not None and tt.elem_type:
-                    typed[name] = tt.elem_type
+        for _, name in _bound(view, index, slots):
+            tt = view.type_of(name)
+            if tt is not None and tt.elem_type:
+                typed[name] = tt.elem_type
         if len(set(typed.values())) > 1:
             actual = {n: elem_type_name(t) for n, t in typed.items()}
             listing = ", ".join(f"'{n}': {t}" for n, t in actual.items())
@@ -347,13 +355,12 @@ def length_per_spatial_axis(op: Operator, params: Mapping[str, Any]) -> NodeChec
     """A list attribute has ``factor`` values per spatial axis of ``role`` (rank - 2)."""
     attribute = params["attribute"]
     (role,) = _roles(op, params.get("role", "X"))
-    actuals = op.binder(role)
+    slot = _slots(op, role)
     factor = int(params.get("factor", 1))
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         values = get_ints(view.attributes(index), attribute)
-        names = actuals(view.nodes[index])
-        name = names[0] if names else None
+        name = _first(view, index, slot)
         r = _rank(view, name) if name else None
         if values is None or r is None or len(values) == factor * (r - 2):
             return
@@ -373,13 +380,12 @@ def axis_in_range(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     """An axis attribute lies in [-r, r-1] for ``role`` of rank r ([-r, r] with ``allow_rank``)."""
     attribute = params["attribute"]
     (role,) = _roles(op, params["role"])
-    actuals = op.binder(role)
+    slot = _slots(op, role)
     extra = 1 if params.get("allow_rank", False) else 0
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         value = get_int(view.attributes(index), attribute)
-        names = actuals(view.nodes[index])
-        name = names[0] if names else None
+        name = _first(view, index, slot)
         r = _rank(view, name) if name else None
         if value is None or r is None or -r <= value <= r - 1 + extra:
             return
@@ -421,12 +427,12 @@ def constant_values(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
     initializer or a Constant); ``types`` limits the rule to the type section that states it (Div's B ≠ 0
     is a constraint of the integer section only: the float section defines x/0)."""
     (role,) = _roles(op, params["role"])
-    actuals = op.binder(role)
+    slot = _slots(op, role)
     holds, wording = _PREDICATES[params["require"]]
     section = frozenset(TYPE_NAMES[t] for t in params["types"]) if "types" in params else None
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
-        for name in actuals(view.nodes[index]):
+        for _, name in _bound(view, index, slot):
             if section is not None:
                 tt = view.type_of(name)
                 if tt is None or tt.elem_type not in section:

@@ -24,8 +24,8 @@ def no_sparse_tensors(view: ModelView) -> Iterator[Violation]:
     for sparse in view.graph.sparse_initializer:
         name = sparse.values.name or sparse.indices.name
         yield Violation(f"sparse initializer '{name}': sparse tensors are not supported", tensor=name)
-    for index, node in enumerate(view.nodes):
-        for attribute in node.attribute:
+    for index, attributes in enumerate(view.attribute_lists):
+        for attribute in attributes:
             if attribute.type in _SPARSE_ATTRIBUTES:
                 yield Violation(
                     f"attribute '{attribute.name}' holds a sparse tensor",
@@ -52,44 +52,58 @@ def explicit_types(view: ModelView) -> Iterator[Violation]:
         )
 
 
+TypeGroup = tuple[str, tuple[int, ...], tuple[int, ...], int | None]
+_VARIADIC = defs.OpSchema.FormalParameterOption.Variadic
+
+
 @functools.lru_cache(maxsize=1024)
-def _type_groups(schema: defs.OpSchema) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...], bool], ...]:
+def _type_groups(schema: defs.OpSchema) -> tuple[TypeGroup, ...]:
     """For each type variable shared by several formal parameters: (variable, input positions, output
-    positions, whether the last input is variadic and homogeneous)."""
+    positions, the position from which every further actual input is bound to it when the last formal
+    input is variadic and of this variable, else None). Read once per schema: each access to a schema's
+    inputs builds its formal parameters anew."""
     groups = []
+    formal_inputs, formal_outputs = schema.inputs, schema.outputs
+    variadic = bool(formal_inputs) and formal_inputs[-1].option == _VARIADIC
     for constraint in schema.type_constraints:
         var = constraint.type_param_str
-        ins = tuple(i for i, p in enumerate(schema.inputs) if p.type_str == var)
-        outs = tuple(i for i, p in enumerate(schema.outputs) if p.type_str == var)
-        variadic = (
-            bool(schema.inputs) and schema.inputs[-1].option == defs.OpSchema.FormalParameterOption.Variadic
-        )
-        if len(ins) + len(outs) > 1 or (variadic and ins and ins[-1] == len(schema.inputs) - 1):
-            groups.append((var, ins, outs, variadic))
+        ins = tuple(i for i, p in enumerate(formal_inputs) if p.type_str == var)
+        outs = tuple(i for i, p in enumerate(formal_outputs) if p.type_str == var)
+        variadic_tail = variadic and bool(ins) and ins[-1] == len(formal_inputs) - 1
+        if len(ins) + len(outs) > 1 or variadic_tail:
+            groups.append((var, ins, outs, len(formal_inputs) if variadic_tail else None))
     return tuple(groups)
 
 
-def _actual_positions(formal: tuple[int, ...], n_formal: int, n_actual: int, variadic: bool) -> list[int]:
-    positions = [p for p in formal if p < n_actual]
-    if variadic and formal and formal[-1] == n_formal - 1:
-        positions.extend(range(n_formal, n_actual))
-    return positions
+@functools.lru_cache(maxsize=4096)
+def _bound_type_groups(
+    schema: defs.OpSchema, n_inputs: int, n_outputs: int
+) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
+    """_type_groups for a node of ``n_inputs`` inputs and ``n_outputs`` outputs: (variable, the positions of
+    the actual inputs and outputs bound to it), a variadic input's extra actuals included."""
+    groups = []
+    for var, ins, outs, variadic_from in _type_groups(schema):
+        inputs = [p for p in ins if p < n_inputs]
+        if variadic_from is not None:
+            inputs += range(variadic_from, n_inputs)
+        groups.append((var, tuple(inputs), tuple(p for p in outs if p < n_outputs)))
+    return tuple(groups)
 
 
 def no_implicit_conversion(view: ModelView, index: int) -> Iterator[Violation]:
     schema = view.schema(index)
-    if schema is None or (not view.domain(index) and view.nodes[index].op_type in refined_ops("GR3")):
+    if schema is None or (not view.domain(index) and view.op_types[index] in refined_ops("GR3")):
         return
-    node = view.nodes[index]
-    for var, ins, outs, variadic in _type_groups(schema):
-        names = [node.input[p] for p in _actual_positions(ins, len(schema.inputs), len(node.input), variadic)]
-        names += [node.output[p] for p in outs if p < len(node.output)]
+    inputs, outputs = view.inputs[index], view.outputs[index]
+    for var, input_positions, output_positions in _bound_type_groups(schema, len(inputs), len(outputs)):
         typed = {}
-        for name in names:
-            tt = view.type_of(name) if name else None
-            if tt is not None and tt.elem_type:
-                typed[name] = tt.elem_type
-        if len(set(typed.values())) > 1:
+        for names, positions in ((inputs, input_positions), (outputs, output_positions)):
+            for position in positions:
+                name = names[position]
+                tt = view.type_of(name) if name else None
+                if tt is not None and tt.elem_type:
+                    typed[name] = tt.elem_type
+        if len(typed) > 1 and len(set(typed.values())) > 1:
             listing = ", ".join(f"'{n}': {elem_type_name(t)}" for n, t in typed.items())
             yield Violation(
                 f"tensors bound to type {var} have different types ({listing}); "
@@ -99,8 +113,8 @@ def no_implicit_conversion(view: ModelView, index: int) -> Iterator[Violation]:
 
 
 def no_default_values(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if node.op_type in GR4_EXEMPT or (not view.domain(index) and node.op_type in refined_ops("GR4")):
+    op_type = view.op_types[index]
+    if op_type in GR4_EXEMPT or (not view.domain(index) and op_type in refined_ops("GR4")):
         return
     schema = view.schema(index)
     if schema is None:
@@ -109,10 +123,12 @@ def no_default_values(view: ModelView, index: int) -> Iterator[Violation]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _attribute_defaults(schema: defs.OpSchema) -> tuple[tuple[str, str | None], ...]:
-    """Every attribute of a schema, sorted, with the default its absence stands for: read once per schema
+def _attribute_defaults(schema: defs.OpSchema, only_defaulted: bool) -> tuple[tuple[str, str | None], ...]:
+    """The attributes of a schema a node must set, sorted, with the default the absence of each stands for:
+    every attribute, or with ``only_defaulted`` those whose absence means a default. Read once per schema
     (the binding builds a new dict of attributes on each access)."""
-    return tuple((name, default_text(attribute)) for name, attribute in sorted(schema.attributes.items()))
+    every = ((name, default_text(attribute)) for name, attribute in sorted(schema.attributes.items()))
+    return tuple((name, default) for name, default in every if not (only_defaulted and default is None))
 
 
 def missing_attributes(
@@ -125,12 +141,11 @@ def missing_attributes(
     a default value (a schema default or one ONNX documents in prose); an optional attribute whose absence
     means "not used" (Shape's end, Split's num_outputs) is not a default. MaxPool.R2 asks for every attribute.
     """
+    wanted = _attribute_defaults(schema, only_defaulted)
+    if not wanted:
+        return  # Relu, Add, ...: the node's own attributes need not be read
     present = view.attributes(index)
-    missing = [
-        (name, default)
-        for name, default in _attribute_defaults(schema)
-        if name not in present and not (only_defaulted and default is None)
-    ]
+    missing = [(name, default) for name, default in wanted if name not in present]
     if not missing:
         return
     names = [name for name, _ in missing]

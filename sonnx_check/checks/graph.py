@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Iterator
 
 import onnx
 
 from sonnx_check.profile import listed_operators, profile_operators
-from sonnx_check.view import CONTROL_FLOW_OPS, ModelView, TensorType, subgraph_attributes
+from sonnx_check.view import CONTROL_FLOW_OPS, ModelView, TensorType, resolve_schema
 from sonnx_check.violation import Violation
 
 LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
@@ -21,23 +22,23 @@ LATEST_KNOWN_OPSET = onnx.defs.onnx_opset_version()
 
 def operator_in_profile(view: ModelView) -> Iterator[Violation]:
     profile, listed = profile_operators(), listed_operators()
-    for index, node in enumerate(view.nodes):
-        if view.domain(index) or node.op_type in profile:
+    for index, op_type in enumerate(view.op_types):
+        if view.domain(index) or op_type in profile:
             continue  # a custom-domain operator is GRAPH.domain's finding
-        if node.op_type in listed:
+        if op_type in listed:
             yield Violation(
-                f"operator {node.op_type} is listed by the SONNX profile (REQ OP 000) but has no published "
+                f"operator {op_type} is listed by the SONNX profile (REQ OP 000) but has no published "
                 "specification yet, so there are no exact semantics to check it against",
                 node=index,
-                actual=node.op_type,
+                actual=op_type,
                 data={"profile_status": "listed-unspecified"},
             )
         else:
             yield Violation(
-                f"operator {node.op_type} is not in the SONNX profile (not listed by REQ OP 000, "
+                f"operator {op_type} is not in the SONNX profile (not listed by REQ OP 000, "
                 "no published specification)",
                 node=index,
-                actual=node.op_type,
+                actual=op_type,
                 data={"profile_status": "outside"},
             )
 
@@ -56,9 +57,9 @@ def default_domain(view: ModelView) -> Iterator[Violation]:
 
 
 def no_control_flow(view: ModelView) -> Iterator[Violation]:
-    for index, node in enumerate(view.nodes):
-        subgraphs = subgraph_attributes(node)
-        if subgraphs or node.op_type in CONTROL_FLOW_OPS:
+    for index, op_type in enumerate(view.op_types):
+        subgraphs = view.subgraph_attributes(index)
+        if subgraphs or op_type in CONTROL_FLOW_OPS:
             detail = f" (subgraph attributes: {', '.join(subgraphs)})" if subgraphs else ""
             yield Violation(
                 f"control flow and subgraphs are not in the SONNX profile{detail}; "
@@ -69,34 +70,44 @@ def no_control_flow(view: ModelView) -> Iterator[Violation]:
 
 
 def operator_version(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    spec = profile_operators().get(node.op_type)
-    schema = view.schema(index)
-    if view.domain(index) or spec is None:
+    if view.domain(index):
         return
-    imported = view.opset_version(index)
+    problem = _version_problem(view.op_types[index], view.opset_version(index))
+    if problem is not None:
+        message, actual, expected = problem
+        yield Violation(message, actual=actual, expected=list(expected))
+
+
+@functools.lru_cache(maxsize=1024)
+def _version_problem(op_type: str, imported: int | None) -> tuple[str, int, tuple[int, ...]] | None:
+    """(message, actual, expected) when a default-domain node of ``op_type`` under opset ``imported`` is not
+    of a version the profile specifies, else None: the same for every node of an operator, so decided once."""
+    spec = profile_operators().get(op_type)
+    if spec is None:
+        return None
     if imported is not None and imported > LATEST_KNOWN_OPSET:
         # onnx resolves a too-new opset to the newest version it knows, which may not be what the model means.
-        yield Violation(
+        return (
             f"the model imports opset {imported}, newer than the installed onnx knows (opset "
-            f"{LATEST_KNOWN_OPSET}), so the version of {node.op_type} it means cannot be determined",
-            actual=imported,
-            expected=list(spec.equivalent_versions),
+            f"{LATEST_KNOWN_OPSET}), so the version of {op_type} it means cannot be determined",
+            imported,
+            spec.equivalent_versions,
         )
-        return
+    schema = None if imported is None else resolve_schema(op_type, "", imported)
     if schema is None:
-        return
+        return None
     version = schema.since_version
-    if version not in spec.equivalent_versions:
-        basis = "" if spec.stated else " (the specification states no version; this is the assumed basis)"
-        same = ", ".join(str(v) for v in spec.equivalent_versions)
-        yield Violation(
-            f"resolves to {node.op_type}-{version} (opset "
-            f"{view.opset_version(index)}), whose semantics differ from {node.op_type}-{spec.spec_version} "
-            f"that the SONNX specification is written for{basis}; versions with the same semantics: {same}",
-            actual=version,
-            expected=list(spec.equivalent_versions),
-        )
+    if version in spec.equivalent_versions:
+        return None
+    basis = "" if spec.stated else " (the specification states no version; this is the assumed basis)"
+    same = ", ".join(str(v) for v in spec.equivalent_versions)
+    return (
+        f"resolves to {op_type}-{version} (opset "
+        f"{imported}), whose semantics differ from {op_type}-{spec.spec_version} "
+        f"that the SONNX specification is written for{basis}; versions with the same semantics: {same}",
+        version,
+        spec.equivalent_versions,
+    )
 
 
 def acyclic(view: ModelView) -> Iterator[Violation]:
@@ -115,8 +126,8 @@ def _nodes_on_cycles(view: ModelView) -> list[int]:
     """Kahn's algorithm over node-to-node edges; what never becomes ready lies on (or behind) a cycle."""
     indegree = [0] * len(view.nodes)
     successors: list[list[int]] = [[] for _ in view.nodes]
-    for consumer, node in enumerate(view.nodes):
-        for name in set(node.input):
+    for consumer, names in enumerate(view.inputs):
+        for name in set(names):
             for producer in view.producers.get(name, ()):
                 successors[producer].append(consumer)
                 indegree[consumer] += 1
@@ -130,10 +141,10 @@ def _nodes_on_cycles(view: ModelView) -> list[int]:
 
 
 def single_assignment(view: ModelView) -> Iterator[Violation]:
-    sources = set(view.graph_inputs) | set(view.initializers)
     for name, producers in view.producers.items():
-        if len(producers) > 1 or name in sources:
-            what = "graph input or initializer" if name in sources else ""
+        is_source = name in view.graph_input_names or name in view.initializers
+        if len(producers) > 1 or is_source:
+            what = "graph input or initializer" if is_source else ""
             writers = ", ".join(view.refs[i].label() for i in producers)
             also = f" and it is also a {what}" if what else ""
             yield Violation(
@@ -144,8 +155,8 @@ def single_assignment(view: ModelView) -> Iterator[Violation]:
 
 
 def inputs_defined(view: ModelView) -> Iterator[Violation]:
-    for index, node in enumerate(view.nodes):
-        for name in node.input:
+    for index, names in enumerate(view.inputs):
+        for name in names:
             if name and not view.is_defined(name):
                 yield Violation(
                     f"reads tensor '{name}', which no node produces and which is "
@@ -156,18 +167,17 @@ def inputs_defined(view: ModelView) -> Iterator[Violation]:
 
 
 def no_dead_nodes(view: ModelView) -> Iterator[Violation]:
+    # A walk over nodes, from the producers of the graph outputs to the producers of their inputs: one
+    # lookup per input read, and no set of tensor names (it would hold every tensor of a large model).
     live = [False] * len(view.nodes)
-    pending = deque(name for name in view.graph_outputs)
-    seen: set[str] = set()
+    pending = [producer for name in view.graph_outputs for producer in view.producers.get(name, ())]
     while pending:
-        name = pending.popleft()
-        if name in seen:
+        index = pending.pop()
+        if live[index]:
             continue
-        seen.add(name)
-        for producer in view.producers.get(name, ()):
-            if not live[producer]:
-                live[producer] = True
-                pending.extend(n for n in view.nodes[producer].input if n)
+        live[index] = True
+        for name in view.inputs[index]:
+            pending.extend(view.producers.get(name, ()))  # an empty name has no producer: it ends there
     for index, is_live in enumerate(live):
         if not is_live:
             yield Violation(
@@ -188,6 +198,8 @@ def has_outputs(view: ModelView) -> Iterator[Violation]:
 def static_explicit_shapes(view: ModelView) -> Iterator[Violation]:
     for name, node, role in declared_tensors(view):
         declared = view.declared.get(name)
+        if declared is not None and declared.static_shape is not None:
+            continue  # every dimension a size: the common case, decided without a look at each dimension
         problem = _shape_problem(declared)
         if problem is None:
             continue
@@ -216,16 +228,20 @@ def _shape_problem(declared: TensorType | None) -> str | None:
     return None
 
 
-def declared_tensors(view: ModelView) -> Iterator[tuple[str, int | None, str]]:
-    """Every tensor the profile requires to be declared: graph inputs, graph outputs, node outputs.
-    Yields (name, producing node or None, how to call it in a message)."""
+def declared_tensors(view: ModelView) -> list[tuple[str, int | None, str]]:
+    """Every tensor the profile requires to be declared: graph inputs, graph outputs, node outputs, as
+    (name, producing node or None, how to call it in a message). Listed once for GR2 and GRAPH.shapes."""
+    return view.shared("declared_tensors", lambda: list(_declared_tensors(view)))
+
+
+def _declared_tensors(view: ModelView) -> Iterator[tuple[str, int | None, str]]:
     seen: set[str] = set()
     for name in view.graph_inputs:
         if name not in view.initializers and name not in seen:
             seen.add(name)
             yield name, None, "graph input"
-    for index, node in enumerate(view.nodes):
-        for name in node.output:
+    for index, names in enumerate(view.outputs):
+        for name in names:
             if name and name not in seen:
                 seen.add(name)
                 yield name, index, "output"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 
-from sonnx_check.loading import external_data_issues, external_tensors
+from sonnx_check.loading import external_data_issues
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
 
@@ -25,7 +25,7 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
         # infer_shapes round trip serialises every weight twice). The view infers again, leniently, only if a
         # rule asks for a tensor the model does not declare: never for a fully declared model. The proto form
         # keeps weights unread: they are not loaded for static checks.
-        if any(True for _ in external_tensors(view.model)):
+        if view.external_tensors:
             # The proto form resolves external-data locations against the working directory; the path form
             # resolves them against the model's folder (and only stats them, never opens them).
             onnx.checker.check_model(view.path, full_check=True)
@@ -69,6 +69,8 @@ def _one_line(text: str) -> str:
 
 
 def external_data_inside_folder(view: ModelView) -> Iterator[Violation]:
+    if not view.external_tensors:
+        return  # most models: no external data to look for
     for issue in external_data_issues(view.model, Path(view.path).parent):
         yield Violation(
             f"external data of tensor '{issue.tensor}' at {issue.location!r} {issue.problem}",

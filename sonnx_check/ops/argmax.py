@@ -16,10 +16,10 @@ from sonnx_check.violation import Violation
 
 
 def _x_rank(view: ModelView, index: int) -> int | None:
-    node = view.nodes[index]
-    if not node.input or not node.input[0]:
+    inputs = view.inputs[index]
+    if not inputs or not inputs[0]:
         return None
-    tt = view.type_of(node.input[0])
+    tt = view.type_of(inputs[0])
     return len(tt.shape) if tt is not None and tt.shape is not None else None
 
 
@@ -49,7 +49,7 @@ def axis_below_rank(view: ModelView, index: int) -> Iterator[Violation]:
     rank = _x_rank(view, index)
     if rank is not None and axis >= rank:
         yield Violation(
-            f"axis={axis} is not an axis of X '{view.nodes[index].input[0]}' of rank {rank}; "
+            f"axis={axis} is not an axis of X '{view.inputs[index][0]}' of rank {rank}; "
             f"SONNX ArgMax requires axis < {rank}",
             attribute="axis",
             actual=axis,
@@ -58,26 +58,26 @@ def axis_below_rank(view: ModelView, index: int) -> Iterator[Violation]:
 
 
 def reduced_axis_not_empty(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    shape = view.shape_of(node.input[0]) if node.input and node.input[0] else None
+    inputs = view.inputs[index]
+    shape = view.shape_of(inputs[0]) if inputs and inputs[0] else None
     if shape is None:
         return
     axis = _axis(view, index, len(shape))
     if axis is not None and shape[axis] == 0:
         yield Violation(
-            f"X '{node.input[0]}' of shape {list(shape)} has size 0 along axis {axis}; SONNX ArgMax "
+            f"X '{inputs[0]}' of shape {list(shape)} has size 0 along axis {axis}; SONNX ArgMax "
             "requires at least one element along the reduced axis",
-            tensor=node.input[0],
+            tensor=inputs[0],
             actual=list(shape),
         )
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if not node.input or not node.input[0] or not node.output or not node.output[0]:
+    inputs, outputs = view.inputs[index], view.outputs[index]
+    if not inputs or not inputs[0] or not outputs or not outputs[0]:
         return
-    declared = view.declared.get(node.output[0])
-    x_shape = view.shape_of(node.input[0])
+    declared = view.declared.get(outputs[0])
+    x_shape = view.shape_of(inputs[0])
     if declared is None or declared.static_shape is None or x_shape is None:
         return
     keepdims = _attribute(view, index, "keepdims")
@@ -89,9 +89,9 @@ def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
     )
     if declared.static_shape != expected:
         yield Violation(
-            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; X's shape {list(x_shape)} with "
+            f"Y '{outputs[0]}' is declared {list(declared.static_shape)}; X's shape {list(x_shape)} with "
             f"axis={axis} and keepdims={keepdims} gives {list(expected)}",
-            tensor=node.output[0],
+            tensor=outputs[0],
             actual=list(declared.static_shape),
             expected=list(expected),
         )

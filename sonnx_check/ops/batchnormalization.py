@@ -19,7 +19,7 @@ _PARAMETERS = ("scale", "B", "input_mean", "input_var")
 
 
 def inference_mode(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    outputs = view.outputs[index]
     mode = get_int(view.attributes(index), "training_mode")
     if mode is not None and mode != 0:
         yield Violation(
@@ -28,7 +28,7 @@ def inference_mode(view: ModelView, index: int) -> Iterator[Violation]:
             actual=mode,
             expected=0,
         )
-    extra = [name for name in node.output[1:] if name]
+    extra = [name for name in outputs[1:] if name]
     if extra:
         yield Violation(
             f"output(s) {', '.join(repr(n) for n in extra)} (running_mean, running_var) are given; they "
@@ -52,16 +52,16 @@ def epsilon_positive(view: ModelView, index: int) -> Iterator[Violation]:
 
 
 def parameters_per_channel(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    x = view.shape_of(node.input[0]) if node.input and node.input[0] else None
+    inputs = view.inputs[index]
+    x = view.shape_of(inputs[0]) if inputs and inputs[0] else None
     if x is None or len(x) == 0:
         return  # unknown (GRAPH.shapes) or rank 0 (BatchNormalization.X.C2)
     channels = x[1] if len(x) >= 2 else 1
-    for role, name in zip(_PARAMETERS, node.input[1:], strict=False):
+    for role, name in zip(_PARAMETERS, inputs[1:], strict=False):
         shape = view.shape_of(name) if name else None
         if shape is not None and shape != (channels,):
             yield Violation(
-                f"{role} '{name}' has shape {list(shape)}; X '{node.input[0]}' has {channels} channel(s), so "
+                f"{role} '{name}' has shape {list(shape)}; X '{inputs[0]}' has {channels} channel(s), so "
                 f"SONNX BatchNormalization requires a 1-D {role} of {channels} element(s)",
                 tensor=name,
                 actual=list(shape),

@@ -23,7 +23,7 @@ def _rank(view: ModelView, name: str) -> int | None:
 
 
 def _inputs(view: ModelView, index: int) -> list[str]:
-    return [n for n in view.nodes[index].input if n]
+    return [n for n in view.inputs[index] if n]
 
 
 def _axis(view: ModelView, index: int, rank: int) -> int | None:
@@ -96,13 +96,13 @@ def inputs_same_shape_off_axis(view: ModelView, index: int) -> Iterator[Violatio
 
 
 def _declared_y(view: ModelView, index: int) -> tuple[str, tuple[int | str | None, ...]] | None:
-    node = view.nodes[index]
-    if not node.output or not node.output[0]:
+    outputs = view.outputs[index]
+    if not outputs or not outputs[0]:
         return None
-    declared = view.declared.get(node.output[0])
+    declared = view.declared.get(outputs[0])
     if declared is None or declared.shape is None:
         return None
-    return node.output[0], declared.shape
+    return outputs[0], declared.shape
 
 
 def output_rank(view: ModelView, index: int) -> Iterator[Violation]:

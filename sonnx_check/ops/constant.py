@@ -69,10 +69,10 @@ def _value_type(attrs: dict[str, onnx.AttributeProto]) -> tuple[int, tuple[int, 
 
 
 def output_like_value(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if not node.output or not node.output[0]:
+    outputs = view.outputs[index]
+    if not outputs or not outputs[0]:
         return
-    name = node.output[0]
+    name = outputs[0]
     declared = view.declared.get(name)
     value = _value_type(view.attributes(index))
     if declared is None or value is None:

@@ -18,10 +18,8 @@ from sonnx_check.violation import Violation
 
 
 def _shape(view: ModelView, index: int, position: int) -> tuple[int, ...] | None:
-    node = view.nodes[index]
-    if len(node.input) <= position or not node.input[position]:
-        return None
-    return view.shape_of(node.input[position])
+    name = view.input_name(index, position)
+    return view.shape_of(name) if name else None
 
 
 def _group(view: ModelView, index: int) -> int | None:
@@ -67,10 +65,10 @@ def depthwise_keeps_channels(view: ModelView, index: int) -> Iterator[Violation]
         return  # a standard convolution, Conv.R3's case, or Conv.W.C5's finding
     if w[0] != channels:
         yield Violation(
-            f"W '{view.nodes[index].input[1]}' has {w[0]} output channels for a depthwise convolution of "
+            f"W '{view.inputs[index][1]}' has {w[0]} output channels for a depthwise convolution of "
             f"{channels} channels (channel multiplier {w[0] // channels}); SONNX Conv defines the depthwise "
             "convolution with one output channel per input channel",
-            tensor=view.nodes[index].input[1],
+            tensor=view.inputs[index][1],
             actual=w[0],
             expected=channels,
         )
@@ -85,7 +83,7 @@ def group_divides_channels(view: ModelView, index: int) -> Iterator[Violation]:
         yield Violation(
             f"group={group} does not divide the {channels} channels of X (dX1 mod group = "
             f"{channels % group}); every group must have the same number of input channels",
-            tensor=view.nodes[index].input[0],
+            tensor=view.inputs[index][0],
             attribute="group",
             actual=channels % group,
             expected=0,
@@ -102,9 +100,9 @@ def w_channels_match_x(view: ModelView, index: int) -> Iterator[Violation]:
         return  # Conv.group.C2's finding
     if w[1] != channels // group:
         yield Violation(
-            f"W '{view.nodes[index].input[1]}' has {w[1]} input channel(s) (dW1); X has {channels} channels "
+            f"W '{view.inputs[index][1]}' has {w[1]} input channel(s) (dW1); X has {channels} channels "
             f"and group={group}, so SONNX Conv requires dW1 = dX1/group = {channels // group}",
-            tensor=view.nodes[index].input[1],
+            tensor=view.inputs[index][1],
             actual=w[1],
             expected=channels // group,
         )
@@ -117,9 +115,9 @@ def w_output_channels_divisible(view: ModelView, index: int) -> Iterator[Violati
         return
     if w[0] % group != 0:
         yield Violation(
-            f"W '{view.nodes[index].input[1]}' has {w[0]} output channel(s) (dW0), not a multiple of "
+            f"W '{view.inputs[index][1]}' has {w[0]} output channel(s) (dW0), not a multiple of "
             f"group={group}; every group must produce the same number of output channels",
-            tensor=view.nodes[index].input[1],
+            tensor=view.inputs[index][1],
             actual=w[0] % group,
             expected=0,
         )
@@ -132,26 +130,26 @@ def kernel_shape_matches_w(view: ModelView, index: int) -> Iterator[Violation]:
         return  # a non-positive size is Conv.kernel_shape.C1's finding
     if list(w[2:]) != kernel:
         yield Violation(
-            f"kernel_shape={kernel} but W '{view.nodes[index].input[1]}' has spatial dimensions "
+            f"kernel_shape={kernel} but W '{view.inputs[index][1]}' has spatial dimensions "
             f"{list(w[2:])}; SONNX Conv requires kernel_shape to equal W's spatial dimensions, in order",
             attribute="kernel_shape",
-            tensor=view.nodes[index].input[1],
+            tensor=view.inputs[index][1],
             actual=kernel,
             expected=list(w[2:]),
         )
 
 
 def b_matches_output_channels(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    inputs = view.inputs[index]
     b = _shape(view, index, 2)
     w = _shape(view, index, 1)
     if b is None or w is None or len(w) != 4:
         return
     if b != (w[0],):
         yield Violation(
-            f"B '{node.input[2]}' has shape {list(b)}; W has {w[0]} output channels, so SONNX Conv "
+            f"B '{inputs[2]}' has shape {list(b)}; W has {w[0]} output channels, so SONNX Conv "
             f"requires B of shape [{w[0]}]",
-            tensor=node.input[2],
+            tensor=inputs[2],
             actual=list(b),
             expected=[w[0]],
         )
@@ -187,8 +185,8 @@ def _expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    declared = view.declared.get(node.output[0]) if node.output else None
+    outputs = view.outputs[index]
+    declared = view.declared.get(outputs[0]) if outputs else None
     if declared is None or declared.static_shape is None:
         return
     expected = _expected_y_shape(view, index)
@@ -197,10 +195,10 @@ def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
         dilations = _spatial_attribute(view, index, "dilations", 2, 1) or []
         extents = [dilated_extent(k, d) for k, d in zip(w[2:], dilations, strict=False)]
         yield Violation(
-            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; X, W and the attributes give "
+            f"Y '{outputs[0]}' is declared {list(declared.static_shape)}; X, W and the attributes give "
             f"{list(expected)} (dY = floor((dX + pad_begin + pad_end - extent) / stride) + 1 with dilated "
             f"kernel extents {extents} = dilation*(k-1)+1)",
-            tensor=node.output[0],
+            tensor=outputs[0],
             actual=list(declared.static_shape),
             expected=list(expected),
         )

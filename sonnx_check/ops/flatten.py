@@ -12,12 +12,12 @@ from sonnx_check.violation import Violation
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if not node.input or not node.output or not node.output[0]:
+    inputs, outputs = view.inputs[index], view.outputs[index]
+    if not inputs or not outputs or not outputs[0]:
         return
-    name = node.output[0]
+    name = outputs[0]
     declared = view.declared.get(name)
-    x_shape = view.shape_of(node.input[0])
+    x_shape = view.shape_of(inputs[0])
     axis = get_int(view.attributes(index), "axis")
     if declared is None or declared.static_shape is None or x_shape is None or axis is None:
         return

@@ -38,10 +38,10 @@ def neutral_attributes(view: ModelView, index: int) -> Iterator[Violation]:
 
 def _mnp(view: ModelView, index: int) -> tuple[int, int, int, int] | None:
     """(m, n of A, n of B, p) with transA/transB applied, when A and B are matrices of known shape."""
-    node = view.nodes[index]
-    if len(node.input) < 2:
+    inputs = view.inputs[index]
+    if len(inputs) < 2:
         return None
-    a, b = view.shape_of(node.input[0]), view.shape_of(node.input[1])
+    a, b = view.shape_of(inputs[0]), view.shape_of(inputs[1])
     if a is None or b is None or len(a) != 2 or len(b) != 2:
         return None
     attrs = view.attributes(index)
@@ -58,44 +58,43 @@ def inner_dimensions_agree(view: ModelView, index: int) -> Iterator[Violation]:
         return
     m, n_a, n_b, p = dims
     if n_a != n_b:
-        node = view.nodes[index]
+        inputs = view.inputs[index]
         yield Violation(
-            f"A '{node.input[0]}' is (m x n) = ({m} x {n_a}) and B '{node.input[1]}' has {n_b} rows; "
+            f"A '{inputs[0]}' is (m x n) = ({m} x {n_a}) and B '{inputs[1]}' has {n_b} rows; "
             "SONNX Gemm requires B to be (n x p) with the n of A",
-            tensor=node.input[1],
+            tensor=inputs[1],
             actual=[n_a, n_b],
         )
 
 
 def c_is_m_by_p(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    inputs = view.inputs[index]
     dims = _mnp(view, index)
-    c = view.shape_of(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    c = view.shape_of(inputs[2]) if len(inputs) > 2 and inputs[2] else None
     if dims is None or c is None:
         return
     m, _, _, p = dims
     if c != (m, p):
         yield Violation(
-            f"C '{node.input[2]}' has shape {list(c)}; SONNX Gemm requires C of shape (m x p) = [{m}, {p}] "
+            f"C '{inputs[2]}' has shape {list(c)}; SONNX Gemm requires C of shape (m x p) = [{m}, {p}] "
             "exactly (no broadcasting of C)",
-            tensor=node.input[2],
+            tensor=inputs[2],
             actual=list(c),
             expected=[m, p],
         )
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    declared = view.declared.get(node.output[0]) if node.output else None
+    outputs = view.outputs[index]
+    declared = view.declared.get(outputs[0]) if outputs else None
     dims = _mnp(view, index)
     if declared is None or declared.static_shape is None or dims is None:
         return
     m, _, _, p = dims
     if declared.static_shape != (m, p):
         yield Violation(
-            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; "
-            f"A and B give (m x p) = [{m}, {p}]",
-            tensor=node.output[0],
+            f"Y '{outputs[0]}' is declared {list(declared.static_shape)}; A and B give (m x p) = [{m}, {p}]",
+            tensor=outputs[0],
             actual=list(declared.static_shape),
             expected=[m, p],
         )

@@ -23,15 +23,11 @@ _ALLOWED_TRIPLES = (("Sigmoid", "Tanh", "Tanh"), ("Relu", "Tanh", "Tanh"))
 
 
 def _input(view: ModelView, index: int, role: str) -> str | None:
-    node = view.nodes[index]
-    position = _INPUTS.index(role)
-    return node.input[position] if len(node.input) > position and node.input[position] else None
+    return view.input_name(index, _INPUTS.index(role))
 
 
 def _output(view: ModelView, index: int, role: str) -> str | None:
-    node = view.nodes[index]
-    position = _OUTPUTS.index(role)
-    return node.output[position] if len(node.output) > position and node.output[position] else None
+    return view.output_name(index, _OUTPUTS.index(role))
 
 
 def _is_constant(view: ModelView, name: str) -> bool:
@@ -39,7 +35,7 @@ def _is_constant(view: ModelView, name: str) -> bool:
     if name in view.initializers:
         return name not in view.graph_input_names
     producers = view.producers.get(name, ())
-    return len(producers) == 1 and view.nodes[producers[0]].op_type == "Constant"
+    return len(producers) == 1 and view.op_types[producers[0]] == "Constant"
 
 
 def _constants(
@@ -169,7 +165,18 @@ def _dims(view: ModelView, index: int) -> dict[str, int] | None:
     return {"seq": seq, "batch": batch, "input": x[2], "nd": directions, "h": hidden, "layout": layout}
 
 
-def _expected(role: str, d: dict[str, int]) -> tuple[tuple[int, ...], str]:
+def _expected_shapes(view: ModelView, index: int) -> tuple[dict[str, int], dict[str, tuple]] | None:
+    """(_dims, every role's expected shape and its formula), or None when a dimension is unknown: derived
+    once per node for the ten shape rules."""
+    return view.shared(("LSTM.shapes", index), lambda: _derive_shapes(view, index))
+
+
+def _derive_shapes(view: ModelView, index: int) -> tuple[dict[str, int], dict[str, tuple]] | None:
+    d = _dims(view, index)
+    return None if d is None else (d, _expected(d))
+
+
+def _expected(d: dict[str, int]) -> dict[str, tuple[tuple[int, ...], str]]:
     nd, h, batch, seq = d["nd"], d["h"], d["batch"], d["seq"]
     state = ((nd, batch, h), "[num_directions, batch_size, hidden_size]")
     if d["layout"] == 1:
@@ -188,7 +195,7 @@ def _expected(role: str, d: dict[str, int]) -> tuple[tuple[int, ...], str]:
         if d["layout"] == 0
         else ((batch, seq, nd, h), "[batch_size, seq_length, num_directions, hidden_size] (layout=1)"),
     }
-    return table[role]
+    return table
 
 
 def _shape_check(view: ModelView, index: int, role: str) -> Iterator[Violation]:
@@ -200,10 +207,11 @@ def _shape_check(view: ModelView, index: int, role: str) -> Iterator[Violation]:
         shape = declared.static_shape if declared is not None else None
     else:
         shape = view.shape_of(name)
-    d = _dims(view, index) if shape is not None else None
-    if d is None:
+    derived = _expected_shapes(view, index) if shape is not None else None
+    if derived is None:
         return
-    expected, formula = _expected(role, d)
+    d, table = derived
+    expected, formula = table[role]
     if shape != expected:
         yield Violation(
             f"{role} '{name}' has shape {list(shape)}; the SONNX LSTM draft requires {formula} = "

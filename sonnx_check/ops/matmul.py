@@ -15,10 +15,10 @@ from sonnx_check.violation import Violation
 
 
 def _matrices(view: ModelView, index: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    node = view.nodes[index]
-    if len(node.input) < 2:
+    inputs = view.inputs[index]
+    if len(inputs) < 2:
         return None
-    a, b = view.shape_of(node.input[0]), view.shape_of(node.input[1])
+    a, b = view.shape_of(inputs[0]), view.shape_of(inputs[1])
     if a is None or b is None or len(a) != 2 or len(b) != 2:
         return None
     return a, b
@@ -30,18 +30,18 @@ def inner_dimensions_agree(view: ModelView, index: int) -> Iterator[Violation]:
         return
     a, b = shapes
     if a[1] != b[0]:
-        node = view.nodes[index]
+        inputs = view.inputs[index]
         yield Violation(
-            f"A '{node.input[0]}' is {list(a)} and B '{node.input[1]}' is {list(b)}: A's columns ({a[1]}) "
+            f"A '{inputs[0]}' is {list(a)} and B '{inputs[1]}' is {list(b)}: A's columns ({a[1]}) "
             f"differ from B's rows ({b[0]}); SONNX MatMul requires dA1 = dB0",
-            tensor=node.input[1],
+            tensor=inputs[1],
             actual=[a[1], b[0]],
         )
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    declared = view.declared.get(node.output[0]) if node.output else None
+    inputs, outputs = view.inputs[index], view.outputs[index]
+    declared = view.declared.get(outputs[0]) if outputs else None
     shapes = _matrices(view, index)
     if declared is None or declared.static_shape is None or shapes is None:
         return
@@ -51,9 +51,9 @@ def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
     expected = (a[0], b[1])
     if declared.static_shape != expected:
         yield Violation(
-            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; A '{node.input[0]}' {list(a)} "
-            f"times B '{node.input[1]}' {list(b)} gives {list(expected)} (dY0 = dA0, dY1 = dB1)",
-            tensor=node.output[0],
+            f"Y '{outputs[0]}' is declared {list(declared.static_shape)}; A '{inputs[0]}' {list(a)} "
+            f"times B '{inputs[1]}' {list(b)} gives {list(expected)} (dY0 = dA0, dY1 = dB1)",
+            tensor=outputs[0],
             actual=list(declared.static_shape),
             expected=list(expected),
         )

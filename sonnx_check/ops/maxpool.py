@@ -27,7 +27,7 @@ def _rank(view: ModelView, name: str) -> int | None:
 
 def _spatial_axes(view: ModelView, index: int) -> int | None:
     """Spatial axes of X (rank - 2); the kernel's length when X's rank is unknown."""
-    rank = _rank(view, view.nodes[index].input[0]) if view.nodes[index].input else None
+    rank = _rank(view, view.inputs[index][0]) if view.inputs[index] else None
     if rank is not None:
         return rank - 2
     kernel = get_ints(view.attributes(index), "kernel_shape")
@@ -53,7 +53,12 @@ def pads_well_formed(view: ModelView, index: int) -> Iterator[Violation]:
 
 def _geometry(view: ModelView, index: int) -> tuple[list[int], list[int], list[int], list[int]] | None:
     """kernel, strides, dilations, pads when they are readable and mutually consistent in length; the
-    profile defaults stand in for absent ones (their absence is R2's finding)."""
+    profile defaults stand in for absent ones (their absence is R2's finding). Read once per node for the
+    rules that use it."""
+    return view.shared(("MaxPool.geometry", index), lambda: _read_geometry(view, index))
+
+
+def _read_geometry(view: ModelView, index: int) -> tuple[list[int], list[int], list[int], list[int]] | None:
     kernel = get_ints(view.attributes(index), "kernel_shape")
     if not kernel:
         return None
@@ -93,8 +98,8 @@ def pads_smaller_than_kernel(view: ModelView, index: int) -> Iterator[Violation]
 
 def every_window_holds_an_element(view: ModelView, index: int) -> Iterator[Violation]:
     geometry = _geometry(view, index)
-    node = view.nodes[index]
-    x_shape = view.shape_of(node.input[0]) if node.input else None
+    inputs = view.inputs[index]
+    x_shape = view.shape_of(inputs[0]) if inputs else None
     if geometry is None or x_shape is None or len(x_shape) != len(geometry[0]) + 2:
         return
     kernel, strides, dilations, pads = geometry
@@ -144,9 +149,9 @@ def _first_empty_window(
 def _expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
     """Y's shape from X and the attributes (corrected Y.C1 formula), or None when it is not determined:
     X's shape unknown, attributes unreadable, or auto_pad / ceil_mode outside the profile (R3/R4 report)."""
-    node = view.nodes[index]
+    inputs = view.inputs[index]
     geometry = _geometry(view, index)
-    x_shape = view.shape_of(node.input[0]) if node.input else None
+    x_shape = view.shape_of(inputs[0]) if inputs else None
     auto_pad = get_str(view.attributes(index), "auto_pad")
     if geometry is None or x_shape is None or len(x_shape) != len(geometry[0]) + 2:
         return None
@@ -159,27 +164,27 @@ def _expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    declared = view.declared.get(node.output[0]) if node.output else None
+    outputs = view.outputs[index]
+    declared = view.declared.get(outputs[0]) if outputs else None
     if declared is None or declared.static_shape is None:
         return
     expected = _expected_y_shape(view, index)
     if expected is not None and declared.static_shape != expected:
         yield Violation(
-            f"Y '{node.output[0]}' is declared {list(declared.static_shape)}; "
+            f"Y '{outputs[0]}' is declared {list(declared.static_shape)}; "
             f"X's shape and the attributes give {list(expected)} "
             "(dY = floor((dX + pad_begin + pad_end - dil*(k-1) - 1) / stride) + 1)",
-            tensor=node.output[0],
+            tensor=outputs[0],
             actual=list(declared.static_shape),
             expected=list(expected),
         )
 
 
 def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if len(node.output) < 2 or not node.output[1]:
+    outputs = view.outputs[index]
+    if len(outputs) < 2 or not outputs[1]:
         return
-    name = node.output[1]
+    name = outputs[1]
     indices = view.declared.get(name)
     if indices is None:
         return
@@ -190,7 +195,7 @@ def indices_like_y(view: ModelView, index: int) -> Iterator[Violation]:
             actual=indices.type_name,
             expected="int64",
         )
-    y_declared = view.declared.get(node.output[0])
+    y_declared = view.declared.get(outputs[0])
     y_shape = y_declared.static_shape if y_declared is not None else None
     y_shape = y_shape or _expected_y_shape(view, index)
     if indices.static_shape is not None and y_shape is not None and indices.static_shape != y_shape:

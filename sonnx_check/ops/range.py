@@ -24,18 +24,18 @@ def _scalar(view: ModelView, name: str) -> Fraction | None:
 
 
 def _length(view: ModelView, index: int) -> int | None:
-    node = view.nodes[index]
-    if len(node.input) < 3:
+    inputs = view.inputs[index]
+    if len(inputs) < 3:
         return None
-    start, limit, delta = (_scalar(view, n) for n in node.input[:3])
+    start, limit, delta = (_scalar(view, n) for n in inputs[:3])
     if start is None or limit is None or delta is None or delta == 0:
         return None  # D.C1 reports a zero delta
     return max(math.ceil((limit - start) / delta), 0)
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    name = node.output[0] if node.output and node.output[0] else None
+    outputs = view.outputs[index]
+    name = outputs[0] if outputs and outputs[0] else None
     declared = view.declared.get(name) if name else None
     if declared is None or declared.shape is None:
         return

@@ -19,11 +19,11 @@ from sonnx_check.violation import Violation
 
 def _shape_values(view: ModelView, index: int) -> tuple[str, list[int]] | None:
     """S's name and values when S is a 1-D integer constant."""
-    node = view.nodes[index]
-    if len(node.input) < 2 or not node.input[1]:
+    inputs = view.inputs[index]
+    if len(inputs) < 2 or not inputs[1]:
         return None
-    values = view.int_list(node.input[1])
-    return None if values is None else (node.input[1], values)
+    values = view.int_list(inputs[1])
+    return None if values is None else (inputs[1], values)
 
 
 def _allowzero(view: ModelView, index: int) -> int | None:
@@ -36,13 +36,13 @@ def _allowzero(view: ModelView, index: int) -> int | None:
 
 
 def _x_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
-    node = view.nodes[index]
-    return view.shape_of(node.input[0]) if node.input and node.input[0] else None
+    inputs = view.inputs[index]
+    return view.shape_of(inputs[0]) if inputs and inputs[0] else None
 
 
 def _x_rank(view: ModelView, index: int) -> int | None:
-    node = view.nodes[index]
-    tt = view.type_of(node.input[0]) if node.input and node.input[0] else None
+    inputs = view.inputs[index]
+    tt = view.type_of(inputs[0]) if inputs and inputs[0] else None
     return len(tt.shape) if tt is not None and tt.shape is not None else None
 
 
@@ -123,9 +123,9 @@ def _target(values: list[int], allowzero: int, x_shape: tuple[int, ...]) -> tupl
 
 
 def sizes_match(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    outputs = view.outputs[index]
     x_shape = _x_shape(view, index)
-    y_name = node.output[0] if node.output and node.output[0] else None
+    y_name = outputs[0] if outputs and outputs[0] else None
     declared = view.declared.get(y_name) if y_name else None
     y_shape = declared.static_shape if declared is not None else None
     if x_shape is None:

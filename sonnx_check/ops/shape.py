@@ -20,18 +20,18 @@ def _length(rank: int, start: int | None, end: int | None) -> int:
 
 
 def output_length(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    if not node.input or not node.output or not node.output[0]:
+    inputs, outputs = view.inputs[index], view.outputs[index]
+    if not inputs or not outputs or not outputs[0]:
         return
-    x = view.type_of(node.input[0])
-    declared = view.declared.get(node.output[0])
+    x = view.type_of(inputs[0])
+    declared = view.declared.get(outputs[0])
     if x is None or x.shape is None or declared is None or declared.shape is None:
         return
     attrs = view.attributes(index)
     start, end = get_int(attrs, "start"), get_int(attrs, "end")
     if ("start" in attrs and start is None) or ("end" in attrs and end is None):
         return  # a wrong-typed attribute is MODEL.onnx's finding
-    name = node.output[0]
+    name = outputs[0]
     length = _length(len(x.shape), start, end)
     if len(declared.shape) != 1 or (declared.static_shape is not None and declared.static_shape[0] != length):
         yield Violation(

@@ -19,8 +19,7 @@ _ROLES = {1: "S", 2: "E", 3: "A", 4: "K"}
 
 
 def _name(view: ModelView, index: int, position: int) -> str | None:
-    node = view.nodes[index]
-    return node.input[position] if len(node.input) > position and node.input[position] else None
+    return view.input_name(index, position)
 
 
 def _values(view: ModelView, index: int, position: int) -> list[int] | None:
@@ -50,7 +49,11 @@ class _Entry:
 def _entries(view: ModelView, index: int) -> list[_Entry] | None:
     """The entries whose axis is a valid, unrepeated axis of X of static shape; None when A is not a
     constant or X's shape is unknown. Entries beyond the shortest of S, E, K (Slice.R2's finding) or with
-    an unknown start, end or step carry None for it."""
+    an unknown start, end or step carry None for it. Read once per node for the five rules that judge them."""
+    return view.shared(("Slice.entries", index), lambda: _read_entries(view, index))
+
+
+def _read_entries(view: ModelView, index: int) -> list[_Entry] | None:
     name = _name(view, index, 0)
     x_shape = view.shape_of(name) if name else None
     axes = _values(view, index, 3)
@@ -211,22 +214,22 @@ def negative_steps_go_down(view: ModelView, index: int) -> Iterator[Violation]:
 
 
 def same_rank(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    outputs = view.outputs[index]
     rank = _x_rank(view, index)
-    y = view.declared.get(node.output[0]) if node.output and node.output[0] else None
+    y = view.declared.get(outputs[0]) if outputs and outputs[0] else None
     if rank is not None and y is not None and y.shape is not None and len(y.shape) != rank:
         yield Violation(
-            f"Y '{node.output[0]}' is declared with rank {len(y.shape)}; X has rank {rank} and SONNX Slice "
+            f"Y '{outputs[0]}' is declared with rank {len(y.shape)}; X has rank {rank} and SONNX Slice "
             "keeps the rank",
-            tensor=node.output[0],
+            tensor=outputs[0],
             actual=len(y.shape),
             expected=rank,
         )
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
-    name = node.output[0] if node.output and node.output[0] else None
+    outputs = view.outputs[index]
+    name = outputs[0] if outputs and outputs[0] else None
     declared = view.declared.get(name) if name else None
     rank = _x_rank(view, index)
     if declared is None or declared.static_shape is None or len(declared.static_shape) != rank:

@@ -13,19 +13,19 @@ from sonnx_check.violation import Violation
 
 
 def axis_below_rank(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    inputs = view.inputs[index]
     attrs = view.attributes(index)
     # Absent means ONNX's default -1: GR4 reports the absence, and a negative axis is Softmax.R1's finding.
     axis = get_int(attrs, "axis")
-    if axis is None or axis < 0 or not node.input or not node.input[0]:
+    if axis is None or axis < 0 or not inputs or not inputs[0]:
         return
-    tt = view.type_of(node.input[0])
+    tt = view.type_of(inputs[0])
     if tt is None or tt.shape is None:
         return
     rank = len(tt.shape)
     if axis >= rank:
         yield Violation(
-            f"axis={axis} is not an axis of X '{node.input[0]}' of rank {rank}; SONNX Softmax requires "
+            f"axis={axis} is not an axis of X '{inputs[0]}' of rank {rank}; SONNX Softmax requires "
             f"axis < {rank}",
             attribute="axis",
             actual=axis,

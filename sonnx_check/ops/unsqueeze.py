@@ -16,16 +16,16 @@ from sonnx_check.violation import Violation
 
 def _axes(view: ModelView, index: int) -> tuple[str, list[int]] | None:
     """A's name and values when A is a 1-D integer constant."""
-    node = view.nodes[index]
-    if len(node.input) < 2 or not node.input[1]:
+    inputs = view.inputs[index]
+    if len(inputs) < 2 or not inputs[1]:
         return None
-    values = view.int_list(node.input[1])
-    return None if values is None else (node.input[1], values)
+    values = view.int_list(inputs[1])
+    return None if values is None else (inputs[1], values)
 
 
 def _x_rank(view: ModelView, index: int) -> int | None:
-    node = view.nodes[index]
-    tt = view.type_of(node.input[0]) if node.input and node.input[0] else None
+    inputs = view.inputs[index]
+    tt = view.type_of(inputs[0]) if inputs and inputs[0] else None
     return len(tt.shape) if tt is not None and tt.shape is not None else None
 
 
@@ -73,10 +73,10 @@ def axes_unique(view: ModelView, index: int) -> Iterator[Violation]:
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:
-    node = view.nodes[index]
+    inputs, outputs = view.inputs[index], view.outputs[index]
     a = _axes(view, index)
-    x_shape = view.shape_of(node.input[0]) if node.input and node.input[0] else None
-    name = node.output[0] if node.output and node.output[0] else None
+    x_shape = view.shape_of(inputs[0]) if inputs and inputs[0] else None
+    name = outputs[0] if outputs and outputs[0] else None
     declared = view.declared.get(name) if name else None
     if a is None or x_shape is None or declared is None or declared.static_shape is None:
         return
