@@ -27,3 +27,9 @@ class RunInterrupted(Exception):
     def __init__(self, signal_name: str) -> None:
         self.signal_name = signal_name
         super().__init__(f"interrupted by {signal_name}")
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line (its type name when it has none): for one-line reports."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

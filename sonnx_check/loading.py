@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx
 from google.protobuf.message import DecodeError
 
-from sonnx_check.errors import ModelLoadError
+from sonnx_check.errors import ModelLoadError, first_line
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 MODEL_SUFFIX = ".onnx"
@@ -58,7 +58,7 @@ def load_external_weights(model: onnx.ModelProto, path: str) -> None:
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(Path(path).parent))
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(path, f"cannot read external data: {_first_line(exc)}") from None
+        raise ModelLoadError(path, f"cannot read external data: {first_line(exc)}") from None
 
 
 @contextmanager
@@ -164,7 +164,7 @@ class ModelFile:
             model.ParseFromString(data)
         except (DecodeError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(
-                self.path, f"not an ONNX model (protobuf parse error: {_first_line(exc)})"
+                self.path, f"not an ONNX model (protobuf parse error: {first_line(exc)})"
             ) from None
         if not model.HasField("graph") or not model.opset_import:
             # Arbitrary bytes sometimes parse as a protobuf with only unknown fields; without a graph and an
@@ -447,8 +447,3 @@ def _location_problem(location: str, base: str) -> str | None:
     if not os.path.isfile(resolved):
         return "is not a regular file"
     return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

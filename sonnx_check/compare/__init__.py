@@ -45,7 +45,7 @@ from sonnx_check.compare.localise import (
 )
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem
 from sonnx_check.compare.stream import run_graph
-from sonnx_check.errors import UsageError
+from sonnx_check.errors import UsageError, first_line
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.loading import load_model
 from sonnx_check.profile import profile_operators
@@ -401,7 +401,7 @@ class _Comparison:
         try:
             run_graph(self.model, feeds, set(records), compare_output, max_elements=self.options.max_elements)
         except reference.ReferenceError as exc:
-            self.comparison["end_to_end"].setdefault("failures", {})[dataset.name] = _first_line(exc)
+            self.comparison["end_to_end"].setdefault("failures", {})[dataset.name] = first_line(exc)
 
     # -- turning results into findings ------------------------------------------------------------------
     def _finish(
@@ -698,11 +698,6 @@ class _Comparison:
             return None
         indices = [i for i, n in enumerate(self.view.nodes) if n.name == match[1]]
         return self.view.refs[indices[0]] if len(indices) == 1 else None
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def _itemsize(elem_type: int) -> int:

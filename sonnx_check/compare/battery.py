@@ -38,6 +38,7 @@ from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.datasets import edge_array, edge_pattern_names, random_array, seeded
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
+from sonnx_check.errors import first_line
 from sonnx_check.profile import TYPE_NAMES, profile_operators
 
 EDGE_PREFIX = "edge/"
@@ -332,7 +333,7 @@ class NodeEdges:
             except reference.ReferenceError as exc:
                 rule = getattr(exc, "rule", None)
                 if rule is None:
-                    config.skipped[dataset] = f"the reference could not run it: {_first_line(exc)}"
+                    config.skipped[dataset] = f"the reference could not run it: {first_line(exc)}"
                     return None
                 refusal = f"the data break {rule}, which the profile excludes"
                 continue
@@ -428,8 +429,3 @@ def _input_name(number: int, position: int) -> str:
 
 def _output_name(number: int, position: int) -> str:
     return f"c{number}_out{position}"
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__

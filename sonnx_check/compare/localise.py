@@ -24,6 +24,7 @@ from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.known import DivergenceCase, explained_mask, match_known
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT
+from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView, subgraph_attributes
 
@@ -137,9 +138,9 @@ def compare_nodes(
         except reference.ReferenceError as exc:
             rule = getattr(exc, "rule", None)  # a DataConstraintError names the rule the data break
             if rule is not None:
-                entry.data_violations.setdefault(rule, (dataset, _first_line(exc)))
+                entry.data_violations.setdefault(rule, (dataset, first_line(exc)))
             else:
-                entry.failures.setdefault(dataset, _first_line(exc))
+                entry.failures.setdefault(dataset, first_line(exc))
             continue
         for position, name in enumerate(node.output):
             if not name or position >= len(expected) or expected[position] is None or name not in values:
@@ -249,8 +250,3 @@ def ancestors(view: ModelView, tensor: str) -> set[int]:
             if name:
                 stack.extend(view.producers.get(name, ()))
     return seen
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
