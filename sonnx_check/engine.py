@@ -8,9 +8,10 @@ from collections import Counter
 import onnx
 
 from sonnx_check.catalogue import catalogue
+from sonnx_check.checks.model import CheckerVerdict, verdict_before_parse
 from sonnx_check.errors import ModelLoadError
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
-from sonnx_check.loading import read_model_file
+from sonnx_check.loading import ModelFile, read_model_file
 from sonnx_check.profile import listed_operators, profile_operators
 from sonnx_check.registry import CHECKS, Check, operators_with_rules
 from sonnx_check.view import ModelView
@@ -39,11 +40,21 @@ def check_file(path: str, selected: frozenset[str] | None = None) -> ModelResult
     """Check one model file. ``selected`` holds canonical rule IDs (None = every rule)."""
     try:
         source = read_model_file(path)
+        verdict = checker_verdict_before_parse(source, selected)
         model = source.skeleton()  # the static check never parses weights no rule reads
     except ModelLoadError as exc:
         return load_failure(path, exc.cause)
     source.release()
-    return check_model(model, path, selected, elided=source.elided)
+    return check_model(model, path, selected, elided=source.elided, checker_verdict=verdict)
+
+
+def checker_verdict_before_parse(source: ModelFile, selected: frozenset[str] | None) -> CheckerVerdict | None:
+    """MODEL.onnx's verdict from the bytes of the skeleton, before Python parses them, when that rule is
+    selected and its verdict does not need the parse. On a 100k-node model this takes a third off the peak
+    memory and a fifth off the time: onnx's C++ copy of the model is gone before the view is built."""
+    if selected is not None and "MODEL.onnx" not in selected:
+        return None
+    return verdict_before_parse(source.skeleton_bytes())
 
 
 def check_model(
@@ -52,15 +63,17 @@ def check_model(
     selected: frozenset[str] | None = None,
     *,
     elided: frozenset[str] = frozenset(),
+    checker_verdict: CheckerVerdict | None = None,
 ) -> ModelResult:
     """Check an already parsed model (the run reads each file once and shares the parse). ``elided``: the
-    initializers the loader's skeleton left unparsed (see ModelView)."""
+    initializers the loader's skeleton left unparsed (see ModelView); ``checker_verdict``: onnx's full
+    check of the same model, when it was run on its bytes (see checker_verdict_before_parse)."""
     # The cyclic collector rescans the whole protobuf graph again and again on large models (quadratic in
     # practice); rules create no reference cycles, so reference counting alone frees what they allocate.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        view = ModelView(model, path, elided)
+        view = ModelView(model, path, elided, checker_verdict)
         not_text = _operator_not_text(view)
         if not_text is not None:
             return load_failure(path, not_text)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,7 @@ class ModelFile:
         self.identity = identity
         self._data: bytes | None = data
         self._model: onnx.ModelProto | None = None
+        self._skeleton_bytes: bytes | None = None
         self.elided: frozenset[str] = frozenset()  # initializers the skeleton declares as inputs instead
 
     def skeleton(self) -> onnx.ModelProto:
@@ -116,20 +118,23 @@ class ModelFile:
         data of the size their type and shape need, in a model of IR version 4 or later, not also listed as
         a graph input, so the checker's verdict is the same."""
         if self._model is not None:
-            return self._model  # parsed in full already: eliding now would copy every weight it keeps
-        data = self._bytes()
-        try:
-            found = _elidable(data)
-        except _Malformed:
-            found = None  # the full parse names the problem
-        if not found:
-            return self.model()
-        skeleton = self._parse(_without(data, found))
-        self.elided = frozenset(t.name for t in found)
-        skeleton.graph.input.extend(
-            onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in found
-        )
-        return skeleton
+            self.elided = frozenset()  # parsed in full already: eliding now would copy every weight it keeps
+            return self._model
+        data = self.skeleton_bytes()
+        return self._parse(data) if self.elided else self.model()
+
+    def skeleton_bytes(self) -> bytes:
+        """The serialised skeleton (see ``skeleton``): the file's own bytes when nothing is elided. onnx's
+        checker reads these bytes before Python parses them, so the two never hold memory at once."""
+        if self._skeleton_bytes is None:
+            data = self._bytes()
+            try:
+                found = _elidable(data)
+            except _Malformed:
+                found = []  # the full parse names the problem
+            self._skeleton_bytes = _skeleton(data, found) if found else data
+            self.elided = frozenset(t.name for t in found)
+        return self._skeleton_bytes
 
     def model(self) -> onnx.ModelProto:
         """The whole model, weights included (external ones stay external), parsed once."""
@@ -139,7 +144,7 @@ class ModelFile:
 
     def release(self) -> None:
         """Drop the file's bytes: call once every parse a run needs is done."""
-        self._data = None
+        self._data = self._skeleton_bytes = None
 
     def changed(self) -> str | None:
         """Why the file at ``path`` is no longer the one read (None when it is)."""
@@ -266,15 +271,20 @@ def _elidable(data: bytes) -> list[_Elided]:
         return []  # two graph fields merge, and before IR 4 initializers are inputs: parse as it is
     _, _, _, start, end = graphs[0]
     records = list(_fields(view, start, end))
-    inputs = {_name_of(view, f[3], f[4], _VALUE_INFO_NAME) for f in records if f[0] == _GRAPH_INPUT}
     found = []
     for number, wire, tag_start, value_start, value_end in records:
-        if number == _GRAPH_INITIALIZER and wire == _LEN:
+        # Raw data of more elements than the limit is more bytes than the limit (no element type is under a
+        # byte): a smaller record cannot hold such a tensor, and most initializers are read no further.
+        if number == _GRAPH_INITIALIZER and wire == _LEN and value_end - value_start > CONSTANT_ELEMENT_LIMIT:
             tensor = _large_raw_tensor(view, value_start, value_end, CONSTANT_ELEMENT_LIMIT)
-            if tensor is not None and tensor[0] and tensor[0] not in inputs:
+            if tensor is not None and tensor[0]:
                 found.append(_Elided(tag_start, value_end, *tensor))
-    names = [t.name for t in found]
-    return [t for t in found if names.count(t.name) == 1]
+    if not found:
+        return []
+    inputs = {_name_of(view, f[3], f[4], _VALUE_INFO_NAME) for f in records if f[0] == _GRAPH_INPUT}
+    # A name given twice (an invalid model) or also a graph input stays, for onnx.checker to judge.
+    times = Counter(t.name for t in found)
+    return [t for t in found if times[t.name] == 1 and t.name not in inputs]
 
 
 def _large_raw_tensor(
@@ -373,18 +383,23 @@ def _utf8(raw: memoryview) -> str:
     return bytes(raw).decode("utf-8", "surrogateescape")
 
 
-def _without(data: bytes, elided: Sequence[_Elided]) -> bytes:
-    """The file's bytes without the elided initializer records: the graph's length is re-encoded, every
-    other byte is copied as it is (one copy of what remains, never of the weights)."""
+def _skeleton(data: bytes, elided: Sequence[_Elided]) -> bytes:
+    """The file's bytes without the elided initializer records and with a graph input of the same type and
+    shape for each, appended to the graph (as a parse would append them to its inputs); the graph's length
+    is re-encoded, every other byte is copied as it is (one copy of what remains, never of the weights)."""
     view = memoryview(data)
     graph = next(f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
     _, _, graph_tag, graph_start, graph_end = graph
-    kept: list[memoryview] = []
+    kept: list[bytes | memoryview] = []
     pos = graph_start
     for tensor in sorted(elided, key=lambda t: t.start):
         kept.append(view[pos : tensor.start])
         pos = tensor.end
     kept.append(view[pos:graph_end])
+    for tensor in elided:
+        value = onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+        record = value.SerializeToString()
+        kept.append(_encode_varint(_GRAPH_INPUT << 3 | _LEN) + _encode_varint(len(record)) + record)
     length = sum(len(part) for part in kept)
     header = _encode_varint(_MODEL_GRAPH << 3 | _LEN) + _encode_varint(length)
     return b"".join([view[:graph_tag], header, *kept, view[graph_end:]])
@@ -406,18 +421,26 @@ _TENSOR_ATTRIBUTES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
 _GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
-def external_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    """Tensors stored outside the file: initializers and tensor attributes, subgraphs included."""
-    pending = [model.graph]
+def external_tensors(
+    model: onnx.ModelProto,
+    main_graph: tuple[Iterable[onnx.TensorProto], Iterable[Sequence[onnx.AttributeProto]]] | None = None,
+) -> Iterator[onnx.TensorProto]:
+    """Tensors stored outside the file: initializers and tensor attributes, subgraphs included.
+    ``main_graph``: the main graph's initializers and its nodes' attribute lists, when the caller has read
+    them out of the protobuf already (every access to a protobuf field builds new Python objects)."""
+    pending: list[tuple[Iterable[onnx.TensorProto], Iterable[Sequence[onnx.AttributeProto]]]] = [
+        main_graph or (model.graph.initializer, (node.attribute for node in model.graph.node))
+    ]
     while pending:
-        graph = pending.pop()
-        tensors: list[onnx.TensorProto] = list(graph.initializer)
-        for node in graph.node:
-            for a in node.attribute:
+        initializers, attribute_lists = pending.pop()
+        tensors: list[onnx.TensorProto] = list(initializers)
+        for attributes in attribute_lists:
+            for a in attributes:
                 if a.type in _TENSOR_ATTRIBUTES:
                     tensors.extend([a.t] if a.type == onnx.AttributeProto.TENSOR else a.tensors)
                 elif a.type in _GRAPH_ATTRIBUTES:
-                    pending.extend([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)
+                    graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs
+                    pending.extend((g.initializer, (n.attribute for n in g.node)) for g in graphs)
         yield from (t for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL)
 
 

@@ -239,15 +239,16 @@ def _check(
     """The model's result, the file it was read from when ``keep`` (for --fix), and the reason its
     comparison could not start (a user error, e.g. a dynamic input without --shape), which must not hide
     the static findings."""
-    from sonnx_check.engine import InternalError, check_model, load_failure
+    from sonnx_check.engine import InternalError, check_model, checker_verdict_before_parse, load_failure
 
     try:
         source = read_model_file(path)
+        verdict = checker_verdict_before_parse(source, rules)
         # The skeleton first: once the whole model is parsed, the skeleton is that model (no second parse).
         skeleton = source.skeleton()
         whole = source.model() if settings.compare.enabled or keep else None
         source.release()  # every parse this model needs is done: the file's bytes go
-        result = check_model(skeleton, path, rules, elided=source.elided)
+        result = check_model(skeleton, path, rules, elided=source.elided, checker_verdict=verdict)
         del skeleton
         _unchanged(source)
         if whole is None or result.load_error:

@@ -11,7 +11,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import onnx
@@ -19,6 +19,9 @@ from onnx import defs, numpy_helper
 
 from sonnx_check.findings import NodeRef
 from sonnx_check.loading import external_tensors
+
+if TYPE_CHECKING:
+    from sonnx_check.checks.model import CheckerVerdict
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
@@ -164,11 +167,19 @@ class ModelView:
     """Read-only, indexed access to the main graph of a model. ``op_types``, ``domains`` (normalised),
     ``inputs``, ``outputs`` and ``attribute_lists`` hold each node's fields by node index."""
 
-    def __init__(self, model: onnx.ModelProto, path: str = "", elided: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        path: str = "",
+        elided: frozenset[str] = frozenset(),
+        checker_verdict: CheckerVerdict | None = None,
+    ) -> None:
         """``elided``: initializers the loader left out of the parse (their data is too large for any rule
         to decode) and declared as graph inputs of their type and shape instead; the view counts them as
-        initializers again, with no data."""
+        initializers again, with no data. ``checker_verdict``: onnx's full check, when it was run on the
+        model's bytes before the parse (None: MODEL.onnx runs it on the model)."""
         self.model = model
+        self.checker_verdict = checker_verdict
         self.path = path
         self.graph = model.graph
         self.graph_name = model.graph.name or "main_graph"
@@ -352,7 +363,8 @@ class ModelView:
     def external_tensors(self) -> list[onnx.TensorProto]:
         """Tensors stored outside the file (initializers and tensor attributes, subgraphs included): found
         once for the rules that ask (it reads every initializer and attribute)."""
-        return list(external_tensors(self.model))
+        # The model's own initializers: the view also counts elided ones, which are no external data.
+        return list(external_tensors(self.model, (self.graph.initializer, self.attribute_lists)))
 
     def is_defined(self, name: str) -> bool:
         return name in self.producers or name in self.initializers or name in self.graph_input_names

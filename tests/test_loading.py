@@ -96,6 +96,7 @@ def test_the_static_check_parses_no_weight_a_rule_would_not_decode(
     skeleton = source.skeleton()
     assert [t.name for t in skeleton.graph.initializer] == []
     assert skeleton.ByteSize() < 1000 < 4096 * 4
+    assert onnx.ModelProto.FromString(source.skeleton_bytes()) == skeleton  # what onnx.checker reads
     assert check_model(skeleton, str(path)).findings == check_model(read_model(path), str(path)).findings
 
 
@@ -124,7 +125,70 @@ def test_every_sample_gets_the_same_findings_from_its_skeleton(path: Path, monke
     except ModelLoadError:
         pytest.skip("not a model")
     skeleton = read_model_file(path).skeleton()
-    assert findings_of(check_model(skeleton, str(path))) == findings_of(check_model(whole, str(path)))
+    expected = findings_of(check_model(whole, str(path)))
+    assert findings_of(check_model(skeleton, str(path))) == expected
+    # check_file gives onnx.checker the skeleton's bytes before they are parsed: the same verdict
+    assert findings_of(check_file(str(path))) == expected
+
+
+def test_onnx_checker_reads_the_bytes_before_the_model_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnx's C++ copy of the model is gone before Python parses it (peak memory and time on large models:
+    benchmarks/bench_static.py), and a model the checker refuses is still reported by MODEL.onnx."""
+    events: list[str] = []
+    real_check, real_parse = onnx.checker.check_model, loading.ModelFile._parse
+
+    def check(model, **options):  # type: ignore[no-untyped-def]
+        events.append(type(model).__name__)
+        return real_check(model, **options)
+
+    def parse(self, data):  # type: ignore[no-untyped-def]
+        events.append("parse")
+        return real_parse(self, data)
+
+    monkeypatch.setattr(onnx.checker, "check_model", check)
+    monkeypatch.setattr(loading.ModelFile, "_parse", parse)
+    bad = maxpool_model()
+    bad.graph.node[0].input[0] = "missing"
+    result = check_file(str(save(bad, tmp_path)))
+    assert events[0] in ("str", "bytes") and events[1:] == ["parse"]  # an in-memory file, or the bytes
+    assert "MODEL.onnx" in {f.rule for f in result.findings}
+
+
+@pytest.mark.parametrize("memory_files", [True, False], ids=["in-memory file", "bytes"])
+def test_onnx_checker_gives_the_same_verdict_with_or_without_in_memory_files(
+    memory_files: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnx checks the bytes through an in-memory file where the system has them (no copy of the model in
+    C++), and as bytes elsewhere: the findings are the same, and nothing is written next to the model."""
+    if not memory_files:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    bad = maxpool_model()
+    bad.graph.node[0].input[0] = "missing"
+    good = save(maxpool_model(), tmp_path, "good.onnx")
+    bad_path = save(bad, tmp_path, "bad.onnx")
+    assert "MODEL.onnx" not in {f.rule for f in check_file(str(good)).findings}
+    messages = [f.message for f in check_file(str(bad_path)).findings if f.rule == "MODEL.onnx"]
+    whole = check_model(read_model(bad_path), str(bad_path)).findings
+    assert messages == [f.message for f in whole if f.rule == "MODEL.onnx"]
+    assert messages and not any("/proc/" in m for m in messages)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx", "good.onnx"]
+
+
+def test_external_data_is_judged_from_the_models_folder_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model with external data is checked by path after the parse (the bytes alone would resolve its
+    locations against the working directory): the verdict does not depend on where sonnx-check runs."""
+    models, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
+    models.mkdir()
+    elsewhere.mkdir()
+    present = save(external_data_model("weights.bin", models), models, "present.onnx")
+    missing = save(external_data_model("gone.bin", elsewhere), models, "missing.onnx")  # gone.bin: elsewhere
+    monkeypatch.chdir(elsewhere)
+    assert check_file(str(present)).findings == []
+    assert {f.rule for f in check_file(str(missing)).findings} == {"MODEL.external-data"}
 
 
 def test_a_model_is_read_and_parsed_once_for_check_compare_and_fix(
