@@ -1,6 +1,7 @@
 """Static checking speed: models of 1k, 10k and 100k nodes, against onnx.checker on the same models.
 
 Run: python benchmarks/bench_static.py [--sizes 1000,10000,100000] [--repeat 3] [--model mixed|chain|islands]
+                                      [--instructions]
 
 Three models, each conforming (the time is the full rule set's, not an early exit's):
 - ``mixed`` (the default): every operator of the profile that has rules, each node the conforming example of
@@ -16,13 +17,16 @@ start-up (minus the check of a 1-node model, the fixed cost of one check once th
 microseconds per node, the growth ratio between the two largest sizes (linear growth gives 10x for
 10k -> 100k), and the ratio against onnx.checker.check_model(full_check=True). Also the process start-up: a
 fresh interpreter importing the checker and checking the 1-node model. Targets (issue 10): growth <= 11x
-and a 10k-node model checked in under a second beyond start-up.
+and a 10k-node model checked in under a second beyond start-up. With ``--instructions`` (needs valgrind),
+also the instructions each check executes and their growth: time grows faster than the work once a model
+no longer fits in the caches, and the instruction count tells the two apart.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -188,6 +192,19 @@ def process_start_up(path: Path) -> float:
     return time.perf_counter() - start
 
 
+def instructions(path: Path) -> int:
+    """Instructions a fresh interpreter executes to import the static checker and check ``path``, counted
+    by valgrind's callgrind: unlike time, the count does not grow with cache and TLB misses, so its growth
+    is the algorithms' own."""
+    code = f"from sonnx_check.engine import check_file; check_file({str(path)!r})"
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code]
+    stderr = subprocess.run(command, check=True, capture_output=True, text=True).stderr
+    match = re.search(r"Collected : (\d+)", stderr)
+    if match is None:
+        raise SystemExit(f"callgrind reported no instruction count:\n{stderr[-2000:]}")
+    return int(match.group(1))
+
+
 def measure(path: Path, repeat: int) -> dict[str, Timing]:
     """The three timings of one model file, in this process."""
     findings = check_file(str(path)).findings
@@ -213,6 +230,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--model", choices=sorted(MODELS), default="mixed")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the instructions of each check under valgrind (minutes at 100k nodes)",
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child of measured_apart
     args = parser.parse_args()
     if args.measure:
@@ -232,6 +254,7 @@ def main() -> None:
         for n in sizes:
             timings = measured_apart(paths[n], args.repeat)
             rows.append((n, timings["all"], timings["own"], timings["checker"]))
+        counts = {n: instructions(paths[n]) for n in (1, *sizes)} if args.instructions else {}
     print(f"model: {args.model}, best of {args.repeat} runs, each size in a fresh interpreter")
     print(
         f"start-up: a fresh process imports and checks a 1-node model in {process:.2f} s (wall); "
@@ -258,6 +281,13 @@ def main() -> None:
             f"own rules {o2.cpu / o1.cpu:.1f}x ({o2.wall / o1.wall:.1f}x), "
             f"onnx.checker alone {c2.cpu / c1.cpu:.1f}x ({c2.wall / c1.wall:.1f}x)"
         )
+    if counts:
+        beyond = {n: counts[n] - counts[1] for n in sizes}
+        print("instructions beyond start-up (callgrind; a fresh process minus the 1-node one):")
+        print("  " + ", ".join(f"{n} nodes {beyond[n] / 1e9:.3f} G" for n in sizes))
+        if len(sizes) >= 2:
+            n1, n2 = sizes[-2], sizes[-1]
+            print(f"  growth for {n2 // n1}x nodes: {beyond[n2] / beyond[n1]:.2f}x")
 
 
 if __name__ == "__main__":

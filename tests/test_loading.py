@@ -270,3 +270,13 @@ def test_external_weights_are_loaded_for_the_comparison_only(tmp_path: Path) -> 
     tensor = loaded.graph.initializer[0]
     assert not tensor.HasField("raw_data") and tensor.data_location == onnx.TensorProto.EXTERNAL
     assert {e.key: e.value for e in tensor.external_data}["location"] == "weights.bin"
+
+
+def test_onnx_checker_never_names_the_in_memory_file() -> None:
+    """onnx names the file it could not parse: for bytes it reads through an in-memory file, the verdict
+    is the one it gives for the bytes themselves, which name no path."""
+    from sonnx_check.checks.model import verdict_before_parse
+
+    verdict = verdict_before_parse(b"\x0a\xff\xff\xff garbage")
+    assert verdict is not None and verdict.error is not None
+    assert "/proc/" not in str(verdict.error) and "fd" not in str(verdict.error)
