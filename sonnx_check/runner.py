@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from sonnx_check.children import die_with_parent, kill
 from sonnx_check.compare import ort_worker
-from sonnx_check.compare.children import die_with_parent, kill
 from sonnx_check.config import Settings
 from sonnx_check.discovery import Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import onnx
 
+from sonnx_check.isolation import Crashed, call_isolated
 from sonnx_check.loading import external_data_issues
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
@@ -26,24 +28,35 @@ _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=
 
 @dataclass(frozen=True)
 class CheckerVerdict:
-    """What onnx's full check (structure, then strict shape inference) said of a model: the exception it
-    raised, or None when the model passed."""
+    """What onnx's full check (structure, then strict shape inference) said of a model. ``kind`` is None when
+    the model passed, else "validation" (the checker refused it), "inference" (strict shape inference
+    refused it), "unchecked" (onnx could not read it) or "crashed" (onnx's native code died on it);
+    ``message`` is onnx's text, or for a crash how the checker's process ended."""
 
-    error: Exception | None
+    kind: str | None
+    message: str = ""
 
 
 def onnx_verdict(model: onnx.ModelProto | bytes | str) -> CheckerVerdict:
-    """onnx's full check of a parsed model, of its serialised bytes, or of the file at a path."""
+    """onnx's full check of a parsed model, of its serialised bytes, or of the file at a path, in a child
+    process: a crash of onnx's native code on a hostile model is that model's finding, not the run's end."""
+    result = call_isolated(lambda: json.dumps(_checked(model)))
+    if isinstance(result, Crashed):
+        return CheckerVerdict("crashed", result.cause)
+    kind, message = json.loads(result)
+    return CheckerVerdict(kind, message)
+
+
+def _checked(model: onnx.ModelProto | bytes | str) -> tuple[str | None, str]:
     try:
         onnx.checker.check_model(model, full_check=True)
-    except (
-        onnx.checker.ValidationError,
-        onnx.shape_inference.InferenceError,
-        ValueError,
-        RuntimeError,
-    ) as exc:
-        return CheckerVerdict(exc)
-    return CheckerVerdict(None)
+    except onnx.checker.ValidationError as exc:
+        return "validation", str(exc)
+    except onnx.shape_inference.InferenceError as exc:
+        return "inference", str(exc)
+    except (ValueError, RuntimeError) as exc:
+        return "unchecked", str(exc)
+    return None, ""
 
 
 def verdict_before_parse(skeleton: bytes) -> CheckerVerdict | None:
@@ -58,7 +71,7 @@ def verdict_before_parse(skeleton: bytes) -> CheckerVerdict | None:
         # nodes the copy is 40 % of the check's time and 220 MB.
         if path is not None:
             verdict = onnx_verdict(path)
-            if verdict.error is None or path not in str(verdict.error):
+            if path not in verdict.message:
                 return verdict
     return onnx_verdict(skeleton)  # no in-memory files here, or a message that names one instead of the model
 
@@ -91,17 +104,22 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
         # resolves external-data locations against the model's folder (and only stats them, never opens
         # them); the proto form would resolve them against the working directory.
         verdict = onnx_verdict(view.path if view.external_tensors else view.model)
-    exc = verdict.error
-    if exc is None:
+    if verdict.kind is None:
         return
-    if isinstance(exc, onnx.checker.ValidationError):
-        if _EXTERNAL_DATA_MESSAGE in str(exc) and external_data_issues(view.model, Path(view.path).parent):
+    if verdict.kind == "validation":
+        external = external_data_issues(view.model, Path(view.path).parent)
+        if _EXTERNAL_DATA_MESSAGE in verdict.message and external:
             return  # MODEL.external-data reports the location, with the reason
-        yield from _violations(view, str(exc))
-    elif isinstance(exc, onnx.shape_inference.InferenceError):
-        yield from _violations(view, str(exc))
+        yield from _violations(view, verdict.message)
+    elif verdict.kind == "inference":
+        yield from _violations(view, verdict.message)
+    elif verdict.kind == "crashed":
+        yield Violation(
+            f"onnx.checker crashed on this model ({verdict.message}), so its validity is not established; "
+            "the other rules and models were still checked"
+        )
     else:
-        yield Violation(f"onnx.checker could not check the model: {_one_line(str(exc))}")
+        yield Violation(f"onnx.checker could not check the model: {_one_line(verdict.message)}")
 
 
 def _violations(view: ModelView, text: str) -> Iterator[Violation]:

@@ -61,10 +61,10 @@ def _with_slices(
     if first is None:
         return None
     position, dtype, shape = first
-    if not shape:
-        return None
     axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
     axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis < len(shape) or 0 in shape:
+        return None  # a scalar, an axis outside the shape, or an empty tensor: no slice to fill
     values = np.moveaxis(random_array(dtype, shape, rng), axis, -1).copy()
     rows = values.reshape(-1, shape[axis])
     with np.errstate(over="ignore"):

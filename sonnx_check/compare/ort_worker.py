@@ -29,7 +29,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from sonnx_check.compare.children import die_with_parent, kill
+from sonnx_check.children import die_with_parent, kill
 from sonnx_check.compare.runtime import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])

@@ -247,3 +247,23 @@ def test_live_onnxruntime_softmax_rows_of_minus_infinity_reach_a_softmax_behind_
     if datasets["edge/softmax-neg-inf-rows"]["status"] != "match":
         finding = next(f for f in result.findings if f.data.get("scope") == "node-edges")
         assert finding.node.name == "softmax"
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [((2, 0), -1), ((0, 3), 1), ((3,), 2), ((2, 3), -3)],
+    ids=["empty rows", "no rows", "axis past the rank", "axis before the first"],
+)
+@pytest.mark.parametrize("pattern", ["softmax-inf-in-rows", "softmax-neg-inf-rows", "softmax-wide-rows"])
+def test_softmax_row_patterns_pass_over_inputs_with_no_row(
+    pattern: str, shape: tuple[int, ...], axis: int
+) -> None:
+    """Found by the fuzzer: an empty input or an axis outside the shape has no slice to fill; the pattern is
+    not applicable (None), never an internal error."""
+    from onnx import helper
+
+    from sonnx_check.compare.edge_values import build_specific
+
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=axis)
+    fed = [(0, np.dtype(np.float32), shape)]
+    assert build_specific(pattern, node, fed, np.random.default_rng(0)) is None

@@ -1,8 +1,9 @@
 """Child processes that cannot outlive the process that started them.
 
-sonnx-check starts two kinds of children: the onnxruntime worker (one per comparison) and, with ``--jobs``,
-the pool processes. Either may be left behind when its parent dies without cleaning up (SIGKILL, an OOM
-kill, a crash in native code), and a CI job must not keep a process burning CPU after the command is gone.
+sonnx-check starts three kinds of children: the onnxruntime worker (one per comparison), with ``--jobs`` the
+pool processes, and the fork that runs onnx's checker on each model (see isolation.py). Any may be left
+behind when its parent dies without cleaning up (SIGKILL, an OOM kill, a crash in native code), and a CI job
+must not keep a process burning CPU after the command is gone.
 On Linux the kernel can signal a child when its parent dies (``PR_SET_PDEATHSIG``); elsewhere the explicit
 cleanup on SIGINT/SIGTERM is all there is.
 """
@@ -10,7 +11,6 @@ cleanup on SIGINT/SIGTERM is all there is.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -26,7 +26,9 @@ def die_with_parent(parent_pid: int) -> None:
     from a thread that lives as long as they should: sonnx-check starts them from the main thread."""
     if sys.platform.startswith("linux"):
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            # The process's own symbols, libc's among them: find_library would run ldconfig in a subprocess,
+            # milliseconds for every child (one per model checked, see isolation.py).
+            libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):  # no usable libc: the explicit cleanup still applies
             pass

@@ -1,0 +1,79 @@
+"""Native code that a hostile model may crash runs in a forked child: a crash ends the child, not the run.
+
+onnx's checker is C++. On a crafted model it has died of SIGFPE (onnx 1.21, a Conv with a zero stride),
+which ended the whole run with no report and left every other model unchecked. In a child, the same crash
+is a finding about that model. The child is forked before the model is parsed, so it shares the read bytes
+copy-on-write, holds onnx's copy of the model alone, and costs a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from sonnx_check.children import die_with_parent, kill
+
+_FAILED = 70  # the child's exit code when ``func`` raised: its result never arrived
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """The child ended without a result: ``cause`` says how ("killed by SIGFPE", "exited with code 70")."""
+
+    cause: str
+
+
+def call_isolated(func: Callable[[], str]) -> str | Crashed:
+    """``func()`` in a forked child, its text result passed back through a pipe; in this process where the
+    system cannot fork. A signal that interrupts the wait (Ctrl-C, SIGTERM) kills the child first."""
+    if not hasattr(os, "fork"):
+        return func()
+    parent = os.getpid()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _run_child(func, parent, read_end, write_end)
+    os.close(write_end)
+    status = None
+    try:
+        with open(read_end, "rb") as pipe:
+            payload = pipe.read()
+        status = os.waitpid(pid, 0)[1]
+    finally:
+        if status is None:  # interrupted: the child must not outlive the wait
+            kill(pid)
+            os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return Crashed(f"killed by {_signal_name(os.WTERMSIG(status))}")
+    if os.WEXITSTATUS(status) != 0:
+        return Crashed(f"exited with code {os.WEXITSTATUS(status)}")
+    return payload.decode("utf-8", "surrogateescape")
+
+
+def _run_child(func: Callable[[], str], parent: int, read_end: int, write_end: int) -> NoReturn:
+    code = _FAILED
+    try:
+        os.close(read_end)
+        # The parent decides what an interrupted run does, and kills this child; until then, a Ctrl-C sent
+        # to the whole process group ends it at once.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        faulthandler.disable()  # a crash here is reported as the model's finding, not as a Python dump
+        die_with_parent(parent)
+        data = func().encode("utf-8", "surrogateescape")
+        with open(write_end, "wb") as pipe:
+            pipe.write(data)
+        code = 0
+    finally:
+        os._exit(code)  # never the parent's cleanup: no atexit handler, no buffered output flushed twice
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
