@@ -30,6 +30,14 @@ def test_a_child_killed_by_a_signal_is_a_crash_naming_it() -> None:
     )
 
 
+def test_without_a_process_to_spare_the_call_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert call_isolated(lambda: str(os.getpid())) == str(os.getpid())
+
+
 def test_a_child_that_raises_is_a_crash_not_an_exception_here() -> None:
     def boom() -> str:
         raise MemoryError

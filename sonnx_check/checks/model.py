@@ -107,8 +107,8 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
     if verdict.kind is None:
         return
     if verdict.kind == "validation":
-        external = external_data_issues(view.model, Path(view.path).parent)
-        if _EXTERNAL_DATA_MESSAGE in verdict.message and external:
+        folder = Path(view.path).parent
+        if _EXTERNAL_DATA_MESSAGE in verdict.message and external_data_issues(view.model, folder):
             return  # MODEL.external-data reports the location, with the reason
         yield from _violations(view, verdict.message)
     elif verdict.kind == "inference":
