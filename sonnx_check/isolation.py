@@ -2,8 +2,8 @@
 
 onnx's checker is C++. On a crafted model it has died of SIGFPE (onnx 1.21, a Conv with a zero stride),
 which ended the whole run with no report and left every other model unchecked. In a child, the same crash
-is a finding about that model. The child is forked before the model is parsed, so it shares the read bytes
-copy-on-write, holds onnx's copy of the model alone, and costs a few milliseconds.
+is a finding about that model. The child is forked (for most models before Python parses them) sharing the
+parent's memory copy-on-write; it holds onnx's copy of the model alone and costs a few milliseconds.
 """
 
 from __future__ import annotations
