@@ -422,19 +422,18 @@ _GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 def external_tensors(
-    model: onnx.ModelProto,
-    main_graph: tuple[Iterable[onnx.TensorProto], Iterable[Sequence[onnx.AttributeProto]]] | None = None,
+    model: onnx.ModelProto, attribute_lists: Iterable[Sequence[onnx.AttributeProto]] | None = None
 ) -> Iterator[onnx.TensorProto]:
     """Tensors stored outside the file: initializers and tensor attributes, subgraphs included.
-    ``main_graph``: the main graph's initializers and its nodes' attribute lists, when the caller has read
-    them out of the protobuf already (every access to a protobuf field builds new Python objects)."""
-    pending: list[tuple[Iterable[onnx.TensorProto], Iterable[Sequence[onnx.AttributeProto]]]] = [
-        main_graph or (model.graph.initializer, (node.attribute for node in model.graph.node))
-    ]
+    ``attribute_lists``: the main graph's nodes' attributes, when the caller has read them out of the
+    protobuf already (every access to a protobuf field builds new Python objects)."""
+    if attribute_lists is None:
+        attribute_lists = (node.attribute for node in model.graph.node)
+    pending = [(model.graph.initializer, attribute_lists)]
     while pending:
-        initializers, attribute_lists = pending.pop()
+        initializers, nodes_attributes = pending.pop()
         tensors: list[onnx.TensorProto] = list(initializers)
-        for attributes in attribute_lists:
+        for attributes in nodes_attributes:
             for a in attributes:
                 if a.type in _TENSOR_ATTRIBUTES:
                     tensors.extend([a.t] if a.type == onnx.AttributeProto.TENSOR else a.tensors)

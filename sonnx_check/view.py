@@ -365,8 +365,7 @@ class ModelView:
     def external_tensors(self) -> list[onnx.TensorProto]:
         """Tensors stored outside the file (initializers and tensor attributes, subgraphs included): found
         once for the rules that ask (it reads every initializer and attribute)."""
-        # The model's own initializers: the view also counts elided ones, which are no external data.
-        return list(external_tensors(self.model, (self.graph.initializer, self.attribute_lists)))
+        return list(external_tensors(self.model, self.attribute_lists))
 
     def is_defined(self, name: str) -> bool:
         return name in self.producers or name in self.initializers or name in self.graph_input_names

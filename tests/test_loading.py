@@ -285,3 +285,15 @@ def test_onnx_checker_never_names_the_in_memory_file() -> None:
     verdict = verdict_before_parse(b"\x0a\xff\xff\xff garbage")
     assert verdict is not None and verdict.kind is not None  # refused: unreadable, or not a valid model
     assert "/proc/" not in verdict.message and "fd" not in verdict.message
+
+
+def test_no_room_for_the_in_memory_file_falls_back_to_the_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory limit that refuses the in-memory file's bytes is no crash: onnx checks the bytes instead."""
+    from sonnx_check.checks.model import verdict_before_parse
+
+    monkeypatch.setattr(os, "memfd_create", lambda *_: os.open(os.devnull, os.O_RDONLY), raising=False)
+    data = save(maxpool_model(), tmp_path).read_bytes()
+    verdict = verdict_before_parse(data)
+    assert verdict is not None and verdict.kind is None

@@ -86,10 +86,13 @@ def in_memory_file(data: bytes) -> Iterator[str | None]:
         yield None
         return
     try:
-        with open(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-        path = f"/proc/self/fd/{fd}"
-        yield path if os.path.isfile(path) else None
+        path: str | None = f"/proc/self/fd/{fd}"
+        try:
+            with open(fd, "wb", closefd=False) as handle:
+                handle.write(data)
+        except OSError:  # no room for the bytes (a memory limit): onnx reads them from memory instead
+            path = None
+        yield path if path is not None and os.path.isfile(path) else None
     finally:
         os.close(fd)
 
