@@ -9,6 +9,7 @@ checkout it is the top-level ``rules/`` folder.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import functools
 import tomllib
@@ -103,11 +104,25 @@ def _alias_index() -> dict[str, str]:
 
 
 def lookup(rule_id: str) -> RuleEntry:
-    """The entry for an ID or an alias (case-sensitive, as written in the SONNX documents)."""
-    canonical = _alias_index().get(rule_id)
+    """The entry for an ID or an alias. Exact spelling first (IDs are written as in the SONNX documents),
+    then case-insensitively (``maxpool.r4`` typed in a hurry), where that names one rule."""
+    index = _alias_index()
+    canonical = index.get(rule_id)
     if canonical is None:
-        raise UsageError(f"unknown rule '{rule_id}' (see sonnx-check --list-rules)")
+        folded = {index[name] for name in index if name.casefold() == rule_id.casefold()}
+        canonical = folded.pop() if len(folded) == 1 else None
+    if canonical is None:
+        raise UsageError(f"unknown rule '{rule_id}'{_suggestion(rule_id, index)} (see sonnx-check --list-rules)")
     return catalogue()[canonical]
+
+
+def _suggestion(rule_id: str, index: Mapping[str, str]) -> str:
+    """'; did you mean X?' for the closest name, compared case-insensitively."""
+    by_folded = {name.casefold(): name for name in index}
+    close = difflib.get_close_matches(rule_id.casefold(), list(by_folded), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {by_folded[close[0]]}?"
 
 
 def expand(patterns: list[str] | tuple[str, ...], *, what: str = "rule") -> set[str]:

@@ -386,7 +386,14 @@ def run(
     started = time.monotonic()
     timestamp = datetime.datetime.now().isoformat(timespec="seconds")
     if list_rules:
-        _print(stdout_console(), list_catalogue)
+        if output_format == "json":
+            from sonnx_check.explain import rules_json
+
+            click.echo(rules_json(), nl=False)
+        elif output_format in (None, "text"):
+            _print(stdout_console(), list_catalogue)
+        else:
+            raise UsageError(f"--list-rules prints text or json, not {output_format}")
         return EXIT_OK
     if explain:
         _print(stdout_console(), lambda console: explain_rule(console, explain))
@@ -750,6 +757,10 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
         return junit.render(
             results, fail_on=settings.fail_on, seconds=report.seconds, timestamp=report.timestamp
         )
+    if fmt == "gitlab":
+        from sonnx_check.report import gitlab
+
+        return gitlab.render(results)
     raise AssertionError(f"no renderer for {fmt}")
 
 
@@ -803,7 +814,11 @@ def _step_summary(report: _Report) -> None:
     results, _ = report.display()
     try:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(step_summary.render(results, configuration=report.configuration))
+            handle.write(
+                step_summary.render(
+                    results, configuration=report.configuration, fail_on=report.settings.fail_on
+                )
+            )
     except OSError as exc:
         say(f"warning: GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}; no step summary written")
 

@@ -32,7 +32,7 @@ from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
 from sonnx_check.globs import glob_pattern
 
-FORMATS = ("text", "json", "sarif", "github", "junit")
+FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
 FAIL_ON = ("error", "warning")
 DEFAULT_MAX_ELEMENTS = 100_000_000

@@ -6,6 +6,8 @@ rich as ``Text``, never as markup, so nothing in it is swallowed as a tag.
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -39,6 +41,29 @@ def list_rules(console: Console) -> None:
     console.print(table)
 
 
+def rules_json() -> str:
+    """The catalogue for tools (``--list-rules --format json``): one object per rule, in catalogue order,
+    with the same fields --explain shows."""
+    rules = [
+        {
+            "id": entry.id,
+            "title": entry.title,
+            "severity": entry.severity.value,
+            "scope": entry.scope,
+            "status": entry.status,
+            "operator": entry.op_type,
+            "aliases": list(entry.aliases),
+            "statement": " ".join(entry.statement.split()),
+            "rationale": " ".join(entry.rationale.split()),
+            "origin": entry.origin,
+            "fix": " ".join(entry.fix.split()),
+            "checked_by": _checked_by(entry),
+        }
+        for entry in catalogue().values()
+    ]
+    return json.dumps({"rules": rules}, indent=2, ensure_ascii=False) + "\n"
+
+
 def explain(console: Console, rule_id: str) -> None:
     entry = lookup(rule_id)
     console.print(Text(f"{entry.id}: {entry.title}", style="bold"))
@@ -61,11 +86,24 @@ def explain(console: Console, rule_id: str) -> None:
 
 
 def _checked_by(entry: RuleEntry) -> str:
-    """How the rule is decided, as its entry states it: a vocabulary constraint, code, or a stage."""
+    """How the rule is decided, as its entry states it, in words: a vocabulary constraint, code, or a stage."""
     ((kind, params),) = entry.check.items()
     if kind in ("node", "graph"):
         where = "the graph" if kind == "graph" else f"every {entry.op_type or ''} node".replace("  ", " ")
         return f"code, sonnx_check.{str(params).replace(':', '.')} (on {where})"
     if kind == "stage":
         return f"the {params} stage"
-    return f"the shared constraint {kind} {params}" if params is not True else f"the shared constraint {kind}"
+    words = f"the shared constraint '{kind.replace('_', ' ')}'"
+    detail = _prose(params)
+    return f"{words} ({detail})" if detail else words
+
+
+def _prose(value: object) -> str:
+    """A declaration's parameters as words: ``{'role': 'X', 'min': 1}`` reads "role X, min 1"."""
+    if value is True or value is None:
+        return ""
+    if isinstance(value, dict):
+        return "; ".join(f"{str(k).replace('_', ' ')} {_prose(v) or 'yes'}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_prose(v) for v in value)
+    return str(value).replace("_", " ") if isinstance(value, str) and value.isidentifier() else str(value)

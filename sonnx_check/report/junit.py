@@ -31,6 +31,19 @@ def _clean(text: str) -> str:
     return _INVALID_XML.sub("\ufffd", text)
 
 
+def classname(path: str) -> str:
+    """The model as a Java-style class name: Jenkins splits ``classname`` at its last dot into package and
+    class, so ``models/net.onnx`` would show as class ``onnx`` of package ``models/net``. Folders become the
+    package and the file name without ``.onnx`` the class (``models.net``); dots inside a name become ``_``."""
+    text = path.replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    if text.lower().endswith(".onnx"):
+        text = text[: -len(".onnx")]
+    parts = [part.replace(".", "_") for part in text.split("/") if part]
+    return _clean(".".join(parts) or path)
+
+
 def _line(finding: Finding) -> str:
     text = f"{finding.rule} {finding.severity.value}: {finding.located_message()}"
     return text + (f" [waived: {finding.waived}]" if finding.waived is not None else "")
@@ -65,6 +78,7 @@ def render(
 def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
     path = _clean(result.path)
     suite = ET.Element("testsuite", name=path, file=path)
+    model_class = classname(result.path)
     readings = comparison_readings(result.comparison)
     if readings:  # the schema puts properties first in a testsuite
         properties = ET.SubElement(suite, "properties")
@@ -76,7 +90,7 @@ def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
         by_rule.setdefault(finding.rule, []).append(finding)
     failing_model = False
     for rule, findings in by_rule.items():
-        case = ET.SubElement(suite, "testcase", classname=path, name=_clean(rule))
+        case = ET.SubElement(suite, "testcase", classname=model_class, name=_clean(rule))
         counts["tests"] += 1
         active = [f for f in findings if f.waived is None]
         failing = [f for f in active if f.severity.rank >= fail_on.rank]
@@ -100,7 +114,7 @@ def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
         else:
             ET.SubElement(case, "system-out").text = body  # below --fail-on: reported, passing
     if not failing_model:
-        ET.SubElement(suite, "testcase", classname=path, name=CLEAN_CASE)
+        ET.SubElement(suite, "testcase", classname=model_class, name=CLEAN_CASE)
         counts["tests"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))

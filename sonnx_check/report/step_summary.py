@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sonnx_check.findings import Finding, ModelResult
+from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import readings_text
 from sonnx_check.report.summary import is_internal, summarise
 from sonnx_check.sanitise import markdown as _markdown
@@ -23,10 +23,15 @@ def markdown(text: str) -> str:
     return _markdown(text, 100_000)
 
 
-def render(results: list[ModelResult], *, configuration: str | None = None) -> str:
+def render(
+    results: list[ModelResult], *, configuration: str | None = None, fail_on: Severity = Severity.ERROR
+) -> str:
+    """``fail_on``: the run's failing severity, so that "conforms" means here what the exit code and the
+    JUnit report mean by it: no unwaived finding at or above it."""
     s = summarise(results)
     lines = ["## sonnx-check", ""]
-    verdict = "failed" if s.errors or s.unreadable or s.internal_errors else "passed"
+    failing = any(_failing(r, fail_on) for r in results)
+    verdict = "failed" if failing or s.unreadable or s.internal_errors else "passed"
     lines.append(f"**{verdict}**: {markdown(s.line())}")
     if configuration:
         lines.append(f"(configuration: {markdown(configuration)})")
@@ -36,7 +41,7 @@ def render(results: list[ModelResult], *, configuration: str | None = None) -> s
         counts = Counter(f.severity.value for f in active)
         rules = ", ".join(f"{rule} ×{n}" for rule, n in Counter(f.rule for f in active).items())
         lines.append(
-            f"| {markdown(result.path)} | {_status(result, active)} | {counts['error']} | "
+            f"| {markdown(result.path)} | {_status(result, active, fail_on)} | {counts['error']} | "
             f"{counts['warning']} | {len(result.findings) - len(active)} | {markdown(rules)} |"
         )
     compared = [(r.path, readings_text(r.comparison)) for r in results if r.comparison]
@@ -53,12 +58,18 @@ def render(results: list[ModelResult], *, configuration: str | None = None) -> s
     return "\n".join(lines) + "\n\n"
 
 
-def _status(result: ModelResult, active: list[Finding]) -> str:
+def _failing(result: ModelResult, fail_on: Severity) -> bool:
+    return any(f.waived is None and f.severity.rank >= fail_on.rank for f in result.findings)
+
+
+def _status(result: ModelResult, active: list[Finding], fail_on: Severity) -> str:
     if result.load_error:
         return "unreadable"
     if is_internal(result):
         return "not checked (internal error)"
-    return "violations" if active else "conforms"
+    if _failing(result, fail_on):
+        return "violations"
+    return f"conforms ({len(active)} below --fail-on)" if active else "conforms"
 
 
 def _row(path: str, finding: Finding) -> str:

@@ -259,9 +259,12 @@ def test_junit_parses_with_one_case_per_model_and_rule(reports: dict[str, str]) 
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     assert set(suites) == {m for m, _ in _json_findings(reports)} | {"models/clean.onnx"}
     cases = {
-        (c.get("classname"), c.get("name")): c
-        for s in root.findall("testsuite")
-        for c in s.findall("testcase")
+        (s.get("name"), c.get("name")): c for s in root.findall("testsuite") for c in s.findall("testcase")
+    }
+    # Jenkins splits classname at its last dot: folders are the package, the model the class
+    assert {c.get("classname") for s in root.findall("testsuite") for c in s.findall("testcase")} >= {
+        "models.clean",
+        "models.legacy.old",
     }
     for path, rule in _json_findings(reports):
         assert (path, rule) in cases
@@ -280,6 +283,19 @@ def test_junit_parses_with_one_case_per_model_and_rule(reports: dict[str, str]) 
     assert totals["tests"] == len(cases)
     assert totals["errors"] == 1 and sum(int(s.get("skipped", "0")) for s in suites.values()) == 1
     assert totals["failures"] == sum(1 for c in cases.values() if c.find("failure") is not None)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("models/net.onnx", "models.net"),
+        ("./models/vision/resnet.v2.ONNX", "models.vision.resnet_v2"),
+        ("net.onnx", "net"),
+        ("weird/name", "weird.name"),
+    ],
+)
+def test_junit_classname_has_no_onnx_class(path: str, expected: str) -> None:
+    assert junit.classname(path) == expected
 
 
 def test_junit_survives_control_characters_in_node_names() -> None:
@@ -306,12 +322,13 @@ def test_every_format_carries_the_same_findings(reports: dict[str, str]) -> None
     assert in_github == expected
     root = ET.fromstring(reports["junit"])
     in_junit = Counter()
-    for case in root.iter("testcase"):
-        if case.get("name") == junit.CLEAN_CASE:
-            continue
-        body = next(iter(case), None)
-        lines = (body.text or "").splitlines() if body is not None else []
-        in_junit[(case.get("classname"), case.get("name"))] += len(lines)
+    for suite in root.iter("testsuite"):
+        for case in suite.iter("testcase"):
+            if case.get("name") == junit.CLEAN_CASE:
+                continue
+            body = next(iter(case), None)
+            lines = (body.text or "").splitlines() if body is not None else []
+            in_junit[(suite.get("name"), case.get("name"))] += len(lines)
     assert in_junit == expected
 
 
@@ -333,3 +350,24 @@ def test_json_report_keeps_the_rules_md_contract_and_marks_waivers(reports: dict
     ]
     broken = next(m for m in document["models"] if m["path"].endswith("broken.onnx"))
     assert [f["rule"] for f in broken["findings"]] == ["MODEL.load"] and "node" not in broken["findings"][0]
+
+
+def test_junit_and_the_step_summary_agree_on_what_conforms() -> None:
+    """A model whose findings are all below --fail-on passes the run: JUnit gives it its passing "conforms"
+    case, and the step summary must not call it "violations" (it did)."""
+    from sonnx_check.findings import Severity
+    from sonnx_check.report import step_summary
+
+    warned = ModelResult("m.onnx", [Finding("Gemm.R2", "transB=1", severity=Severity.WARNING)])
+    failed = ModelResult("f.onnx", [Finding("MaxPool.R4", "ceil_mode=1")])
+    suites = {s.get("name"): s for s in ET.fromstring(junit.render([warned, failed])).findall("testsuite")}
+    assert suites["m.onnx"].find(f"testcase[@name='{junit.CLEAN_CASE}']") is not None
+    assert suites["f.onnx"].find(f"testcase[@name='{junit.CLEAN_CASE}']") is None
+    text = step_summary.render([warned])
+    assert "| m\\.onnx | conforms (1 below --fail-on) |" in text and "**passed**" in text
+    text = step_summary.render([warned, failed])
+    assert "| f\\.onnx | violations |" in text and "**failed**" in text
+    strict = step_summary.render([warned], fail_on=Severity.WARNING)
+    assert "| m\\.onnx | violations |" in strict and "**failed**" in strict
+    strict_junit = ET.fromstring(junit.render([warned], fail_on=Severity.WARNING)).find("testsuite")
+    assert strict_junit is not None and strict_junit.find(f"testcase[@name='{junit.CLEAN_CASE}']") is None
