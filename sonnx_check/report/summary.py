@@ -34,9 +34,11 @@ class Summary:
         }
 
     def line(self) -> str:
-        """``3 model(s) checked, 2 error(s), 0 warning(s), 1 unreadable in 2 model(s)``: the text report's
+        """``2 model(s) checked, 2 error(s), 0 warning(s), 1 unreadable in 2 model(s)``: the text report's
         last line, the annotation format's and the stderr summary of a report written to a file."""
-        parts = [f"{self.models} model(s) checked", f"{self.errors} error(s)", f"{self.warnings} warning(s)"]
+        # an unreadable model was not checked: "1 model(s) checked" for a missing path misled users
+        checked = self.models - self.unreadable
+        parts = [f"{checked} model(s) checked", f"{self.errors} error(s)", f"{self.warnings} warning(s)"]
         if self.waived:
             parts.append(f"{self.waived} waived")
         if self.unreadable:

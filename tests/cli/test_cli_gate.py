@@ -162,3 +162,10 @@ def test_no_model_is_a_usage_error() -> None:
     result = run_cli(["--isolated"])
     assert result.code == 2
     assert result.stderr.startswith("sonnx-check: error: no model given")
+
+
+def test_a_missing_path_is_not_counted_as_a_checked_model(tmp_path: Path) -> None:
+    result = run_cli(["--isolated", "nothere.onnx"], cwd=tmp_path)
+    assert result.code == 2
+    assert result.stdout.splitlines()[-1] == "0 model(s) checked, 1 error(s), 0 warning(s), 1 unreadable in 1 model(s)"
+    assert result.stderr.count("nothere.onnx") == 1

@@ -91,7 +91,7 @@ def test_explain_keeps_bracketed_text(monkeypatch: pytest.MonkeyPatch) -> None:
     for literal in ("pads [begin, end] [/]", "[x1_begin, x2_begin, x1_end, x2_end]", "[0, 0, 0, 0] [/b]"):
         assert literal in result.stdout
     assert "[link=https://evil.example/]why[/link]" in result.stdout and "X.[a]" in result.stdout
-    assert "'p[/]'" in result.stdout and "'[b]'" in result.stdout
+    assert "(attribute p[/]; values [b])" in result.stdout
 
 
 def test_list_rules_keeps_brackets_and_is_not_wrapped_when_piped(monkeypatch: pytest.MonkeyPatch) -> None:
