@@ -276,7 +276,7 @@ ERRORS = [
     ('fail-on = "info"', "tool.sonnx-check.fail-on: expected one of error, warning, got 'info'"),
     (
         'format = "xml"',
-        "tool.sonnx-check.format: expected one of text, json, sarif, github, junit, got 'xml'",
+        "tool.sonnx-check.format: expected one of text, json, sarif, github, junit, gitlab, got 'xml'",
     ),
     ("jobs = -1", "tool.sonnx-check.jobs: expected an integer >= 0, got -1"),
     ("jobs = true", "tool.sonnx-check.jobs: expected an integer >= 0, got True"),
