@@ -402,6 +402,10 @@ def run(
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
     if fix_output is not None and not fix:
         raise UsageError("--fix-output needs --fix")
+    from sonnx_check.inputs_option import check_inputs_source
+
+    for source in inputs:
+        check_inputs_source(source)
     cli = CliOptions(
         select=select,
         extend_select=extend_select,

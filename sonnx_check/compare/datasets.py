@@ -27,6 +27,7 @@ import onnx
 from onnx import numpy_helper
 
 from sonnx_check.errors import UsageError
+from sonnx_check.inputs_option import check_inputs_source
 from sonnx_check.view import elem_type_name, tensor_type_of
 
 RANDOM = "random"
@@ -518,13 +519,8 @@ def load_user_datasets(
 ) -> list[Dataset]:
     """A ``.npz`` keyed by input name, or an ONNX test-data folder (``test_data_set_N/input_i.pb``, or one
     such folder itself)."""
-    if not path.exists():
-        raise UsageError(f"--inputs {path}: no such file or folder")
+    check_inputs_source(str(path))  # again: the file may have gone since the run started
     if path.is_file():
-        if path.suffix != ".npz":
-            raise UsageError(
-                f"--inputs {path}: expected 'random', 'edge', a .npz file or a folder of ONNX test data"
-            )
         raw = _read_npz(path, max_elements)
         return [_validated(str(path), str(path), raw, specs, feedable)]
     if _input_files(path):

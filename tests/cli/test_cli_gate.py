@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from clikit import model_repository, run_cli, save, torchscript_export
+from clikit import maxpool_r2, model_repository, run_cli, save, torchscript_export
 
 from sonnx_check.cli import exit_code
 from sonnx_check.findings import Finding, ModelResult, Severity
@@ -169,3 +169,12 @@ def test_a_missing_path_is_not_counted_as_a_checked_model(tmp_path: Path) -> Non
     assert result.code == 2
     assert result.stdout.splitlines()[-1] == "0 model(s) checked, 1 error(s), 0 warning(s), 1 unreadable in 1 model(s)"
     assert result.stderr.count("nothere.onnx") == 1
+
+
+def test_a_missing_inputs_file_stops_the_run_before_any_report(tmp_path: Path) -> None:
+    save(maxpool_r2(), tmp_path / "m.onnx")
+    for source, cause in (("nothere.npz", "no such file or folder"), ("m.onnx", "expected 'random', 'edge'")):
+        result = run_cli(["--isolated", "--compare", "--inputs", source, "m.onnx"], cwd=tmp_path)
+        assert result.code == 2
+        assert result.stdout == ""  # no report printed, green or not
+        assert result.stderr.startswith(f"sonnx-check: error: --inputs {source}: {cause}")
