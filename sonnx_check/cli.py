@@ -17,6 +17,7 @@ import datetime
 import io
 import mmap
 import os
+import shlex
 import stat
 import sys
 import time
@@ -482,9 +483,22 @@ def run(
         say(f"warning: {entry.line()}")
     _step_summary(report)
     wrote_fix = any(f is not None and f.output is not None for f in fixes or ())
+    if exit_non_zero_on_fix and wrote_fix and not quiet:
+        _say_how_to_commit_fixes(fixes or [])
     return _final_code(
         results, internal_errors, settings, bool(user_errors), exit_non_zero_on_fix and wrote_fix
     )
+
+
+def _say_how_to_commit_fixes(fixes: list[FixOutcome | None]) -> None:
+    """--exit-non-zero-on-fix (the pre-commit hook's mode) fails a run whose fixed model may well conform:
+    without this the user sees "conforms ... 0 error(s)" and a failed hook, and no next step."""
+    for fix in fixes:
+        if fix is None or fix.output is None:
+            continue
+        move = f"mv {shlex.quote(fix.output)} {shlex.quote(fix.source)} && git add {shlex.quote(fix.source)}"
+        say(f"{fix.source}: a fixed model was written to {fix.output}; the original still violates and fails "
+            f"this run: replace it with the fixed one and stage it ({move}), then commit again")
 
 
 def _final_code(

@@ -178,3 +178,21 @@ def test_a_missing_inputs_file_stops_the_run_before_any_report(tmp_path: Path) -
         assert result.code == 2
         assert result.stdout == ""  # no report printed, green or not
         assert result.stderr.startswith(f"sonnx-check: error: --inputs {source}: {cause}")
+
+
+def test_the_fix_hook_says_which_file_to_replace_and_stage(tmp_path: Path) -> None:
+    """The pre-commit hook's mode (--exit-non-zero-on-fix) fails even when the fixed model conforms: the
+    user must be told what to do next, with a command that survives odd file names."""
+    save(torchscript_export(), tmp_path / "my net.onnx")
+    result = run_cli(
+        ["--isolated", "--force-exclude", "--exit-non-zero-on-fix", "--fix", "my net.onnx"], cwd=tmp_path
+    )
+    assert result.code == 1
+    (line,) = [text for text in result.stderr.splitlines() if "fixed model was written" in text]
+    assert line == (
+        "sonnx-check: my net.onnx: a fixed model was written to my net.fixed.onnx; the original still violates"
+        " and fails this run: replace it with the fixed one and stage it "
+        "(mv 'my net.fixed.onnx' 'my net.onnx' && git add 'my net.onnx'), then commit again"
+    )
+    quiet = run_cli(["--isolated", "-q", "--exit-non-zero-on-fix", "--fix", "my net.onnx"], cwd=tmp_path)
+    assert "fixed model was written" not in quiet.stderr

@@ -32,7 +32,7 @@ def test_hook_runs_the_installed_command_on_onnx_files() -> None:
     assert options == ["--force-exclude", "--exit-non-zero-on-fix"]
     assert _field("language") == "python"
     files = re.compile(_field("files"))
-    for name in ("model.onnx", "models/a/b.onnx"):
+    for name in ("model.onnx", "models/a/b.onnx", "EXPORT.ONNX", "net.Onnx"):
         assert files.search(name), name
     for name in ("model.onnx.data", "model.onnx.txt", "notes.md", "onnx"):
         assert not files.search(name), name
