@@ -39,7 +39,7 @@ def run_cli(args: Sequence[str], cwd: Path | None = None, env: Mapping[str, str 
     if cwd is not None:
         os.chdir(cwd)
     try:
-        environment = {"GITHUB_STEP_SUMMARY": None, **(env or {})}
+        environment = {"GITHUB_STEP_SUMMARY": None, "FORCE_COLOR": None, "NO_COLOR": None, **(env or {})}
         result = CliRunner().invoke(main, list(args), catch_exceptions=False, env=environment)
     finally:
         os.chdir(previous)
