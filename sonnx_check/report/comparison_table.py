@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from sonnx_check.report import NARROW_TERMINAL
 from sonnx_check.report.readings import readings_text
 
 _STATUS_STYLE = {
@@ -27,14 +29,22 @@ _STATUS_STYLE = {
 }
 
 
-def render_comparison(comparison: Mapping[str, Any], *, wrap: bool = True) -> Table:
+_HEADERS = ("node", "output", "dataset", "status", "differ", "error/bound", "first mismatch", "known divergence")
+
+
+def render_comparison(
+    comparison: Mapping[str, Any], *, wrap: bool = True, width: int | None = None
+) -> Table | Group:
     """A rich Table: node, output, dataset, status, "K of N differ", the error/bound margin, first mismatch,
-    known divergence.
+    known divergence. On a terminal narrower than ``NARROW_TERMINAL`` (``width``), the same rows as blocks: a
+    heading line per row and its fields beneath, so no word is cut at 80 columns.
 
     An end-to-end row is shown only when it tells something the node rows do not (its statistics differ
     from those of the node output of the same name); the JSON keeps every one. ``wrap=False`` (output that
     is not a terminal: CI logs, ``| tee``) keeps every cell on one line, so rule IDs and node names are never
     split and a log can be searched."""
+    if wrap and width is not None and width < NARROW_TERMINAL:
+        return _blocks(comparison)
     caption = _caption(comparison)
     table = Table(
         title=Text(_title(comparison)),
@@ -54,28 +64,58 @@ def render_comparison(comparison: Mapping[str, Any], *, wrap: bool = True) -> Ta
     table.add_column("error/bound", no_wrap=True, justify="right")
     table.add_column("first mismatch: onnxruntime vs SONNX", **folded, min_width=22)
     table.add_column("known divergence", **folded, min_width=24)  # the longest id fits
+    for row in _rows(comparison):
+        table.add_row(*_cells(*row))
+    return table
+
+
+def _blocks(comparison: Mapping[str, Any]) -> Group:
+    """The narrow layout: the title, then per row ``node  output  dataset  status`` on one line and the
+    other fields, named, on indented lines (empty ones left out), then the caption. Lines wrap between
+    words, as prose does."""
+    parts: list[Text] = [Text(_title(comparison)), Text("")]
+    for row in _rows(comparison):
+        cells = _cells(*row)
+        head = Text("  ").join(cell for cell in cells[:3] if cell.plain)
+        head.append("  ").append_text(cells[3])
+        parts.append(head)
+        numbers = [f"{name} {cell.plain}" for name, cell in zip(_HEADERS[4:6], cells[4:6]) if cell.plain]
+        if numbers:
+            parts.append(Text("    " + ", ".join(numbers)))
+        for name, cell in zip(_HEADERS[6:], cells[6:], strict=True):
+            if cell.plain:
+                parts.append(Text(f"    {name}: ").append_text(Text(cell.plain.replace("\n", ", "))))
+    caption = _caption(comparison)
+    if caption is not None:
+        parts += [Text(""), Text(caption)]
+    return Group(*parts)
+
+
+def _rows(comparison: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Every row of the report, the eight fields of ``_HEADERS`` each, in the order the table shows them."""
+    rows: list[tuple[Any, ...]] = []
     by_tensor: dict[str, tuple[Any, ...]] = {}
     for node in comparison.get("nodes", ()):
         label = _node_label(node)
         if node.get("status") == "not-compared":
-            table.add_row(*_cells(label, "", "", _status("not-compared"), "", "", node.get("reason", ""), ""))
+            rows.append((label, "", "", _status("not-compared"), "", "", node.get("reason", ""), ""))
             continue
         for output in node.get("outputs", ()):
             by_tensor[output.get("output", "")] = _key(output)
-            table.add_row(*_cells(label, *_output_cells(output)))
+            rows.append((label, *_output_cells(output)))
     for output in comparison.get("outputs", ()):
         if by_tensor.get(output.get("output", "")) != _key(output):
-            table.add_row(*_cells("(end to end)", *_output_cells(output)))
+            rows.append(("(end to end)", *_output_cells(output)))
     for config in (comparison.get("node_edges") or {}).get("configurations", ()):
         if config.get("status") != "diverges":
             continue  # the JSON lists every configuration; the table shows those that diverge
         label = _configuration_label(config)
         for output in config.get("outputs", ()):
             if output.get("status") not in ("match", "not-compared"):
-                table.add_row(*_cells(label, *_output_cells(output)))
+                rows.append((label, *_output_cells(output)))
         for dataset, how in (config.get("crashes") or {}).items():
-            table.add_row(*_cells(label, "", dataset, _status("crashed"), "", "", how, ""))
-    return table
+            rows.append((label, "", dataset, _status("crashed"), "", "", how, ""))
+    return rows
 
 
 def _configuration_label(config: Mapping[str, Any]) -> str:

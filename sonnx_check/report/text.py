@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
+from sonnx_check.report import NARROW_TERMINAL
 from sonnx_check.report.summary import is_internal, rule_counts, summarise
 
 if TYPE_CHECKING:
@@ -114,9 +115,13 @@ def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -
     if result.comparison and not quiet:
         from sonnx_check.report.comparison_table import render_comparison
 
-        console.print(render_comparison(result.comparison, wrap=console.is_terminal))
+        # soft_wrap off: on a terminal rich then breaks long lines between words, not the terminal mid-word
+        console.print(
+            render_comparison(result.comparison, wrap=console.is_terminal, width=console.width), soft_wrap=False
+        )
     if result.coverage is not None and not quiet:
-        console.print(Text("  " + coverage_line(result.coverage), style="dim"))
+        narrow = console.is_terminal and console.width < NARROW_TERMINAL
+        console.print(Text("  " + coverage_line(result.coverage, compact=narrow), style="dim"), soft_wrap=False)
 
 
 def _finding_line(finding: Finding) -> Text:
@@ -134,8 +139,20 @@ def _finding_line(finding: Finding) -> Text:
     return line
 
 
-def coverage_line(coverage: Coverage) -> str:
-    return coverage.statement()
+def coverage_line(coverage: Coverage, *, compact: bool = False) -> str:
+    """The whole statement; ``compact`` (a narrow terminal, where the statement took four lines per
+    model) keeps the counts of the non-empty depths and leaves the per-operator lists to --format json."""
+    if not compact:
+        return coverage.statement()
+    depths = (
+        ("operator rules", coverage.operator_rules),
+        ("draft rules", coverage.draft_rules),
+        ("general rules only", coverage.general_only),
+        ("no specification yet", coverage.unspecified),
+        ("outside the profile", coverage.outside_profile),
+    )
+    counts = [f"{sum(counts.values())} {name}" for name, counts in depths if counts]
+    return "coverage: " + (", ".join(counts) if counts else "no node")
 
 
 def _summary_line(results: list[ModelResult]) -> Text:
