@@ -58,6 +58,7 @@ SECTIONS = (
     ("Exit code", ("fail_on", "exit_zero")),
     ("Files and configuration", ("config_path", "isolated", "force_exclude")),
     ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
+    ("Adopting", ("add_waivers",)),
     (
         "Comparing with onnxruntime (--compare)",
         (
@@ -232,6 +233,12 @@ class _Size(click.ParamType):
     help="With --fix: exit 1 when a fixed model was written, even if it conforms (the original still "
     "violates the profile until it is replaced).",
 )
+@click.option(
+    "--add-waivers",
+    is_flag=True,
+    help="Adopting on an existing repository: append a waiver skeleton for every profile finding to the "
+    "configuration, with an empty reason that must be filled in before the next run.",
+)
 @click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
 @click.option(
@@ -366,6 +373,7 @@ def run(
     fix: bool,
     fix_output: str | None,
     exit_non_zero_on_fix: bool,
+    add_waivers: bool,
     list_rules: bool,
     explain: str | None,
     compare: bool | None,
@@ -403,6 +411,8 @@ def run(
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
     if fix_output is not None and not fix:
         raise UsageError("--fix-output needs --fix")
+    if add_waivers and (isolated or fix):
+        raise UsageError(f"--add-waivers writes into the configuration: not with {'--isolated' if isolated else '--fix'}")
     from sonnx_check.inputs_option import check_inputs_source
 
     for source in inputs:
@@ -454,6 +464,9 @@ def run(
     internal_errors = [o.internal_error for o in outcomes if o.internal_error]
     user_errors = [o.user_error for o in outcomes if o.user_error]
 
+    if add_waivers:
+        return _add_waivers(targets, results, per_model, internal_errors)
+
     from sonnx_check.waivers import unused_entries
 
     checked = [
@@ -488,6 +501,30 @@ def run(
     return _final_code(
         results, internal_errors, settings, bool(user_errors), exit_non_zero_on_fix and wrote_fix
     )
+
+
+def _add_waivers(
+    targets: list[Target], results: list[ModelResult], per_model: list[Settings], internal_errors: list[str]
+) -> int:
+    from sonnx_check.baseline import add_waivers
+
+    checked = [
+        (t.path, r, s.config_file, s.root)
+        for t, r, s in zip(targets, results, per_model, strict=True)
+        if not r.load_error and not is_internal(r)
+    ]
+    try:
+        added = add_waivers(checked, default_file="pyproject.toml")
+    except OSError as exc:
+        raise UsageError(f"--add-waivers: {exc.strerror or exc}") from None
+    for line in added.unwaivable:
+        say(f"warning: cannot be waived by name (not UTF-8 or unnamed): {line}")
+    for file, count in added.files.items():
+        say(f"added {count} waiver skeleton(s) to {file}: write each reason (why the finding is acceptable); "
+            "until then the configuration is refused")
+    if not added.files:
+        say("no finding to waive")
+    return EXIT_INTERNAL if internal_errors else (EXIT_USAGE if any(r.load_error for r in results) else EXIT_OK)
 
 
 def _say_how_to_commit_fixes(fixes: list[FixOutcome | None]) -> None:
