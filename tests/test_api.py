@@ -1,0 +1,58 @@
+"""The public Python API (sonnx_check.api): what the README documents, with the command line's results."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sonnx_check import api
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_models"
+TORCH = SAMPLES / "torch" / "torchscript_cnn.onnx"
+CNN = SAMPLES / "conforming" / "small_cnn.onnx"
+
+
+def test_check_gives_the_command_lines_findings() -> None:
+    result = api.check(TORCH)
+    assert isinstance(result, api.ModelResult) and result.path == str(TORCH)
+    rules = {f.rule for f in result.findings}
+    assert {"MaxPool.R2", "GR2", "GRAPH.shapes"} <= rules
+    assert all(isinstance(f, api.Finding) and isinstance(f.severity, api.Severity) for f in result.findings)
+    assert {f.rule for f in api.check(TORCH, select=["MaxPool.*"]).findings} == {"MaxPool.R2"}
+    assert "GR2" not in {f.rule for f in api.check(TORCH, ignore=["GR2"]).findings}
+
+
+def test_an_unreadable_model_is_a_finding_and_a_bad_option_an_error(tmp_path: Path) -> None:
+    result = api.check(tmp_path / "nothere.onnx")
+    assert result.load_error and [f.rule for f in result.findings] == ["MODEL.load"]
+    with pytest.raises(api.UsageError, match="unknown rule 'Nope'"):
+        api.check(CNN, select=["Nope"])
+
+
+def test_the_configuration_is_read_only_when_asked(tmp_path: Path) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(TORCH.read_bytes())
+    (tmp_path / "pyproject.toml").write_text('[tool.sonnx-check]\nignore = ["GR2", "GRAPH.shapes"]\n')
+    assert "GR2" in {f.rule for f in api.check(model).findings}
+    assert "GR2" not in {f.rule for f in api.check(model, config="auto").findings}
+    assert "GR2" not in {f.rule for f in api.check(model, config=tmp_path / "pyproject.toml").findings}
+
+
+@pytest.mark.live_ort
+def test_compare_returns_the_comparison() -> None:
+    result = api.compare(CNN, node_edges=False)
+    assert result.comparison is not None
+    statuses = {o["status"] for n in result.comparison["nodes"] for o in n.get("outputs", ())}
+    assert statuses == {"match"}
+
+
+def test_check_imports_neither_onnxruntime_nor_the_comparison() -> None:
+    code = (
+        "import sys; from sonnx_check import api; api.check(sys.argv[1]); "
+        "print(sorted(m for m in sys.modules if m == 'onnxruntime' or m.startswith('sonnx_check.compare')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(CNN)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
