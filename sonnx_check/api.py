@@ -64,7 +64,9 @@ def compare(
     )
 
 
-def _run(path: str | os.PathLike[str], config: str | os.PathLike[str] | None, **options: object) -> ModelResult:
+def _run(
+    path: str | os.PathLike[str], config: str | os.PathLike[str] | None, **options: object
+) -> ModelResult:
     from sonnx_check.config import CliOptions, Configurations
     from sonnx_check.discovery import Target
     from sonnx_check.runner import process

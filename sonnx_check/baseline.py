@@ -34,7 +34,11 @@ class Skeleton:
     nodes: tuple[str, ...]
 
     def toml(self) -> str:
-        lines = ["[[tool.sonnx-check.waivers]]", f"rule = {_string(self.rule)}", f"models = {_string(self.models)}"]
+        lines = [
+            "[[tool.sonnx-check.waivers]]",
+            f"rule = {_string(self.rule)}",
+            f"models = {_string(self.models)}",
+        ]
         if len(self.nodes) == 1:
             lines.append(f"node = {_string(self.nodes[0])}")
         elif self.nodes:
@@ -98,9 +102,7 @@ def skeletons(path: str, result: ModelResult, root: str) -> tuple[list[Skeleton]
     return [Skeleton(rule, glob, tuple(names)) for (rule, _), names in nodes.items()], unwaivable
 
 
-def add_waivers(
-    checked: Sequence[tuple[str, ModelResult, str | None, str]], default_file: str
-) -> Added:
+def add_waivers(checked: Sequence[tuple[str, ModelResult, str | None, str]], default_file: str) -> Added:
     """``checked``: (model path, result, its configuration file or None, the configuration's folder)."""
     by_file: dict[str, list[Skeleton]] = {}
     unwaivable: list[str] = []

@@ -112,7 +112,9 @@ def lookup(rule_id: str) -> RuleEntry:
         folded = {index[name] for name in index if name.casefold() == rule_id.casefold()}
         canonical = folded.pop() if len(folded) == 1 else None
     if canonical is None:
-        raise UsageError(f"unknown rule '{rule_id}'{_suggestion(rule_id, index)} (see sonnx-check --list-rules)")
+        raise UsageError(
+            f"unknown rule '{rule_id}'{_suggestion(rule_id, index)} (see sonnx-check --list-rules)"
+        )
     return catalogue()[canonical]
 
 

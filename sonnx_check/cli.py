@@ -412,7 +412,8 @@ def run(
     if fix_output is not None and not fix:
         raise UsageError("--fix-output needs --fix")
     if add_waivers and (isolated or fix):
-        raise UsageError(f"--add-waivers writes into the configuration: not with {'--isolated' if isolated else '--fix'}")
+        other = "--isolated" if isolated else "--fix"
+        raise UsageError(f"--add-waivers writes into the configuration: not with {other}")
     from sonnx_check.inputs_option import check_inputs_source
 
     for source in inputs:
@@ -520,11 +521,15 @@ def _add_waivers(
     for line in added.unwaivable:
         say(f"warning: cannot be waived by name (not UTF-8 or unnamed): {line}")
     for file, count in added.files.items():
-        say(f"added {count} waiver skeleton(s) to {file}: write each reason (why the finding is acceptable); "
-            "until then the configuration is refused")
+        say(
+            f"added {count} waiver skeleton(s) to {file}: write each reason (why the finding is acceptable); "
+            "until then the configuration is refused"
+        )
     if not added.files:
         say("no finding to waive")
-    return EXIT_INTERNAL if internal_errors else (EXIT_USAGE if any(r.load_error for r in results) else EXIT_OK)
+    if internal_errors:
+        return EXIT_INTERNAL
+    return EXIT_USAGE if any(r.load_error for r in results) else EXIT_OK
 
 
 def _say_how_to_commit_fixes(fixes: list[FixOutcome | None]) -> None:
@@ -534,8 +539,10 @@ def _say_how_to_commit_fixes(fixes: list[FixOutcome | None]) -> None:
         if fix is None or fix.output is None:
             continue
         move = f"mv {shlex.quote(fix.output)} {shlex.quote(fix.source)} && git add {shlex.quote(fix.source)}"
-        say(f"{fix.source}: a fixed model was written to {fix.output}; the original still violates and fails "
-            f"this run: replace it with the fixed one and stage it ({move}), then commit again")
+        say(
+            f"{fix.source}: a fixed model was written to {fix.output}; the original still violates and fails "
+            f"this run: replace it with the fixed one and stage it ({move}), then commit again"
+        )
 
 
 def _final_code(

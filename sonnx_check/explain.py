@@ -86,7 +86,7 @@ def explain(console: Console, rule_id: str) -> None:
 
 
 def _checked_by(entry: RuleEntry) -> str:
-    """How the rule is decided, as its entry states it, in words: a vocabulary constraint, code, or a stage."""
+    """How the rule is decided, in words: a vocabulary constraint, code, or a stage."""
     ((kind, params),) = entry.check.items()
     if kind in ("node", "graph"):
         where = "the graph" if kind == "graph" else f"every {entry.op_type or ''} node".replace("  ", " ")

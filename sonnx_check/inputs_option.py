@@ -19,6 +19,8 @@ def check_inputs_source(value: str) -> None:
     if not path.exists():
         raise UsageError(f"--inputs {value}: no such file or folder")
     if path.is_file() and path.suffix != ".npz":
-        raise UsageError(f"--inputs {value}: expected 'random', 'edge', a .npz file or a folder of ONNX test data")
+        raise UsageError(
+            f"--inputs {value}: expected 'random', 'edge', a .npz file or a folder of ONNX test data"
+        )
     if not path.is_file() and not path.is_dir():
         raise UsageError(f"--inputs {value}: not a regular file or a folder")

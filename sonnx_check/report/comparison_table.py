@@ -29,7 +29,16 @@ _STATUS_STYLE = {
 }
 
 
-_HEADERS = ("node", "output", "dataset", "status", "differ", "error/bound", "first mismatch", "known divergence")
+_HEADERS = (
+    "node",
+    "output",
+    "dataset",
+    "status",
+    "differ",
+    "error/bound",
+    "first mismatch",
+    "known divergence",
+)
 
 
 def render_comparison(
@@ -79,7 +88,8 @@ def _blocks(comparison: Mapping[str, Any]) -> Group:
         head = Text("  ").join(cell for cell in cells[:3] if cell.plain)
         head.append("  ").append_text(cells[3])
         parts.append(head)
-        numbers = [f"{name} {cell.plain}" for name, cell in zip(_HEADERS[4:6], cells[4:6]) if cell.plain]
+        pairs = zip(_HEADERS[4:6], cells[4:6], strict=True)
+        numbers = [f"{name} {cell.plain}" for name, cell in pairs if cell.plain]
         if numbers:
             parts.append(Text("    " + ", ".join(numbers)))
         for name, cell in zip(_HEADERS[6:], cells[6:], strict=True):

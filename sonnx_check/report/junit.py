@@ -34,7 +34,7 @@ def _clean(text: str) -> str:
 def classname(path: str) -> str:
     """The model as a Java-style class name: Jenkins splits ``classname`` at its last dot into package and
     class, so ``models/net.onnx`` would show as class ``onnx`` of package ``models/net``. Folders become the
-    package and the file name without ``.onnx`` the class (``models.net``); dots inside a name become ``_``."""
+    package and the file name without ``.onnx`` the class (``models.net``); a dot in a name becomes ``_``."""
     text = path.replace("\\", "/")
     while text.startswith("./"):
         text = text[2:]

@@ -116,12 +116,12 @@ def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -
         from sonnx_check.report.comparison_table import render_comparison
 
         # soft_wrap off: on a terminal rich then breaks long lines between words, not the terminal mid-word
-        console.print(
-            render_comparison(result.comparison, wrap=console.is_terminal, width=console.width), soft_wrap=False
-        )
+        table = render_comparison(result.comparison, wrap=console.is_terminal, width=console.width)
+        console.print(table, soft_wrap=False)
     if result.coverage is not None and not quiet:
         narrow = console.is_terminal and console.width < NARROW_TERMINAL
-        console.print(Text("  " + coverage_line(result.coverage, compact=narrow), style="dim"), soft_wrap=False)
+        line = Text("  " + coverage_line(result.coverage, compact=narrow), style="dim")
+        console.print(line, soft_wrap=False)
 
 
 def _finding_line(finding: Finding) -> Text:

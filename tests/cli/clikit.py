@@ -165,6 +165,9 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
     return path
 
 
+WAIVER_REASON = "Legacy model frozen for certification; attributes verified by hand (ticket SAF-12)."
+
+
 def model_repository(root: Path) -> list[Path]:
     """A small model repository: violating, conforming, unreadable and nested models."""
     return [

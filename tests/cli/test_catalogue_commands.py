@@ -22,7 +22,8 @@ def test_explain_suggests_the_closest_rule_for_a_typo() -> None:
     done = run_cli(["--explain", "MaxPol.R4"])
     assert done.code == 2
     assert done.stderr.strip() == (
-        "sonnx-check: error: unknown rule 'MaxPol.R4'; did you mean MaxPool.R4? (see sonnx-check --list-rules)"
+        "sonnx-check: error: unknown rule 'MaxPol.R4'; did you mean MaxPool.R4? "
+        "(see sonnx-check --list-rules)"
     )
     assert "did you mean" not in run_cli(["--explain", "Zzzz"]).stderr
 

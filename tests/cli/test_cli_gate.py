@@ -167,7 +167,8 @@ def test_no_model_is_a_usage_error() -> None:
 def test_a_missing_path_is_not_counted_as_a_checked_model(tmp_path: Path) -> None:
     result = run_cli(["--isolated", "nothere.onnx"], cwd=tmp_path)
     assert result.code == 2
-    assert result.stdout.splitlines()[-1] == "0 model(s) checked, 1 error(s), 0 warning(s), 1 unreadable in 1 model(s)"
+    last = result.stdout.splitlines()[-1]
+    assert last == "0 model(s) checked, 1 error(s), 0 warning(s), 1 unreadable in 1 model(s)"
     assert result.stderr.count("nothere.onnx") == 1
 
 
@@ -190,8 +191,8 @@ def test_the_fix_hook_says_which_file_to_replace_and_stage(tmp_path: Path) -> No
     assert result.code == 1
     (line,) = [text for text in result.stderr.splitlines() if "fixed model was written" in text]
     assert line == (
-        "sonnx-check: my net.onnx: a fixed model was written to my net.fixed.onnx; the original still violates"
-        " and fails this run: replace it with the fixed one and stage it "
+        "sonnx-check: my net.onnx: a fixed model was written to my net.fixed.onnx; the original still "
+        "violates and fails this run: replace it with the fixed one and stage it "
         "(mv 'my net.fixed.onnx' 'my net.onnx' && git add 'my net.onnx'), then commit again"
     )
     quiet = run_cli(["--isolated", "-q", "--exit-non-zero-on-fix", "--fix", "my net.onnx"], cwd=tmp_path)

@@ -46,7 +46,16 @@ TRY = pytest.mark.skipif(
 
 def _git(*args: str, cwd: Path) -> None:
     subprocess.run(
-        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "commit.gpgsign=false", *args],
+        [
+            "git",
+            "-c",
+            "user.email=t@example.invalid",
+            "-c",
+            "user.name=t",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
         cwd=cwd,
         check=True,
         capture_output=True,
@@ -120,7 +129,9 @@ def test_the_readme_snippet_passes_a_conforming_model(
 
 
 @TRY
-def test_the_fix_hook_explains_what_to_do(released: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_fix_hook_explains_what_to_do(
+    released: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     clone, _ = released
     demo = _project(tmp_path_factory.mktemp("demo") / "repo", clone, extra="        args: [--fix]")
     save(torchscript_export(), demo / "models" / "export.onnx")

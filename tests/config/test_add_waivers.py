@@ -26,8 +26,11 @@ def test_baseline_round_trip(tmp_path: Path) -> None:
     config = write_pyproject(tmp_path, '[tool.sonnx-check]\nfail-on = "error"\n')
     before = config.read_text(encoding="utf-8")
     findings = json.loads(run_cli(["--format", "json", "models"], cwd=tmp_path).stdout)["summary"]["findings"]
-    rules = {f["rule"] for m in json.loads(run_cli(["--format", "json", "models"], cwd=tmp_path).stdout)["models"]
-             for f in m["findings"]}
+    rules = {
+        f["rule"]
+        for m in json.loads(run_cli(["--format", "json", "models"], cwd=tmp_path).stdout)["models"]
+        for f in m["findings"]
+    }
     added = run_cli(["--add-waivers", "models"], cwd=tmp_path)
     assert added.code == 0, added.stderr
     assert f"added {len(rules)} waiver skeleton(s) to pyproject.toml" in added.stderr  # one per rule here
@@ -76,13 +79,20 @@ def test_a_name_that_is_not_utf8_is_reported_not_written(tmp_path: Path) -> None
     (tmp_path / "m.onnx").write_bytes(data.replace(b"PQRS", b"P\xffRS"))
     done = run_cli(["--add-waivers", "m.onnx"], cwd=tmp_path)
     assert done.code == 0, done.stderr
-    assert "warning: cannot be waived by name (not UTF-8 or unnamed): m.onnx: MaxPool.R2 at MaxPool" in done.stderr
+    assert (
+        "warning: cannot be waived by name (not UTF-8 or unnamed): m.onnx: MaxPool.R2 at MaxPool"
+        in done.stderr
+    )
     assert "no finding to waive" in done.stderr
     assert not (tmp_path / "pyproject.toml").exists()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(names=st.lists(st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=30), min_size=1, max_size=4))
+@given(
+    names=st.lists(
+        st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=30), min_size=1, max_size=4
+    )
+)
 def test_any_node_name_round_trips_through_toml(names: list[str]) -> None:
     """Quotes, backslashes, line breaks, brackets, control characters: a node name written into the
     configuration reads back as the same name, so the waiver covers exactly that node."""

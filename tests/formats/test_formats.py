@@ -13,38 +13,20 @@ from pathlib import Path
 import jsonschema
 import onnx
 import pytest
-from clikit import maxpool_r2, model_repository, run_cli, save, write_pyproject
+from clikit import WAIVER_REASON, maxpool_r2, run_cli, save
 from onnx import helper as h
 
 from sonnx_check.findings import Finding, ModelResult, NodeRef
 from sonnx_check.report import github, junit, sarif
 
 SCHEMA = json.loads((Path(__file__).parent / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
-REASON = "Legacy model frozen for certification; attributes verified by hand (ticket SAF-12)."
+REASON = WAIVER_REASON
 # ::command key=value,key=value::message, with ',' ':' CR LF and '%' escaped in values (actions/toolkit).
 ANNOTATION = re.compile(
     r"^::(?P<command>error|warning|notice) "
     r"file=(?P<file>[^,:\r\n]+),line=1,col=1,title=(?P<title>[^,:\r\n]+)"
     r"::(?P<message>[^\r\n]*)$"
 )
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
-    model_repository(root)
-    write_pyproject(
-        root,
-        f"""
-        [tool.sonnx-check]
-        [[tool.sonnx-check.waivers]]
-        rule = "MaxPool.R2"
-        models = "models/legacy/old.onnx"
-        node = "/backbone/pool1"
-        reason = "{REASON}"
-        """,
-    )
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -9,29 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 import jsonschema
-import pytest
-from clikit import maxpool_r2, model_repository, run_cli, save, write_pyproject
+from clikit import WAIVER_REASON, maxpool_r2, run_cli, save, write_pyproject
 
 SCHEMA = json.loads((Path(__file__).parent / "gitlab-codeclimate.json").read_text(encoding="utf-8"))
-REASON = "Legacy model frozen for certification (ticket SAF-12)."
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
-    model_repository(root)
-    write_pyproject(
-        root,
-        f"""
-        [tool.sonnx-check]
-        [[tool.sonnx-check.waivers]]
-        rule = "MaxPool.R2"
-        models = "models/legacy/old.onnx"
-        node = "/backbone/pool1"
-        reason = "{REASON}"
-        """,
-    )
-    return root
+REASON = WAIVER_REASON
 
 
 def _report(repo: Path) -> list[dict]:

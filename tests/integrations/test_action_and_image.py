@@ -49,7 +49,12 @@ def test_the_action_is_a_composite_that_runs_the_script_with_inputs_in_the_envir
     assert "integrations/github-action.sh" in check["run"] and check["shell"] == "bash"
     # an input written into `run:` is spliced into the shell script: a crafted path would run commands
     assert "inputs." not in check["run"]
-    assert set(check["env"]) >= {"SONNX_CHECK_PATHS", "SONNX_CHECK_FORMAT", "SONNX_CHECK_SARIF", "SONNX_CHECK_ARGS"}
+    assert set(check["env"]) >= {
+        "SONNX_CHECK_PATHS",
+        "SONNX_CHECK_FORMAT",
+        "SONNX_CHECK_SARIF",
+        "SONNX_CHECK_ARGS",
+    }
     assert check["env"]["SONNX_CHECK_SOURCE"] == "${{ github.action_path }}"  # installs the pinned tag itself
     (upload,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif")]
     assert "inputs.upload-sarif == 'true'" in upload["if"] and "!cancelled()" in upload["if"]
@@ -59,22 +64,33 @@ def test_the_action_is_a_composite_that_runs_the_script_with_inputs_in_the_envir
 def _run_action(repo: Path, **inputs: str) -> subprocess.CompletedProcess[str]:
     bin_dir = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SONNX_CHECK_", "GITHUB_"))}
-    env.update({"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "SONNX_CHECK_INSTALL": "false", **inputs})
+    env.update(
+        {"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "SONNX_CHECK_INSTALL": "false", **inputs}
+    )
     if shutil.which("sonnx-check", path=env["PATH"]) is None:
         pytest.skip("the sonnx-check command is not installed beside this Python (pip install .)")
-    return subprocess.run(["bash", str(SCRIPT)], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["bash", str(SCRIPT)], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_actions_steps_check_a_model_repository(tmp_path: Path) -> None:
     model_repository(tmp_path)
     (tmp_path / "models" / "broken.onnx").unlink()
     done = _run_action(
-        tmp_path, SONNX_CHECK_PATHS="models", SONNX_CHECK_SARIF="out/sonnx-check.sarif", SONNX_CHECK_ARGS="--jobs 1"
+        tmp_path,
+        SONNX_CHECK_PATHS="models",
+        SONNX_CHECK_SARIF="out/sonnx-check.sarif",
+        SONNX_CHECK_ARGS="--jobs 1",
     )
     assert done.returncode == 1, done.stderr
-    assert re.search(r"^::error file=models/classifier.onnx,line=1,col=1,title=sonnx-check", done.stdout, re.M)
+    assert re.search(
+        r"^::error file=models/classifier.onnx,line=1,col=1,title=sonnx-check", done.stdout, re.M
+    )
     log = json.loads((tmp_path / "out" / "sonnx-check.sarif").read_text(encoding="utf-8"))
-    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]}
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]
+    }
     assert "models/classifier.onnx" in uris
 
 
@@ -88,17 +104,34 @@ def test_the_action_passes_a_clean_repository_and_keeps_hostile_paths_as_data(tm
     assert done.returncode == 2 and not marker.exists()
 
 
-@pytest.mark.skipif(bool(os.environ.get("SONNX_CHECK_OFFLINE")), reason="SONNX_CHECK_OFFLINE: no package index")
+@pytest.mark.skipif(
+    bool(os.environ.get("SONNX_CHECK_OFFLINE")), reason="SONNX_CHECK_OFFLINE: no package index"
+)
 def test_the_pinned_install_resolves(tmp_path: Path) -> None:
-    """What the Action and the image install: this checkout under the constraints (resolved, not installed)."""
+    """What the Action and the image install: this checkout under the constraints (resolved only)."""
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(tmp_path / "r.json"),
-         "--constraint", str(CONSTRAINTS), str(ROOT)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--report",
+            str(tmp_path / "r.json"),
+            "--constraint",
+            str(CONSTRAINTS),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    installed = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.loads(
-        (tmp_path / "r.json").read_text())["install"]}
+    installed = {
+        i["metadata"]["name"].lower(): i["metadata"]["version"]
+        for i in json.loads((tmp_path / "r.json").read_text())["install"]
+    }
     pins = _pins()
     for name in ("onnx", "onnxruntime", "numpy"):
         assert installed.get(name, pins[name]) == pins[name]
@@ -106,7 +139,9 @@ def test_the_pinned_install_resolves(tmp_path: Path) -> None:
 
 def _dockerfile() -> list[tuple[str, str]]:
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
-    return [tuple(line.split(None, 1)) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [
+        tuple(line.split(None, 1)) for line in text.splitlines() if line.strip() and not line.startswith("#")
+    ]
 
 
 def test_the_image_is_slim_pinned_unprivileged_and_runs_sonnx_check() -> None:
@@ -130,6 +165,8 @@ def test_the_image_builds_and_checks_a_model(tmp_path: Path) -> None:
     model_repository(tmp_path)
     done = subprocess.run(
         ["docker", "run", "--rm", "-v", f"{tmp_path}:/work", "sonnx-check:test", "models/clean.onnx"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
