@@ -46,6 +46,12 @@ bit; and the exact and correctly rounded classes, whose result is unique (the re
       that sign (a NaN where both can) is within the bound, counted apart as ``intermediate-overflow``;
       elsewhere an infinity or a NaN against a finite result is a special-value mismatch. Not under an
       override (it bounds |runtime - exact| for every element).
+  (d) an infinite term meeting an overflowed one (issue 17; semantics.md, "Sums of products in floating
+      point"): the reference takes special values from the exact products, so FLT_MAX * 1.3631 + (-inf) is
+      -inf; an IEEE 754 evaluation rounding that product to float32 gets +inf, and NaN. Both are the
+      text's semantics: NaN against a reference +-inf is within where finite terms of the other sign can
+      overflow, as a product or a partial sum (``OppositeRoom``), counted apart as ``product-overflow``.
+      Under an override too (it is the text's value, not an error).
 - transcendental / composite: one documented formula per operator (``_RULES`` below), the annex's own where
   it gives one (Tanh: the most permissive of its reference algorithms), derived where it does not: each
   derivation names the reference algorithm, counts its IEEE 754 roundings (accuracy.md: each introduces at
@@ -87,10 +93,14 @@ WITHIN = "within-bound"
 # may overflow in some summation order; its elements are in the WITHIN mask of ``outcome_masks`` (the callers
 # accept that mask) and are counted apart so that a report shows them
 OVERFLOW = "intermediate-overflow"
+# within by reading (d) (sum of products): a NaN where the reference is +-inf from an infinite term, because an
+# IEEE 754 evaluation rounding each product (or a partial sum) to the output type may overflow finite terms of
+# the other sign to the other infinity (inf - inf); also a part of the WITHIN mask, counted apart
+PRODUCT_OVERFLOW = "product-overflow"
 BEYOND = "beyond-bound"
 SPECIAL = "special-value"  # NaN vs number, +-inf mismatch, sign of zero where the text fixes it
 FLUSHED = "flushed-subnormal"  # reference subnormal, runtime +-0, and that is beyond the bound
-OUTCOMES = (MATCH, WITHIN, OVERFLOW, BEYOND, SPECIAL, FLUSHED)
+OUTCOMES = (MATCH, WITHIN, OVERFLOW, PRODUCT_OVERFLOW, BEYOND, SPECIAL, FLUSHED)
 DIVERGENT = (BEYOND, SPECIAL)  # what RUNTIME.divergence reports
 
 
@@ -234,6 +244,9 @@ class Tolerance:
     # sum of products without an override, reading (c): which infinities an implementation in the output
     # type may reach by an intermediate overflow (evaluated only where the runtime returned one)
     overflow: OverflowRoom | None = None
+    # sum of products, reading (d): where an IEEE evaluation may meet an infinite term with an overflowed one
+    # of the other sign (evaluated only where the runtime returned NaN against an infinite reference)
+    opposite: OppositeRoom | None = None
 
 
 OVERFLOW_POS, OVERFLOW_NEG = 1, 2  # the infinities an intermediate overflow may give; both: NaN too
@@ -276,6 +289,40 @@ class OverflowRoom:
         applicable = (np.isfinite(total) | np.isfinite(e)) & ~np.isnan(e)
         signs = np.where(positive, OVERFLOW_POS, 0) + np.where(negative, OVERFLOW_NEG, 0)
         return np.where(applicable, signs, 0).astype(np.int8)
+
+
+@dataclass
+class OppositeRoom:
+    """Reading (d) for one node's output. Where the reference is +-inf because of an infinite term (an
+    operand +-inf; the text's exact-product reading), an IEEE 754 evaluation that rounds each finite product
+    to the output type, or fuses it, in any order, gives the same infinity, or NaN when finite terms of the
+    other sign overflow, as a product or as a partial sum, to the other infinity: FLT_MAX * 1.3631 rounds to
+    +inf, and +inf + -inf is NaN. Such a value is within P (1 + gamma_n) of the sum P of the positive finite
+    terms (N for the negative ones; Higham's model, as in reading (c)), so NaN is accepted against +inf where
+    N (1 + gamma_n) reaches the largest finite value and against -inf where P (1 + gamma_n) does. ``sums``
+    gives (P, N), upper bounds over the whole output (the kernel module's ``run_signed_sums``), computed once
+    and only when needed."""
+
+    sums: Callable[[], tuple[np.ndarray, np.ndarray]]
+    shape: tuple[int, ...]
+    gamma: float
+    fmt: Format
+    _cache: tuple[np.ndarray, np.ndarray] | None = None
+
+    def reachable(self, flat: np.ndarray, positive_reference: np.ndarray) -> np.ndarray:
+        """Per element of ``flat`` (indices into the output): whether NaN is an IEEE outcome, given the sign
+        of its infinite reference."""
+        if self._cache is None:
+            positive, negative = self.sums()
+            self._cache = (
+                np.broadcast_to(positive, self.shape).reshape(-1),
+                np.broadcast_to(negative, self.shape).reshape(-1),
+            )
+        positive, negative = self._cache
+        other = np.where(positive_reference, negative[flat], positive[flat])
+        top = float(np.finfo(self.fmt.dtype).max)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return other * (1 + self.gamma) >= top
 
 
 @dataclass(frozen=True)
@@ -349,6 +396,7 @@ class NodeData:
     attrs: dict[str, object]
     abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) when the caller has it (sum of products)
     overflow: OverflowRoom | None = None  # set by the sum-of-products rule (Tolerance.overflow)
+    opposite: OppositeRoom | None = None  # set by the sum-of-products rule (Tolerance.opposite)
 
     @property
     def magnitude(self) -> np.ndarray:
@@ -428,7 +476,8 @@ class Bound:
         # an override bounds |runtime - exact| for every element: an overflowed result is beyond it
         overflow = data.overflow if self.override is None else None
         text = f"{text} + {self.reference_ulps:g} ulp for the reference's rounding"
-        return Tolerance(allowed, exact, text, overflow)
+        # reading (d) is the text's IEEE semantics, not an error bound: it holds under an override too
+        return Tolerance(allowed, exact, text, overflow, data.opposite)
 
 
 def bound_for(op_type: str, dtype: np.dtype | type | str, override: str | Override | None = None) -> Bound:
@@ -504,7 +553,7 @@ def classify(
         return _classify_exact(expected, actual, bound.text)
     masks, diff, allowed = outcome_masks(expected, actual, bound, dtype)
     fmt = float_format(np.dtype(dtype))
-    skip = masks[MATCH] | masks[SPECIAL] | masks[OVERFLOW]  # no finite error to measure there
+    skip = masks[MATCH] | masks[SPECIAL] | masks[OVERFLOW] | masks[PRODUCT_OVERFLOW]  # no finite error
     ratio = _ratio(diff, allowed, skip)
     max_ulps = _max_ulps(diff, expected.astype(np.float64), fmt, skip)
     return _summary(masks, expected, actual, allowed, ratio, max_ulps, bound.text)
@@ -537,12 +586,14 @@ def outcome_masks(
     special |= exact & (e == 0) & (a == 0) & (np.signbit(e) != np.signbit(a))
     overflowed = _overflowed(e, a, bound, ~same & ~exact & ~nan_e)
     special &= ~overflowed
+    opposite = _opposite_overflow(e, bound, special & nan_a & np.isinf(e))
+    special &= ~opposite
     within &= ~special
-    within |= overflowed
+    within |= overflowed | opposite
     flushed = ~same & ~special & ~within & (e != 0) & (np.abs(e) < fmt.min_normal) & (a == 0)
     beyond = ~same & ~special & ~within & ~flushed
-    masks = {MATCH: same, WITHIN: within, OVERFLOW: overflowed, BEYOND: beyond, SPECIAL: special}
-    masks[FLUSHED] = flushed
+    masks = {MATCH: same, WITHIN: within, OVERFLOW: overflowed, PRODUCT_OVERFLOW: opposite}
+    masks.update({BEYOND: beyond, SPECIAL: special, FLUSHED: flushed})
     return masks, diff, allowed
 
 
@@ -561,6 +612,19 @@ def _overflowed(e: np.ndarray, a: np.ndarray, bound: Tolerance, candidates: np.n
             hit = (
                 ((value > 0) & positive) | ((value < 0) & negative) | (np.isnan(value) & positive & negative)
             )
+        reached.reshape(-1)[flat[hit]] = True
+    return reached
+
+
+def _opposite_overflow(e: np.ndarray, bound: Tolerance, candidates: np.ndarray) -> np.ndarray:
+    """Reading (d): the candidates (runtime NaN, reference +-inf) where an IEEE evaluation in the output type
+    may give NaN (``Tolerance.opposite``)."""
+    reached = np.zeros(e.shape, dtype=bool)
+    if bound.opposite is None:
+        return reached
+    flat = np.flatnonzero(candidates)
+    if flat.size:
+        hit = bound.opposite.reachable(flat, e.reshape(-1)[flat] > 0)
         reached.reshape(-1)[flat[hit]] = True
     return reached
 
@@ -614,7 +678,8 @@ def _classify_exact(expected: np.ndarray, actual: np.ndarray, text: str) -> Clas
     (the ulp of an integer is 1), in float64."""
     same = expected == actual
     none = np.zeros_like(same)
-    masks = {MATCH: same, WITHIN: none, OVERFLOW: none, BEYOND: ~same, SPECIAL: none, FLUSHED: none}
+    masks = {o: none for o in OUTCOMES}
+    masks.update({MATCH: same, BEYOND: ~same})
     ratio = np.where(same, 0.0, np.inf)
     differences = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
     largest = float(differences.max()) if differences.size else 0.0
@@ -637,7 +702,7 @@ def _summary(
             float(ratio.flat[flat]),
         )  # fmt: skip
 
-    masks = {**masks, WITHIN: masks[WITHIN] & ~masks[OVERFLOW]}  # counted apart
+    masks = {**masks, WITHIN: masks[WITHIN] & ~masks[OVERFLOW] & ~masks[PRODUCT_OVERFLOW]}  # counted apart
     counts = {o: int(np.count_nonzero(masks[o])) for o in OUTCOMES}
     first = {o: instance(int(np.argmax(masks[o].reshape(-1)))) for o in OUTCOMES if counts[o]}
     worst = None
@@ -684,11 +749,24 @@ def _sum_of_products(data: NodeData) -> RuleResult:
     module's ``run_abs`` (``_abs_sum``), a rigorous upper bound. Also records the intermediate overflows of
     reading (c) (``OverflowRoom``), evaluated only where a runtime returns an infinity or a NaN."""
     n = _term_count(data)
-    g = float(gamma(n, data.fmt.u))
     total = _abs_sum(data)
-    introduced = total * g
-    introduced += n * data.fmt.u * data.fmt.min_normal
+    terms = _kernel_function(data, "bound_terms")  # an operator whose terms are scaled (Gemm's alpha, beta)
+    if terms is None:
+        g = float(gamma(n, data.fmt.u))
+        introduced = total * g
+        introduced += n * data.fmt.u * data.fmt.min_normal
+    else:
+        stated = terms(data.node, data.inputs)
+        g = float(gamma(stated.roundings, data.fmt.u))
+        introduced = total * (g + stated.reference_relative)
+        introduced += stated.underflow_units * data.fmt.u * data.fmt.min_normal * (1 + g)
+        introduced += stated.reference_absolute
+        n = stated.roundings
     data.overflow = OverflowRoom(total, data.expected, g, data.fmt)
+    signed = _kernel_function(data, "run_signed_sums")
+    if signed is not None:
+        node, inputs = data.node, list(data.inputs)
+        data.opposite = OppositeRoom(lambda: signed(node, inputs), data.expected.shape, g, data.fmt)
     return introduced, False, f" with n = {n}"
 
 
@@ -713,11 +791,16 @@ def _abs_sum(data: NodeData) -> np.ndarray:
     |C|, which certifies every rounding; an upper bound only loosens the bound, by at most that factor."""
     if data.abs_sum is not None:
         return np.asarray(data.abs_sum, dtype=np.float64)
-    kernel = execute.kernels().get(data.node.op_type)
-    run_abs = getattr(sys.modules.get(getattr(kernel, "__module__", ""), None), "run_abs", None)
+    run_abs = _kernel_function(data, "run_abs")
     if run_abs is None:
         raise AccuracyError(f"{data.node.op_type}: its kernel has no run_abs for the sum-of-products bound")
     return np.asarray(run_abs(data.node, data.inputs, None), dtype=np.float64)
+
+
+def _kernel_function(data: NodeData, name: str) -> Callable | None:
+    """A function of the module that holds the operator's declared kernel (reference/conv.py, ...)."""
+    kernel = execute.kernels().get(data.node.op_type)
+    return getattr(sys.modules.get(getattr(kernel, "__module__", ""), None), name, None)
 
 
 _SUM_OF_PRODUCTS_RULE = Rule(

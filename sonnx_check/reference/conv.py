@@ -47,6 +47,7 @@ import onnx
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
+from sonnx_check.reference.products_signs import signed_sums
 from sonnx_check.shapes import dilated_extent
 
 # Reading (a), decided from conv2.md's formula: the inserted zeros of the dilated kernel take part in the
@@ -352,3 +353,11 @@ def run_with_abs(
     plan = _Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements)
     y, bound = _with_abs(plan)
     return [y], bound
+
+
+def run_signed_sums(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bounds of the sums of the positive and of |the negative| finite terms (products_signs), for
+    the comparison's reading of an infinite term meeting an overflowed one."""
+    return signed_sums(run_abs, node, inputs)

@@ -1,114 +1,288 @@
-"""Gemm reference kernel (SONNX draft, based on Gemm-13), written from ops/gemm/gemm.md as the draft states
-it:
+"""Gemm reference kernel (SONNX draft, based on Gemm-13), written from ops/gemm/gemm.md and the ONNX operator
+it restricts:
 
-    Y = (A x B) + C,   y_ij = sum_{k=1}^{n} a_ik b_kj + c_ij,   A (m x n), B (n x p), C (m x p)
+    Y = alpha * (A' x B') + beta * C,   A' = A or A^T (transA), B' = B or B^T (transB),
+    y_ij = alpha * sum_{k=1}^{n} a'_ik b'_kj + beta * c_ij,   A' (m x n), B' (n x p), C broadcast to (m x p)
 
-The draft's restrictions are encoded as the catalogue reads them: two-dimensional A and B (Gemm.R1); alpha,
-beta, transA and transB "not supported", i.e. only their neutral values 1.0, 1.0, 0, 0 (Gemm.R2; absent
-attributes take these ONNX defaults); C of exactly (m x p), no broadcasting (Gemm.R3); C present (Gemm.R4).
-Types: float16, float, double, one for all (Gemm.types, the catalogue's reading of a draft without a type
-section).
+The draft computes (A x B) + C and lists as restrictions (R2 to R4, marked TBC) what ONNX allows beyond it:
+alpha, beta, transA, transB of other than their neutral values, a C broadcast unidirectionally to (m x p), an
+absent C. Those restrictions are the static findings (warnings of rules/Gemm.toml); the kernel computes every
+Gemm ONNX allows so that such a node is still compared. Refused: A or B of a rank other than 2 (Gemm.R1, ONNX
+too), inner dimensions that differ, a C that does not broadcast, a type outside float16, float, double
+(Gemm.types), mixed types.
 
-Accuracy: the exact value of the n products plus c_ij, rounded once to the type (correctly rounded; the
-kernel's own error is at most half an ulp; see products_common). IEEE 754 special values on the terms as for
-MatMul, C included (C = NaN gives NaN, +inf + -inf gives NaN); an exact zero is -0 only when every product
-and c_ij are -0. ``gemm_abs`` gives sum |a_ik b_kj| + |c_ij| (float64, rounded up), the quantity of the
-sum-of-products bound with n + 1 terms.
+Accuracy:
+- alpha = beta = 1 (the draft's Gemm; transpositions change nothing, they only choose the operands): the exact
+  value of the n products plus c_ij, rounded once to the type (correctly rounded; the kernel's own error is at
+  most half an ulp; see products_common). IEEE 754 special values on the terms as for MatMul, C included
+  (C = NaN gives NaN, +inf + -inf gives NaN); an exact zero is -0 only when every product and c_ij are -0.
+- other alpha or beta: S = sum_k a'_ik b'_kj correctly rounded to float64 (products_common's float64 tier,
+  exact products in any float64 values), then alpha * S + beta * c_ij in float64 IEEE arithmetic (special
+  values as the formula gives them: alpha = 0 times an infinite S is NaN), rounded to the type. The reference
+  is then within half an ulp of the type plus gamma_3 (float64) * (|alpha| sum |a b| + |beta c|) + (|alpha|
+  + 2) u min-normalized (float64) of the exact value: ``bound_terms`` states it, the comparison adds it. Where
+  that float64 evaluation is not finite while every operand of the element is (float64 data: alpha * S or
+  the sum beyond the float64 range, S beyond it while alpha brings it back), the element is computed exactly
+  in integers instead (``_exact_element``).
+
+``run_abs`` gives |alpha| sum |a'_ik b'_kj| + |beta c_ij| (float64, rounded up), the quantity of the
+sum-of-products bound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.matmul import _checked as _checked_matrices
-from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
+from sonnx_check.reference.products_common import (
+    F64,
+    FLOAT_DTYPES,
+    Products,
+    abs_sum,
+    mantissa_exponent,
+    round_dyadic,
+)
+from sonnx_check.reference.products_signs import signed_sums
 
 NEUTRAL = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+_U64, _MIN_NORMAL64 = 2.0**-53, 2.0**-1022
+
+
+@dataclass(frozen=True)
+class GemmAttributes:
+    alpha: float = 1.0
+    beta: float = 1.0
+    trans_a: bool = False
+    trans_b: bool = False
+
+    @property
+    def scaled(self) -> bool:
+        return self.alpha != 1.0 or self.beta != 1.0
+
+
+def attributes(node: onnx.NodeProto) -> GemmAttributes:
+    """The node's attributes, ONNX's defaults for the absent ones; alpha and beta are float32 (ONNX FLOAT)."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return GemmAttributes(
+        float(np.float32(attrs.get("alpha", 1.0))),
+        float(np.float32(attrs.get("beta", 1.0))),
+        bool(attrs.get("transA", 0)),
+        bool(attrs.get("transB", 0)),
+    )
 
 
 def _checked(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, max_elements: int | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray | None,
+    max_elements: int | None,
+    attrs: GemmAttributes = GemmAttributes(),
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A', B' and C broadcast to (m x p) (a read-only view), or None."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 2 and attrs.trans_a:
+        a = a.T
+    if b.ndim == 2 and attrs.trans_b:
+        b = b.T
     a, b = _checked_matrices(a, b, max_elements, op="Gemm")
+    if a.dtype not in FLOAT_DTYPES:
+        raise OutsideProfileError(f"Gemm on {a.dtype}: not a type of the profile (Gemm.types)")
     if c is None:
-        raise OutsideProfileError("Gemm without C: the draft makes C mandatory, use MatMul (Gemm.R4)")
+        return a, b, None
     c = np.asarray(c)
     if c.dtype != a.dtype:
         raise OutsideProfileError(f"Gemm of {a.dtype} with C of {c.dtype}: one type for all (Gemm.types)")
-    if a.dtype not in FLOAT_DTYPES:
-        raise OutsideProfileError(f"Gemm on {a.dtype}: not a type of the profile (Gemm.types)")
-    if c.shape != (a.shape[0], b.shape[1]):
-        raise OutsideProfileError(
-            f"Gemm with C of shape {list(c.shape)}: the draft gives C the shape (m x p) = "
-            f"{[a.shape[0], b.shape[1]]}, without broadcasting (Gemm.R3)"
-        )
+    shape = (a.shape[0], b.shape[1])
+    try:
+        if c.ndim > 2:
+            raise ValueError
+        c = np.broadcast_to(c, shape)
+    except ValueError:
+        raise ReferenceError(
+            f"Gemm with C of shape {list(c.shape)}: it does not broadcast to (m x p) = {list(shape)}"
+        ) from None
     return a, b, c
 
 
-def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
-    """(A x B) + C, correctly rounded."""
-    a, b, c = _checked(a, b, c, max_elements)
-    wide = [m[None].astype(np.float64) for m in (a, b, c)]
-    return Products(*wide, a.dtype).rounded()[0]
+def gemm(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray | None,
+    *,
+    max_elements: int | None = None,
+    attrs: GemmAttributes = GemmAttributes(),
+) -> np.ndarray:
+    """alpha (A' x B') + beta C: correctly rounded when alpha = beta = 1 (module docstring otherwise)."""
+    a, b, c = _checked(a, b, c, max_elements, attrs)
+    if attrs.alpha == 1.0 and (c is None or attrs.beta == 1.0):
+        wide = [None if m is None else m[None].astype(np.float64) for m in (a, b, c)]
+        return Products(*wide, a.dtype).rounded()[0]
+    return _scaled(a, b, c, attrs)
 
 
-def gemm_abs(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
-    """An upper bound (float64) of sum_k |a_ik b_kj| + |c_ij|."""
-    a, b, c = _checked(a, b, c, max_elements)
-    return abs_sum(a[None], b[None], c[None], a.dtype)[0]
+def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttributes) -> np.ndarray:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    s = Products(a64[None], b64[None], None, F64).rounded()[0]  # sum a'b' correctly rounded to float64
+    with np.errstate(all="ignore"):
+        y = attrs.alpha * s
+        if c is not None:
+            y = y + attrs.beta * c.astype(np.float64)
+    # float64 evaluation beyond its range where the element's operands are all finite: exactly, in integers
+    finite = np.isfinite(a64).all(axis=1)[:, None] & np.isfinite(b64).all(axis=0)[None, :]
+    if c is not None:
+        finite &= np.isfinite(c)
+    redo = np.argwhere(finite & ~np.isfinite(y))
+    for i, j in redo:
+        y[i, j] = _exact_element(a64[i], b64[:, j], None if c is None else float(c[i, j]), attrs, a.dtype)
+    with np.errstate(over="ignore"):
+        return y.astype(a.dtype)
 
 
-def check_attributes(node: onnx.NodeProto) -> None:
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    for name, neutral in NEUTRAL.items():
-        if name in attrs and attrs[name] != neutral:
-            raise OutsideProfileError(
-                f"Gemm with {name}={attrs[name]!r}: the draft supports no scaling or transposition, only "
-                f"{name}={neutral!r} (Gemm.R2)"
-            )
+def _exact_element(
+    row: np.ndarray, col: np.ndarray, c: float | None, attrs: GemmAttributes, dtype: np.dtype
+) -> float:
+    """alpha * sum_k row[k] col[k] + beta * c for finite operands, exactly in integers, rounded to ``dtype``
+    (+0 for an exact zero: the sign of a zero sum of products is not compared)."""
+    ml, el = mantissa_exponent(row)
+    mr, er = mantissa_exponent(col)
+    (ma,), (ea,) = mantissa_exponent(np.array([attrs.alpha]))
+    parts = [(int(ma) * x * y, int(ea) + e + f) for x, y, e, f in zip(ml.tolist(), mr.tolist(), el.tolist(), er.tolist(), strict=True) if x and y]  # fmt: skip
+    if c is not None and c != 0 and attrs.beta != 0:
+        (mb,), (eb,) = mantissa_exponent(np.array([attrs.beta]))
+        (mc,), (ec,) = mantissa_exponent(np.array([c]))
+        parts.append((int(mb) * int(mc), int(eb) + int(ec)))
+    if not parts:
+        return 0.0
+    base = min(e for _, e in parts)
+    numerator = sum(m << (e - base) for m, e in parts)
+    return 0.0 if numerator == 0 else round_dyadic(numerator, base, dtype)
+
+
+def gemm_abs(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray | None,
+    *,
+    max_elements: int | None = None,
+    attrs: GemmAttributes = GemmAttributes(),
+) -> np.ndarray:
+    """An upper bound (float64) of |alpha| sum_k |a'_ik b'_kj| + |beta c_ij|."""
+    a, b, c = _checked(a, b, c, max_elements, attrs)
+    return _abs(a, b, c, attrs)
+
+
+def _abs(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttributes) -> np.ndarray:
+    if not attrs.scaled:
+        return abs_sum(a[None], b[None], None if c is None else c[None], a.dtype)[0]
+    total = abs_sum(a[None], b[None], None, a.dtype)[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = total * abs(attrs.alpha) * (1.0 + 2.0**-52)
+        if c is not None:
+            total = total + np.abs(c.astype(np.float64)) * abs(attrs.beta) * (1.0 + 2.0**-51)
+        total *= 1.0 + 2.0**-52
+    return np.where(np.isnan(total), np.inf, total)
+
+
+def check_attributes(node: onnx.NodeProto) -> GemmAttributes:
+    """The attributes the kernel reads (every value ONNX allows is computed: nothing is refused here)."""
+    return attributes(node)
+
+
+def _operands(inputs: Sequence[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
+        raise ReferenceError("Gemm without A or B")
+    c = inputs[2] if len(inputs) > 2 else None
+    return inputs[0], inputs[1], c
 
 
 def run(
     node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
 ) -> list[np.ndarray]:
-    check_attributes(node)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
-        raise ReferenceError("Gemm without A or B")
-    c = inputs[2] if len(inputs) > 2 else None
-    return [gemm(inputs[0], inputs[1], c, max_elements=max_elements)]
+    a, b, c = _operands(inputs)
+    return [gemm(a, b, c, max_elements=max_elements, attrs=attributes(node))]
 
 
 def run_abs(
     node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
 ) -> np.ndarray:
     """``gemm_abs`` of a node (float64, rounded up), for the sum-of-products bound."""
-    check_attributes(node)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
-        raise ReferenceError("Gemm without A or B")
-    c = inputs[2] if len(inputs) > 2 else None
-    return gemm_abs(inputs[0], inputs[1], c, max_elements=max_elements)
+    a, b, c = _operands(inputs)
+    return gemm_abs(a, b, c, max_elements=max_elements, attrs=attributes(node))
 
 
 def gemm_with_abs(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray, *, max_elements: int | None = None
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray | None,
+    *,
+    max_elements: int | None = None,
+    attrs: GemmAttributes = GemmAttributes(),
 ) -> tuple[np.ndarray, np.ndarray]:
     """``gemm`` and ``gemm_abs`` together (the bound's magnitude also serves tier 1's certificate)."""
-    a, b, c = _checked(a, b, c, max_elements)
-    magnitude = abs_sum(a[None], b[None], c[None], a.dtype)
-    wide = [m[None].astype(np.float64) for m in (a, b, c)]
-    return Products(*wide, a.dtype, magnitude=magnitude).rounded()[0], magnitude[0]
+    a, b, c = _checked(a, b, c, max_elements, attrs)
+    magnitude = _abs(a, b, c, attrs)
+    if attrs.scaled:
+        return _scaled(a, b, c, attrs), magnitude
+    wide = [None if m is None else m[None].astype(np.float64) for m in (a, b, c)]
+    return Products(*wide, a.dtype, magnitude=magnitude[None]).rounded()[0], magnitude
 
 
 def run_with_abs(
     node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
 ) -> tuple[list[np.ndarray], np.ndarray]:
-    check_attributes(node)
-    if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
-        raise ReferenceError("Gemm without A or B")
-    c = inputs[2] if len(inputs) > 2 else None
-    y, bound = gemm_with_abs(inputs[0], inputs[1], c, max_elements=max_elements)
+    a, b, c = _operands(inputs)
+    y, bound = gemm_with_abs(a, b, c, max_elements=max_elements, attrs=attributes(node))
     return [y], bound
+
+
+def run_signed_sums(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bounds of the sums of the positive and of |the negative| finite terms alpha a'b' and beta c
+    (products_signs), for the comparison's reading of an infinite term meeting an overflowed one."""
+    attrs = attributes(node)
+    return signed_sums(run_abs, node, inputs, product_sign=attrs.alpha, bias_sign=attrs.beta)
+
+
+@dataclass(frozen=True)
+class BoundTerms:
+    """What the sum-of-products bound of one Gemm node needs beyond sum |terms| (``run_abs``): the number of
+    roundings a term goes through (gamma's n), in the output type; the reference's own error beyond its half
+    ulp, as a coefficient of sum |terms| (float64 roundings) and an absolute part; and the absolute error the
+    runtime's underflowing multiplications may add, per element (broadcastable to the output)."""
+
+    roundings: int
+    reference_relative: float
+    reference_absolute: float
+    underflow_units: np.ndarray | float  # times u * min-normalized of the output type
+
+
+def bound_terms(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> BoundTerms:
+    """For alpha = beta = 1: n = n products + C, each term one product rounding and at most n - 1 additions
+    (gamma_n), n underflowing products; the reference correctly rounded.
+
+    Otherwise a term alpha a b goes through at most two multiplications (alpha applied to a factor, to the
+    product or to the sum), beta c through one, and alpha and beta may be rounded to the type first (float16
+    data): gamma_(n+2). An underflowing multiplication adds at most u min-normalized (half the subnormal
+    spacing), scaled by what multiplies it afterwards: |alpha| per product when alpha comes after, |b'_kj| or
+    |a'_ik| when alpha was folded into the other factor first: u min-normalized * (n max(1, |alpha|) + 2 +
+    sum_k |a'_ik| + sum_k |b'_kj|) covers every order, times (1 + gamma) for the roundings after it."""
+    a, b, c = _operands(inputs)
+    attrs = attributes(node)
+    a2, b2, c2 = _checked(a, b, c, None, attrs)
+    n = a2.shape[1] + (c2 is not None)
+    if not attrs.scaled:
+        return BoundTerms(n, 0.0, 0.0, float(n))
+    with np.errstate(over="ignore", invalid="ignore"):
+        rows = np.abs(a2.astype(np.float64)).sum(axis=1)[:, None]
+        cols = np.abs(b2.astype(np.float64)).sum(axis=0)[None, :]
+        units = (n * max(1.0, abs(attrs.alpha)) + 2 + rows + cols) * (1 + 2.0**-40)
+    units = np.where(np.isnan(units), np.inf, units)
+    reference_relative = 3 * _U64 / (1 - 3 * _U64) * (1 + 2.0**-40)
+    reference_absolute = (abs(attrs.alpha) + 2) * _U64 * _MIN_NORMAL64 * (1 + 2.0**-40)
+    return BoundTerms(n + 2, reference_relative, reference_absolute, units)

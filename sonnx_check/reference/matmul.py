@@ -29,6 +29,7 @@ import onnx
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
+from sonnx_check.reference.products_signs import signed_sums
 
 INT_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64))
 
@@ -111,3 +112,11 @@ def run_with_abs(
         raise ReferenceError("MatMul needs inputs A and B")
     y, bound = matmul_with_abs(inputs[0], inputs[1], max_elements=max_elements)
     return [y], bound
+
+
+def run_signed_sums(
+    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bounds of the sums of the positive and of |the negative| finite terms (products_signs), for
+    the comparison's reading of an infinite term meeting an overflowed one."""
+    return signed_sums(run_abs, node, inputs)

@@ -95,7 +95,8 @@ def test_exact_class_compares_bit_for_bit():
     actual = np.array([1.0, 0.0, bad_nan, 0.0, -np.inf, np.nextafter(F32(2), F32(3))], F32)
     result = compare(n, [x], actual)
     assert dict(result.counts) == {
-        acc.MATCH: 2, acc.WITHIN: 0, acc.OVERFLOW: 0, acc.BEYOND: 1, acc.SPECIAL: 2, acc.FLUSHED: 1,
+        acc.MATCH: 2, acc.WITHIN: 0, acc.OVERFLOW: 0, acc.PRODUCT_OVERFLOW: 0, acc.BEYOND: 1, acc.SPECIAL: 2,
+        acc.FLUSHED: 1,
     }  # fmt: skip
     assert result.first[acc.SPECIAL].index == (1,)  # -0 against +0
     assert result.first[acc.FLUSHED].index == (3,)
@@ -267,6 +268,72 @@ def test_intermediate_overflow_is_within_only_where_a_partial_sum_can_overflow()
     actual = expected.copy()
     actual[0, 0] = np.inf
     assert compare(n, inputs, actual, "1e-3 rel").counts[acc.SPECIAL] == 1
+
+
+@pytest.mark.parametrize("dtype", [F16, F32, F64])
+def test_an_infinite_term_meeting_an_overflowed_product_may_give_nan(dtype):
+    """Reading (d): max * 1.3631 + max * (-inf) is -inf with exact products, NaN when the first product is
+    rounded to the type (+inf): both are IEEE outcomes, NaN is within and counted as product-overflow.
+    Where no finite term of the other sign can overflow, NaN stays a special-value mismatch; a finite
+    runtime value or the other infinity is never an IEEE outcome."""
+    top = np.finfo(dtype).max
+    for op, extra in (("MatMul", {}), ("Gemm", {"transB": 1}), ("Conv", {"kernel_shape": [1, 2]})):
+        n = node(op, 2, **extra)
+        left, right = np.array([[top, top]], dtype), np.array([[1.3631, -np.inf]], dtype)
+        inputs = {
+            "MatMul": [left, right.T],
+            "Gemm": [left, right],
+            "Conv": [left.reshape(1, 1, 1, 2), right.reshape(1, 1, 1, 2)],
+        }[op]
+        expected = reference(n, inputs)
+        assert np.isneginf(expected).all()
+        result = compare(n, inputs, np.full_like(expected, np.nan))
+        assert result.counts[acc.PRODUCT_OVERFLOW] == 1 and result.divergent == 0, (op, diverging(result))
+        assert result.counts[acc.WITHIN] == 0
+        assert compare(n, inputs, np.full_like(expected, np.nan), "1 ulp").divergent == 0
+        for value in (np.inf, top, 0.0):
+            assert compare(n, inputs, np.full_like(expected, value)).counts[acc.SPECIAL] == 1
+    # 0.5 max: no rounding overflows it, in any order: NaN against -inf is a mismatch
+    n = node("MatMul", 2)
+    inputs = [np.array([[top, top]], dtype), np.array([[0.5], [-np.inf]], dtype)]
+    assert compare(n, inputs, np.array([[np.nan]], dtype)).counts[acc.SPECIAL] == 1
+    # two finite terms of 0.75 max overflow as a partial sum: NaN against -inf is within
+    inputs = [np.array([[top, top, top]], dtype), np.array([[0.75], [0.75], [-np.inf]], dtype)]
+    assert compare(n, inputs, np.array([[np.nan]], dtype)).counts[acc.PRODUCT_OVERFLOW] == 1
+    # a positive infinite bias meeting negative products that overflow
+    g = node("Gemm", 3)
+    inputs = [np.array([[top]], dtype), np.array([[-1.5]], dtype), np.array([[np.inf]], dtype)]
+    assert np.isposinf(reference(g, inputs)).all()
+    assert compare(g, inputs, np.array([[np.nan]], dtype)).counts[acc.PRODUCT_OVERFLOW] == 1
+
+
+@pytest.mark.parametrize("dtype", [F16, F32, F64])
+def test_scaled_and_transposed_gemm_in_the_type_is_within_the_bound(dtype):
+    """Gemm with alpha, beta, transA, transB (ONNX's, beyond the draft): an implementation in the output
+    type that folds alpha into A before the products (the order with the most roundings, and the one where
+    an underflowing alpha * a is multiplied by a large b) is within the stated bound, on random data and on
+    subnormal A times large B; a result a quarter off is beyond it."""
+    rng = np.random.default_rng(11)
+    n = node("Gemm", 3, alpha=0.37, beta=-1.3, transA=1, transB=1)
+    alpha, beta = dtype(np.float32(0.37)), dtype(np.float32(-1.3))
+    tiny = np.finfo(dtype).smallest_subnormal
+    cases = [
+        (rng.standard_normal((6, 3)), rng.standard_normal((4, 6)), rng.standard_normal((1, 4))),
+        (np.full((6, 3), 3 * tiny), np.full((4, 6), 2.0 ** (np.finfo(dtype).maxexp - 8)), np.zeros((1, 4))),
+    ]
+    for a, b, c in cases:
+        a, b, c = a.astype(dtype), b.astype(dtype), c.astype(dtype)
+        with np.errstate(all="ignore"):
+            scaled = (alpha * a.T).astype(dtype)
+            actual = np.zeros((3, 4), dtype)
+            for k in range(6):  # the products and the sum in the type, one term at a time
+                actual = (actual + (scaled[:, k : k + 1] * b.T[k : k + 1, :]).astype(dtype)).astype(dtype)
+            actual = (actual + (beta * c).astype(dtype)).astype(dtype)
+        result = compare(n, [a, b, c], actual)
+        assert result.divergent == 0, diverging(result)
+    a, b, c = (x.astype(dtype) for x in cases[0])
+    expected = reference(n, [a, b, c])
+    assert compare(n, [a, b, c], (expected * 1.25).astype(dtype)).counts[acc.BEYOND] > 0
 
 
 def test_intermediate_overflow_masks_are_accepted_by_the_callers():
