@@ -141,6 +141,22 @@ def _signed_zero(case: DivergenceCase) -> np.ndarray:
     return zeros & (np.signbit(case.expected) != np.signbit(case.actual))
 
 
+def _index_at_negative_zero(case: DivergenceCase) -> np.ndarray:
+    """Indices: onnxruntime's index designates a -0 of X where SONNX's designates a +0 (Max_F, +0 > -0): the
+    first zero of the window rather than its first +0."""
+    x = case.inputs[0] if case.inputs else None
+    actual, expected = case.actual, case.expected
+    if x is None or x.dtype.kind != "f" or actual.dtype.kind not in "iu" or expected.shape != actual.shape:
+        return _none(case)
+    flat = x.reshape(-1)
+    valid = (actual >= 0) & (actual < flat.size) & (expected >= 0) & (expected < flat.size)
+    at_actual = flat[np.where(valid, actual, 0)]
+    at_expected = flat[np.where(valid, expected, 0)]
+    negative_zero = (at_actual == 0) & np.signbit(at_actual)
+    # the first zero comes before the first +0 in the window's row-major order, so at a lower flat index
+    return valid & negative_zero & (at_expected == 0) & ~np.signbit(at_expected) & (actual < expected)
+
+
 def _none(case: DivergenceCase) -> np.ndarray:
     return np.zeros(case.mismatch.shape, dtype=bool)
 
@@ -547,16 +563,35 @@ KNOWN: tuple[KnownDivergence, ...] = (
         summary="onnxruntime returns the other zero (+0 vs -0)",
         explanation=(
             "onnxruntime returns whichever of +0 and -0 its kernel meets first or whichever SIMD lane wins, "
-            "so the sign of a zero result depends on operand order and position. SONNX orders -0 < +0 for "
-            "Max (Max(+0, -0) = +0) and MaxPool returns the first element of the window equal to the maximum."
+            "so the sign of a zero result depends on operand order and position. SONNX orders -0 < +0 (Max_F)"
+            " for Max (Max(+0, -0) = +0) and for MaxPool (maxpool.md's float section: a window holding +0 "
+            "and -0 gives +0)."
         ),
         seen_in=(
             "1.23.2, 1.31.1: Max (depends on SIMD position) and MaxPool",
+            "1.32.0: MaxPool float16, float, double: with Indices the first zero of the window (-0 before "
+            "+0 gives -0); float32 and float16 Y alone the last one",
             "1.21.0, 1.26.0, 1.32.0: Max float16, float and double, Max(+0, -0) and Max(-0, +0) alternating "
             "over 16 elements: -0 at half of them",
         ),
         versions=(("1.21.0", "1.32.0"),),
         predicate=_signed_zero,
+    ),
+    KnownDivergence(
+        id="ORT-MAXPOOL-ZERO-INDEX",
+        operators=("MaxPool",),
+        outputs=(1,),
+        summary="onnxruntime's MaxPool Indices designate the window's first zero, a -0, not its first +0",
+        explanation=(
+            "onnxruntime's MaxPool with Indices keeps the first element that no later one exceeds with a "
+            "plain comparison (onnxruntime/core/providers/cpu/nn/pool_functors.h, MaxPool2DTask: x > Yh), "
+            "for which -0 and +0 are equal, so a window whose maximum is zero gets the index of its first "
+            "zero. SONNX orders +0 above -0 (Max_F, maxpool.md's float section): the index of the first +0. "
+            "Explained: an index designating a -0 of X where SONNX's designates a +0."
+        ),
+        seen_in=("1.32.0: float16, float and double, windows [-0, +0, ...] and [-0, -1, -0, +0]",),
+        versions=(("1.21.0", "1.32.0"),),
+        predicate=_index_at_negative_zero,
     ),
     KnownDivergence(
         id="ORT-SIGMOID-FLOAT-ABSOLUTE-ERROR",

@@ -6,8 +6,9 @@ materialising X_p, each offset is applied only to the output positions whose ele
 real element of X. Along one axis those positions are a contiguous range, so every step is one strided slice
 of X against one rectangle of the output: the loop runs over the kH*kW kernel offsets, never over outputs.
 
-The window maximum is kept with a strict comparison in row-major offset order, so among equal elements the
-first real one stays (decision 5). Every window starts at the lowest value of the type with its first real
+The window maximum is kept with a strict comparison in row-major offset order, in the float order Max_F
+(+0 > -0: maxpool.md's float section, "The Max operator becomes Max_F"), so among equal elements the first
+real one stays and a window holding both zeros gives +0, Indices designating its first +0 (decision 5). Every window starts at the lowest value of the type with its first real
 element as the index: a window whose real elements are all that lowest value (or NaN, under the NaN policy)
 ends as exactly that, as the tie rule requires.
 """
@@ -177,8 +178,8 @@ def _maximum_only(x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tupl
     """Y without Indices: the same window maximum, folded straight into Y one kernel offset at a time, with
     no offset tracking. The fold is ``numpy.fmax`` under the NaN-as--inf policy (a NaN never enters Y; a
     window of NaN and -inf only keeps the starting -inf) and ``numpy.maximum`` under the absorbing one.
-    Neither decides between +0 and -0, so a zero maximum is settled afterwards to the first zero of its
-    window, as with Indices (decision 5).
+    Neither decides between +0 and -0, so a zero maximum is settled afterwards by Max_F's order: +0 where
+    the window holds a +0, -0 where its zeros are all -0, as with Indices (decision 5).
 
     Speed: a ufunc is vectorised only along a contiguous last axis, and an offset's elements are strided by
     the pooling stride. So each group of (b, c) planes of X is first split into its stride phases
@@ -239,12 +240,12 @@ def _maximum_only(x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tupl
             fold(target, read(x_rows, x_cols), out=target)
         if x.dtype.kind == "f":
             zeros = best == 0
-            if zeros.any():
-                negative = np.zeros(best.shape, dtype=bool)
-                for (out_rows, x_rows), (out_cols, x_cols) in reversed(ordered):  # last write: first zero
+            if zeros.any():  # Max_F: +0 where the window holds a +0, -0 where its zeros are all -0
+                positive = np.zeros(best.shape, dtype=bool)
+                for (out_rows, x_rows), (out_cols, x_cols) in ordered:
                     candidate = read(x_rows, x_cols)
-                    np.copyto(negative[:, out_rows, out_cols], np.signbit(candidate), where=candidate == 0)
-                best[zeros] = np.where(negative[zeros], x.dtype.type(-0.0), x.dtype.type(0.0))
+                    positive[:, out_rows, out_cols] |= (candidate == 0) & ~np.signbit(candidate)
+                best[zeros] = np.where(positive[zeros], x.dtype.type(0.0), x.dtype.type(-0.0))
     return out.reshape(y_shape)
 
 
@@ -286,8 +287,8 @@ class _FlatIndex:
 def _settle_zeros(
     best: np.ndarray, x: np.ndarray, best_tap: np.ndarray, indices: np.ndarray | None, flat: _FlatIndex
 ) -> None:
-    """A zero of Y is bit for bit the element Indices designates (+0 and -0 tie: the first wins), which the
-    value fold does not guarantee."""
+    """A zero of Y is bit for bit the element Indices designates (Max_F: the first +0 of the window if it
+    holds one, else its first -0), which the value fold does not guarantee."""
     zeros = np.flatnonzero(best.reshape(-1) == 0)
     if zeros.size:
         where = indices.reshape(-1)[zeros] if indices is not None else flat.at(best_tap, zeros)

@@ -46,13 +46,16 @@ def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str | None = N
     """Fold the window elements met at one kernel offset into the best ones met so far (row-major order):
     update ``best`` in place and return where the candidate won.
 
-    A candidate wins when strictly greater, so the first of equal elements stays (the tie rule). As -inf: a
-    NaN never wins (``NaN > x`` is false) and never enters ``best`` (``fmax`` ignores it), so a window whose
-    real elements are all NaN or -inf keeps its starting -inf. Absorbing: the first NaN wins and stays.
-    The value of an equal candidate may replace ``best`` (+0 for -0): the kernel settles zeros from the
-    winning index.
+    A candidate wins when strictly greater in the float order Max_F, where +0 is greater than -0
+    (maxpool.md's float section: "The Max operator becomes Max_F"; max.md), so the first of equal elements
+    stays (the tie rule) and a +0 after a -0 wins. As -inf: a NaN never wins (``NaN > x`` is false) and
+    never enters ``best`` (``fmax`` ignores it), so a window whose real elements are all NaN or -inf keeps
+    its starting -inf. Absorbing: the first NaN wins and stays. The value of an equal candidate may replace
+    ``best`` (+0 for -0, or -0 for +0): the kernel settles zeros from the winning index.
     """
     wins = np.greater(candidate, best)
+    if candidate.dtype.kind == "f":  # equal with different sign bits: only -0 (best) against +0 (candidate)
+        wins |= np.equal(candidate, best) & np.greater(np.signbit(best), np.signbit(candidate))
     if (policy or MAXPOOL_NAN) == NAN_ABSORBING and candidate.dtype.kind == "f":
         wins |= np.isnan(candidate) & ~np.isnan(best)
         np.maximum(best, candidate, out=best)

@@ -63,11 +63,21 @@ def _signed_zero_case():
     return model, 0, expected, actual, None
 
 
+def _zero_index_case():
+    """A window [-0, +0, -1, -2]: SONNX (Max_F) designates the +0 (index 1), onnxruntime the first zero."""
+    model = maxpool((1, 1, 2, 4), np.float32, kernel=(2, 2), strides=(2, 2))
+    x = np.array([-0.0, 0.0, -5.0, 7.0, -1.0, -2.0, -6.0, -8.0], np.float32).reshape(1, 1, 2, 4)
+    expected = np.array([1, 3], dtype=np.int64).reshape(1, 1, 1, 2)
+    actual = np.array([0, 3], dtype=np.int64).reshape(1, 1, 1, 2)
+    return model, 1, expected, actual, x
+
+
 CASES = {
     "ORT-LOWEST-FOR-NEG-INF": _lowest_case,
     "ORT-INDICES-OUT-OF-RANGE": _indices_case,
     "ORT-MAXPOOL-NAN": _nan_case,
     "ORT-SIGNED-ZERO": _signed_zero_case,
+    "ORT-MAXPOOL-ZERO-INDEX": _zero_index_case,
 }
 
 
@@ -130,6 +140,18 @@ def test_entries_are_bound_to_their_operators_and_outputs():
     assert match_known(case(model, 1, expected, actual, x)) == []  # Y behaviour, Indices position
     other = max_model([[4]], np.float64)
     assert match_known(case(other, 0, expected.reshape(-1), actual.reshape(-1))) == []
+
+
+def test_a_zero_index_is_explained_only_where_sonnx_designates_a_positive_zero():
+    """Max_F: onnxruntime's index at a -0 is explained where SONNX's is at a +0, not where SONNX's is at
+    another -0 (then the window holds no +0 and the first -0 is SONNX's answer too) nor at a nonzero."""
+    model, position, expected, actual, x = _zero_index_case()
+    x[0, 0, 0, 1] = -0.0  # the window's zeros are all -0: SONNX's index 0 would be right
+    assert match_known(case(model, position, expected, actual, x)) == []
+    model, position, expected, actual, x = _zero_index_case()
+    actual[0, 0, 0, 1] = 2  # X[0, 0, 0, 2] = -5: an ordinary wrong index
+    by = {m.entry.id: m.explained for m in match_known(case(model, position, expected, actual, x))}
+    assert by == {"ORT-MAXPOOL-ZERO-INDEX": 1}
 
 
 def test_seen_in_versions():

@@ -29,7 +29,8 @@ def naive_maxpool(x, kernel, strides, dilations, pads):
             if not (0 <= row < h and 0 <= col < w):
                 continue  # padding is never selected
             value = x[b, ch, row, col].item()
-            key = -math.inf if _is_nan(value) else value  # "any NaN value in X_p is considered as -inf"
+            # "any NaN value in X_p is considered as -inf"; Max_F's order (+0 > -0) for floats
+            key = _order_key(-math.inf if _is_nan(value) else value)
             if best_key is None or key > best_key:  # strictly greater: the first of equals stays
                 best_key, best_value, best_index = key, x[b, ch, row, col], ((b * c + ch) * h + row) * w + col
         if best_key is None:

@@ -4,6 +4,7 @@ the corrected values of semantics.md (int8 Example 4: Indices[1,0] = 0; 8x8 exam
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from helpers import assert_identical, max_node_model, maxpool_node_model
 from seed_data import REAL_8X8, REAL_8X8_INDICES, REAL_8X8_Y
@@ -101,16 +102,24 @@ def test_flat_indices_count_batch_and_channel() -> None:
         ([np.nan, -INF, -INF, -INF], -INF, 0),  # NaN counts as -inf; the first real element is the index
         ([-INF, np.nan, 1.0, np.nan], 1.0, 2),
         ([np.nan, np.nan, np.nan, np.nan], -INF, 0),
-        ([0.0, -0.0, -1.0, -2.0], 0.0, 0),  # +0 and -0 tie: the first wins, bit for bit
-        ([-0.0, 0.0, -1.0, -2.0], -0.0, 0),
+        ([0.0, -0.0, -1.0, -2.0], 0.0, 0),  # Max_F: +0 > -0, so +0 and Indices at the first +0
+        ([-0.0, 0.0, -1.0, -2.0], 0.0, 1),
+        ([-0.0, -1.0, -0.0, 0.0], 0.0, 3),
+        ([-0.0, -1.0, -0.0, -2.0], -0.0, 0),  # zeros all -0: the first
+        ([-1.0, 0.0, 0.0, -0.0], 0.0, 1),  # equal +0: the first stays
         ([INF, np.nan, INF, 1.0], INF, 0),
     ],
 )
 def test_nan_and_signed_zero_windows(window, y, index) -> None:
+    """Y and Indices, and Y alone (the kernel's other path): the same value, bit for bit."""
     x = np.array(window, dtype=np.float32).reshape(1, 1, 2, 2)
     out = reference.evaluate(maxpool_node_model(x, (2, 2), (0, 0, 0, 0)), {"X": x})
     assert_identical(out["Y"], np.full((1, 1, 1, 1), y, dtype=np.float32))
     assert out["Indices"].item() == index
+    (alone,) = reference.run_node(
+        onnx.helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], pads=[0, 0, 0, 0]), [x]
+    )
+    assert_identical(alone, out["Y"])
 
 
 def test_a_padded_window_of_minus_infinity_gives_minus_infinity_not_the_lowest_finite_value() -> None:
