@@ -446,7 +446,7 @@ def constant_values(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
                 first = np.unravel_index(int(bad[0]), value.shape) if value.shape else ()
                 yield Violation(
                     f"{role} '{name}' is a constant with {bad.size} of {value.size} element(s) {wording} "
-                    f"(first at index {list(map(int, first))}: {value.flat[int(bad[0])].item()!r})",
+                    f"(first at index {list(map(int, first))}: {value.reshape(-1)[int(bad[0])].item()!r})",
                     tensor=name,
                     actual=int(bad.size),
                 )

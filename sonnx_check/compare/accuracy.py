@@ -698,8 +698,8 @@ def _summary(
     def instance(flat: int) -> Instance:
         index = tuple(int(i) for i in np.unravel_index(flat, expected.shape))
         return Instance(
-            index, expected.flat[flat].item(), actual.flat[flat].item(), float(allowed.flat[flat]),
-            float(ratio.flat[flat]),
+            # a tuple index, not .flat: numpy's flat iterator refuses arrays of rank above 32
+            index, expected[index].item(), actual[index].item(), float(allowed[index]), float(ratio[index]),
         )  # fmt: skip
 
     masks = {**masks, WITHIN: masks[WITHIN] & ~masks[OVERFLOW] & ~masks[PRODUCT_OVERFLOW]}  # counted apart

@@ -772,3 +772,39 @@ def test_sigmoid_by_cancellation_is_beyond_the_bound_for_negative_inputs():
     cancelled = 1 - 1 / (1 + np.exp(-np.abs(x)))  # onnxruntime's double Sigmoid for x < 0
     result = compare(n, [x], cancelled)
     assert result.counts[acc.BEYOND] > 400 and result.max_ratio > 1e6
+
+
+def test_an_output_of_rank_above_32_is_classified():
+    """numpy's flat iterator refuses arrays of rank above 32; numpy itself allows 64: a diverging output of
+    rank 34 is counted, and its first instance carries its full index."""
+    n = node("Sigmoid")
+    x = np.linspace(-3, 3, 16, dtype=F32).reshape((1,) * 33 + (16,))
+    expected = reference(n, [x])
+    actual = expected.copy()
+    actual[(0,) * 33 + (5,)] = 2.0
+    result = compare(n, [x], actual)
+    assert result.counts[acc.BEYOND] == 1 and result.first[acc.BEYOND].index == (0,) * 33 + (5,)
+    assert result.worst is not None and result.worst.actual == 2.0
+
+
+def test_a_constant_of_rank_above_32_is_reported_by_its_rule(tmp_path):
+    """A static constant_values rule (integer Div's B != 0) names the first bad element of a rank-34
+    constant instead of failing on numpy's flat iterator."""
+    from onnx import numpy_helper
+
+    from sonnx_check.engine import check_file
+
+    shape = (1,) * 33 + (2,)
+    b = numpy_helper.from_array(np.array([3, 0], np.int32).reshape(shape), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Div", ["a", "b"], ["y"], name="d")],
+        "g",
+        [helper.make_tensor_value_info("a", onnx.TensorProto.INT32, list(shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, list(shape))],
+        [b],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    path = tmp_path / "rank34.onnx"
+    onnx.save(model, path)
+    messages = [f.message for f in check_file(str(path)).findings]
+    assert any("1 of 2 element(s)" in m and ": 0)" in m for m in messages), messages
