@@ -18,15 +18,21 @@ from sonnx_check.view import subgraph_attributes
 Kernel = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"], "int | None"], list[np.ndarray]]
 
 
+# Operators outside the profile that the comparison still runs, as exact operators (GRAPH.operator reports
+# them statically; they have no declaration to name their kernel): each module states its reading.
+OUTSIDE_PROFILE = {"Identity": "reference.identity:run"}
+
+
 @functools.lru_cache(maxsize=1)
 def kernels() -> dict[str, Kernel]:
     """Operators of the default ONNX domain with a reference kernel: the declarations name them
-    (``kernel = "reference.max:run"`` in rules/<Op>.toml), so no table is kept here."""
+    (``kernel = "reference.max:run"`` in rules/<Op>.toml), so no table is kept here, except for the few
+    operators outside the profile (``OUTSIDE_PROFILE``)."""
+    declared = {op.op_type: op.kernel for op in profile_operators().values() if op.kernel}
     table = {}
-    for op in profile_operators().values():
-        if op.kernel:
-            module, _, name = op.kernel.partition(":")
-            table[op.op_type] = getattr(importlib.import_module(f"sonnx_check.{module}"), name)
+    for op_type, kernel in {**OUTSIDE_PROFILE, **declared}.items():
+        module, _, name = kernel.partition(":")
+        table[op_type] = getattr(importlib.import_module(f"sonnx_check.{module}"), name)
     return table
 
 

@@ -267,3 +267,21 @@ def test_render_comparison_of_a_refused_model(monkeypatch):
     console = Console(record=True, width=200, color_system=None)
     console.print(render_comparison(result.comparison))
     assert "not compared: onnxruntime refused the model" in console.export_text()
+
+
+def test_identity_outside_the_profile_is_compared_bit_for_bit(monkeypatch):
+    """Identity has no SONNX text (GRAPH.operator statically) but real exports alias initializers with it:
+    the comparison runs it as an exact operator, so a changed bit (-0 for +0) is a divergence on it."""
+    ident = h.make_node("Identity", ["X"], ["I"], name="id")
+    pool = maxpool_node("I", ["Y"], "pool")
+    graph = h.make_graph(
+        [ident, pool], "g", [h.make_tensor_value_info("X", T.FLOAT, [1, 1, 4, 4])],
+        [h.make_tensor_value_info("Y", T.FLOAT, None)],
+    )  # fmt: skip
+    FakeOrt().install(monkeypatch)
+    result = compare_loaded(finish(graph), RANDOM)
+    assert result.findings == [] and result.comparison["status"] == "match"
+    assert [n["op_type"] for n in result.comparison["nodes"]] == ["Identity", "MaxPool"]
+    FakeOrt(tamper={"I": set_at((0, 0, 1, 1), 99.0)}).install(monkeypatch)
+    result = compare_loaded(finish(graph), RANDOM)
+    assert rules(result) == [("RUNTIME.divergence", "error", 0)]
