@@ -993,6 +993,29 @@ def _range(data: NodeData) -> RuleResult:
     return introduced, i == 0, ""
 
 
+def _lstm(data: NodeData) -> RuleResult:
+    """The draft states only "activation functions required accuracy is 1 ULP". Its reading here
+    (reference/lstm.py): the recurrence as the composition of the profile's operators, each within its own
+    accuracy in the runtime and correctly rounded in the reference; ``run_bounds`` propagates, step by step,
+    rigorous absolute bounds on their distance (sums of products at gamma_(n+2), activations within 1 ulp
+    and their Lipschitz constants, one rounding per + and *, cross terms included). The output is found
+    among Y, Y_h, Y_c by its bits (the larger bound where two are identical)."""
+    run_bounds = _kernel_function(data, "run_bounds")
+    if run_bounds is None:
+        raise AccuracyError("LSTM: its kernel has no run_bounds")
+    expected = data.expected
+    found = None
+    for value, bound in run_bounds(data.node, data.inputs):
+        if value is not None and value.shape == expected.shape and value.dtype == expected.dtype:
+            same = (value == expected) | (np.isnan(value) & np.isnan(expected))
+            if np.all(same & (np.signbit(value) == np.signbit(expected))):
+                found = bound if found is None else np.maximum(found, bound)
+    if found is None:
+        return np.full(expected.shape, np.inf), False, ""
+    steps = data.x(0).shape[1 if data.attrs.get("layout", 0) else 0]
+    return found, False, f" over {steps} step(s)"
+
+
 _EXP_HYPOTHESIS = (
     'tanh_acc.md: "let us suppose that the exp function has a 2ε accuracy in the interval [−1, 0]" …'
 )
@@ -1032,6 +1055,13 @@ _RULES: dict[str, Rule] = {
         "γ_7·(|k·X| + |k·mean| + |B|) + u·|Y|, k = scale/√(var+ε)",
         "derived: batch_normalization.md's formula, text order or folded, accuracy.md's u per rounding",
         _batch_normalization,
+    ),
+    "LSTM": Rule(
+        "step-by-step propagated bound: γ_(n+2)·Σ|a·b| per gate sum, 1 ulp + Lipschitz per activation, "
+        "u per + and ×",
+        'derived: lstm.md\'s recurrence as a composition of the profile\'s operators; "Activation functions '
+        'required accuracy is 1 ULP"',
+        _lstm,
     ),
     "Range": Rule(
         "γ_2·(|S| + i·|D|)",
