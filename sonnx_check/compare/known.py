@@ -157,6 +157,12 @@ def _index_at_negative_zero(case: DivergenceCase) -> np.ndarray:
     return valid & negative_zero & (at_expected == 0) & ~np.signbit(at_expected) & (actual < expected)
 
 
+def _number_where_nan(case: DivergenceCase) -> np.ndarray:
+    if case.actual.dtype.kind != "f":
+        return _none(case)
+    return np.isnan(case.expected) & ~np.isnan(case.actual)
+
+
 def _none(case: DivergenceCase) -> np.ndarray:
     return np.zeros(case.mismatch.shape, dtype=bool)
 
@@ -592,6 +598,25 @@ KNOWN: tuple[KnownDivergence, ...] = (
         seen_in=("1.32.0: float16, float and double, windows [-0, +0, ...] and [-0, -1, -0, +0]",),
         versions=(("1.21.0", "1.32.0"),),
         predicate=_index_at_negative_zero,
+    ),
+    KnownDivergence(
+        id="ORT-LSTM-NAN-GATES",
+        operators=("LSTM",),
+        outputs=None,
+        summary="onnxruntime's LSTM gives numbers where a gate is NaN (a NaN input, or +inf + -inf in a gate sum)",
+        explanation=(
+            "SONNX's LSTM (lstm.md, the recurrence of the profile's operators under IEEE 754) is NaN from a "
+            "NaN in X, or from a gate sum holding +inf and -inf terms (an infinite X against weights of both "
+            "signs), through every later step. onnxruntime's CPU LSTM (onnxruntime/core/providers/cpu/rnn) "
+            "returns numbers there when the node has a B input (zeros included): the NaN gate does not reach "
+            "its output; without B the NaN propagates. Explained: a number where SONNX's result is NaN."
+        ),
+        seen_in=(
+            "1.21.0, 1.32.0: float LSTM, forward, hidden_size 4, with B, X all NaN, +inf or -inf (from the "
+            "second step on); without B: NaN, as SONNX",
+        ),
+        versions=(("1.21.0", "1.32.0"),),
+        predicate=_number_where_nan,
     ),
     KnownDivergence(
         id="ORT-SIGMOID-FLOAT-ABSOLUTE-ERROR",
