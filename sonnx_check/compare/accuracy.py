@@ -93,9 +93,9 @@ WITHIN = "within-bound"
 # may overflow in some summation order; its elements are in the WITHIN mask of ``outcome_masks`` (the callers
 # accept that mask) and are counted apart so that a report shows them
 OVERFLOW = "intermediate-overflow"
-# within by reading (d) (sum of products): a NaN where the reference is +-inf from an infinite term, because an
-# IEEE 754 evaluation rounding each product (or a partial sum) to the output type may overflow finite terms of
-# the other sign to the other infinity (inf - inf); also a part of the WITHIN mask, counted apart
+# within by reading (d) (sum of products): a NaN where the reference is +-inf from an infinite term, because
+# an IEEE 754 evaluation rounding each product (or a partial sum) to the output type may overflow finite
+# terms of the other sign to the other infinity (inf - inf); also a part of the WITHIN mask, counted apart
 PRODUCT_OVERFLOW = "product-overflow"
 BEYOND = "beyond-bound"
 SPECIAL = "special-value"  # NaN vs number, +-inf mismatch, sign of zero where the text fixes it
@@ -1059,7 +1059,7 @@ _RULES: dict[str, Rule] = {
     "LSTM": Rule(
         "step-by-step propagated bound: γ_(n+2)·Σ|a·b| per gate sum, 1 ulp + Lipschitz per activation, "
         "u per + and ×",
-        'derived: lstm.md\'s recurrence as a composition of the profile\'s operators; "Activation functions '
+        "derived: lstm.md's recurrence as a composition of the profile's operators; \"Activation functions "
         'required accuracy is 1 ULP"',
         _lstm,
     ),

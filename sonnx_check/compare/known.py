@@ -603,7 +603,9 @@ KNOWN: tuple[KnownDivergence, ...] = (
         id="ORT-LSTM-NAN-GATES",
         operators=("LSTM",),
         outputs=None,
-        summary="onnxruntime's LSTM gives numbers where a gate is NaN (a NaN input, or +inf + -inf in a gate sum)",
+        summary=(
+            "onnxruntime's LSTM gives numbers where a gate is NaN (a NaN input, or +inf + -inf in a gate sum)"
+        ),
         explanation=(
             "SONNX's LSTM (lstm.md, the recurrence of the profile's operators under IEEE 754) is NaN from a "
             "NaN in X, or from a gate sum holding +inf and -inf terms (an infinite X against weights of both "

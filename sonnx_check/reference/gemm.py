@@ -151,7 +151,8 @@ def _exact_element(
     ml, el = mantissa_exponent(row)
     mr, er = mantissa_exponent(col)
     (ma,), (ea,) = mantissa_exponent(np.array([attrs.alpha]))
-    parts = [(int(ma) * x * y, int(ea) + e + f) for x, y, e, f in zip(ml.tolist(), mr.tolist(), el.tolist(), er.tolist(), strict=True) if x and y]  # fmt: skip
+    factors = zip(ml.tolist(), mr.tolist(), el.tolist(), er.tolist(), strict=True)
+    parts = [(int(ma) * x * y, int(ea) + e + f) for x, y, e, f in factors if x and y]
     if c is not None and c != 0 and attrs.beta != 0:
         (mb,), (eb,) = mantissa_exponent(np.array([attrs.beta]))
         (mc,), (ec,) = mantissa_exponent(np.array([c]))

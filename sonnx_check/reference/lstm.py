@@ -1,8 +1,9 @@
-"""LSTM reference kernel (SONNX draft, based on LSTM-22), written from ops/lstm/lstm.md, under a stated reading:
-the recurrence is the composition of the profile's operators, each rounded to the type.
+"""LSTM reference kernel (SONNX draft, based on LSTM-22), written from ops/lstm/lstm.md, under a stated
+reading: the recurrence is the composition of the profile's operators, each rounded to the type.
 
 Per direction, per step t (forward: t = 0 .. L_b - 1 for batch b of sequence length L_b; reverse: the same
-steps in reverse order, ONNX's reading of ``revert`` with sequence_lens), gates in the text's order i, o, f, g:
+steps in reverse order, ONNX's reading of ``revert`` with sequence_lens), gates in the text's order i, o, f,
+g:
 
     z     = [x_t, h_(t-1), 1, 1] x [W^T; R^T; B_w; B_r]  one sum of products, correctly rounded (MatMul/Gemm)
     z_i  += P_i * c_(t-1),  z_f += P_f * c_(t-1)           Mul then Add, each rounded (peepholes, when given)
@@ -198,7 +199,9 @@ def lstm(
         outputs = [y.transpose(2, 0, 1, 3), y_h.transpose(1, 0, 2), y_c.transpose(1, 0, 2)]
         if bounds_out is not None:
             bounds_out = [
-                bounds_out[0].transpose(2, 0, 1, 3), h_bound.transpose(1, 0, 2), c_bound.transpose(1, 0, 2)
+                bounds_out[0].transpose(2, 0, 1, 3),
+                h_bound.transpose(1, 0, 2),
+                c_bound.transpose(1, 0, 2),
             ]
     return outputs, bounds_out
 
@@ -272,8 +275,18 @@ class _Direction:
             two_u = 2 * u
             if self.peephole:  # + P c: the runtime's c differs by dc; Mul and Add rounded, both sides
                 p = np.abs(self.p.astype(np.float64))
-                dz_i = dz_i + p[0] * bounds.c + two_u * 2 * (p[0] * (abs_c + bounds.c) + np.abs(zs[0])) + 4 * u * mn
-                dz_f = dz_f + p[2] * bounds.c + two_u * 2 * (p[2] * (abs_c + bounds.c) + np.abs(zs[2])) + 4 * u * mn
+                dz_i = (
+                    dz_i
+                    + p[0] * bounds.c
+                    + two_u * 2 * (p[0] * (abs_c + bounds.c) + np.abs(zs[0]))
+                    + 4 * u * mn
+                )
+                dz_f = (
+                    dz_f
+                    + p[2] * bounds.c
+                    + two_u * 2 * (p[2] * (abs_c + bounds.c) + np.abs(zs[2]))
+                    + 4 * u * mn
+                )
             di = self._activation_bound(acts[0], dz_i, i)
             dg = self._activation_bound(acts[1], dz_g, g)
             if self.params.input_forget:

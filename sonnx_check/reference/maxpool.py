@@ -8,9 +8,10 @@ of X against one rectangle of the output: the loop runs over the kH*kW kernel of
 
 The window maximum is kept with a strict comparison in row-major offset order, in the float order Max_F
 (+0 > -0: maxpool.md's float section, "The Max operator becomes Max_F"), so among equal elements the first
-real one stays and a window holding both zeros gives +0, Indices designating its first +0 (decision 5). Every window starts at the lowest value of the type with its first real
-element as the index: a window whose real elements are all that lowest value (or NaN, under the NaN policy)
-ends as exactly that, as the tie rule requires.
+real one stays and a window holding both zeros gives +0, Indices designating its first +0 (decision 5).
+Every window starts at the lowest value of the type with its first real element as the index: a window
+whose real elements are all that lowest value (or NaN, under the NaN policy) ends as exactly that, as the tie
+rule requires.
 """
 
 from __future__ import annotations

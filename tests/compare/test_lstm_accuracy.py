@@ -43,7 +43,9 @@ def naive(node: onnx.NodeProto, values) -> list[np.ndarray]:
     x, w, r, b, lengths, h0, c0, p = (np.asarray(v, np.float64) if v is not None else None for v in values)
     attrs = {a.name: h.get_attribute_value(a) for a in node.attribute}
     hidden = attrs["hidden_size"]
-    directions = ["forward", "reverse"] if attrs["direction"] == b"bidirectional" else [attrs["direction"].decode()]
+    directions = (
+        ["forward", "reverse"] if attrs["direction"] == b"bidirectional" else [attrs["direction"].decode()]
+    )
     seq, batch, _ = x.shape
     y = np.zeros((seq, len(directions), batch, hidden))
     y_h, y_c = np.zeros((len(directions), batch, hidden)), np.zeros((len(directions), batch, hidden))
@@ -106,7 +108,10 @@ def test_a_wrong_gate_order_is_beyond_the_bound():
 def test_onnxruntime_is_within_the_bound(direction, peephole):
     ort = pytest.importorskip("onnxruntime")
     node, values = case(direction, peephole, seed=1)
-    inputs = [h.make_tensor_value_info(n, T.INT32 if n == "L" else T.FLOAT, v.shape) for n, v in zip(NAMES, values)]
+    inputs = [
+        h.make_tensor_value_info(n, T.INT32 if n == "L" else T.FLOAT, v.shape)
+        for n, v in zip(NAMES, values, strict=True)
+    ]
     outputs = [h.make_tensor_value_info(o, T.FLOAT, None) for o in node.output]
     model = h.make_model(h.make_graph([node], "g", inputs, outputs), opset_imports=[h.make_opsetid("", 22)])
     model.ir_version = 10

@@ -624,7 +624,9 @@ def _exact_gemm(a, b, c, attrs):
 
 
 @settings(max_examples=150, deadline=None)
-@given(matrices(specials=False, bias=True), GEMM_ATTRIBUTES, st.sampled_from(["full", "row", "scalar", "none"]))
+@given(
+    matrices(specials=False, bias=True), GEMM_ATTRIBUTES, st.sampled_from(["full", "row", "scalar", "none"])
+)
 def test_gemm_computes_every_attribute_onnx_allows_within_its_stated_error(case, attrs, c_form) -> None:
     """transA/transB choose the operands; alpha = beta = 1 is correctly rounded (bit for bit); other scalings
     are within half an ulp plus the error ``bound_terms`` states (gamma_3 in float64 of sum |terms|)."""
@@ -650,7 +652,9 @@ def test_gemm_computes_every_attribute_onnx_allows_within_its_stated_error(case,
         assert math.isfinite(float(got)) or abs(exact[i, j]) >= Fraction(float(info.max)), (i, j, got, want)
         if not math.isfinite(float(got)):
             continue
-        ulp = Fraction(float(np.spacing(np.abs(got)))) if got != 0 else Fraction(float(info.smallest_subnormal))
+        ulp = (
+            Fraction(float(np.spacing(np.abs(got)))) if got != 0 else Fraction(float(info.smallest_subnormal))
+        )
         allowed = ulp / 2 + Fraction(stated.reference_relative) * magnitude[i, j]
         allowed += Fraction(stated.reference_absolute)
         assert abs(Fraction(float(got)) - exact[i, j]) <= allowed, (i, j, got, want)
@@ -669,7 +673,9 @@ def test_scaled_float64_gemm_is_exact_where_float64_would_overflow() -> None:
     (y,) = reference.run_node(h.make_node("Gemm", ["A", "B", "C"], ["Y"], alpha=0.0, beta=0.5), [a, b, c])
     assert y[0, 0] == -top / 2
     # non-finite operands keep IEEE 754 on the formula: alpha = 0 times an infinite sum is NaN
-    (y,) = reference.run_node(h.make_node("Gemm", ["A", "B"], ["Y"], alpha=0.0), [np.array([[np.inf]]), b[:1]])
+    (y,) = reference.run_node(
+        h.make_node("Gemm", ["A", "B"], ["Y"], alpha=0.0), [np.array([[np.inf]]), b[:1]]
+    )
     assert np.isnan(y[0, 0])
 
 
