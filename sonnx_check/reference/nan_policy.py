@@ -50,15 +50,15 @@ def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str | None = N
     (maxpool.md's float section: "The Max operator becomes Max_F"; max.md), so the first of equal elements
     stays (the tie rule) and a +0 after a -0 wins. As -inf: a NaN never wins (``NaN > x`` is false) and
     never enters ``best`` (``fmax`` ignores it), so a window whose real elements are all NaN or -inf keeps
-    its starting -inf. Absorbing: the first NaN wins and stays. The value of an equal candidate may replace
-    ``best`` (+0 for -0, or -0 for +0): the kernel settles zeros from the winning index.
+    its starting -inf. Absorbing: the first NaN wins and stays. Only a winner replaces ``best``, so ``best``
+    is always the element the winning index designates, bit for bit.
     """
     wins = np.greater(candidate, best)
     if candidate.dtype.kind == "f":  # equal with different sign bits: only -0 (best) against +0 (candidate)
         wins |= np.equal(candidate, best) & np.greater(np.signbit(best), np.signbit(candidate))
-    if (policy or MAXPOOL_NAN) == NAN_ABSORBING and candidate.dtype.kind == "f":
-        wins |= np.isnan(candidate) & ~np.isnan(best)
-        np.maximum(best, candidate, out=best)
-    else:
-        np.fmax(best, candidate, out=best)
+        if (policy or MAXPOOL_NAN) == NAN_ABSORBING:
+            wins |= np.isnan(candidate) & ~np.isnan(best)
+    # only the winners replace ``best``: an equal candidate (the other zero) must not, or the next
+    # comparison would be made against the wrong zero
+    np.copyto(best, candidate, where=wins)
     return wins

@@ -107,6 +107,7 @@ def test_flat_indices_count_batch_and_channel() -> None:
         ([-0.0, -1.0, -0.0, 0.0], 0.0, 3),
         ([-0.0, -1.0, -0.0, -2.0], -0.0, 0),  # zeros all -0: the first
         ([-1.0, 0.0, 0.0, -0.0], 0.0, 1),  # equal +0: the first stays
+        ([0.0, -0.0, 0.0, -1.0], 0.0, 0),  # a -0 between two +0 does not displace the first
         ([INF, np.nan, INF, 1.0], INF, 0),
     ],
 )
