@@ -12,6 +12,7 @@ report says when the running version is not among them (a regression or a new co
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -310,10 +311,13 @@ def _signed_sums(case: DivergenceCase) -> tuple[np.ndarray, np.ndarray, int] | N
         with np.errstate(invalid="ignore"):
             return np.maximum(wide, 0.0), np.maximum(-wide, 0.0)  # NaN stays NaN in both
 
-    a_pos, a_neg = parts(inputs[0], scale)
+    # Gemm's alpha and beta: the helper scales by their magnitudes; a negative one flips its terms' signs
+    alpha = float(_attribute(case.node, "alpha", 1.0)) if case.node.op_type == "Gemm" else 1.0
+    beta = float(_attribute(case.node, "beta", 1.0)) if case.node.op_type == "Gemm" else 1.0
+    a_pos, a_neg = parts(inputs[0], math.copysign(scale, alpha))
     b_pos, b_neg = parts(inputs[1], scale)
     bias = inputs[2] if len(inputs) > 2 else None
-    c_pos, c_neg = parts(bias, scale * scale) if bias is not None else (None, None)
+    c_pos, c_neg = parts(bias, math.copysign(scale * scale, beta)) if bias is not None else (None, None)
 
     # A cheap upper bound first: n * max|a| * max|b| + max|c| under the threshold rules every element out.
     def peak(*values: np.ndarray) -> float:  # over the finite operands: a non-finite one explains nothing

@@ -833,3 +833,19 @@ def test_live_integer_division_of_the_minimum_by_minus_one_surfaces_as_a_crash(t
         pytest.skip(f"onnxruntime {_ort_version()} did not trap on INT_MIN / -1 here")
     assert not any("known_divergence" in f.data for f in result.findings)
     assert not any(f.rule == "RUNTIME.divergence" for f in result.findings)
+
+
+def test_sum_overflow_follows_the_signs_of_gemms_alpha_and_beta():
+    """Gemm with alpha = -1: [max, max] . [1, 1] gives terms of -max, so -inf is explained and +inf is not;
+    with beta = -1 too, a C of max is a negative term as well."""
+    a = np.array([[F32.max, F32.max]], np.float32)
+    b = np.array([[1.0], [1.0]], np.float32)
+    c = np.zeros((1, 1), np.float32)
+    model = node_model("Gemm", [a, b, c], {**GEMM, "alpha": -1.0})
+    for value in (-np.inf, np.inf):
+        case = crafted(model, [a, b, c], np.array([[-F32.max]], np.float32), np.array([[value]], np.float32))
+        assert explained("ORT-SUM-OVERFLOW", case).any() == (value == -np.inf), value
+    one = [a[:, :1], b[:1], np.array([[F32.max]], np.float32)]
+    model = node_model("Gemm", one, {**GEMM, "beta": -1.0, "alpha": -1.0})
+    lowest, minus_inf = np.array([[-F32.max]], np.float32), np.array([[-np.inf]], np.float32)
+    assert explained("ORT-SUM-OVERFLOW", crafted(model, one, lowest, minus_inf)).tolist() == [[True]]
