@@ -502,9 +502,9 @@ def _waivers(r: _Reader, value: Any) -> tuple[Waiver, ...]:
                 )
             bad = [k for k in known if not _KNOWN_ID.fullmatch(k)]
             if not known or bad:
+                got = repr(bad[0]) if bad else "an empty list"
                 raise r.fail(
-                    f"{wkey}.known",
-                    f"expected the ID of a known departure (as ORT-MAXPOOL-NAN), got {bad[0] if bad else '[]'!r}",
+                    f"{wkey}.known", f"expected the ID of a known departure (as ORT-MAXPOOL-NAN), got {got}"
                 )
         waivers.append(
             Waiver(

@@ -1,9 +1,9 @@
 """General restrictions GR1-GR4 (SONNX general_restrictions.md).
 
-They restrict "all operators of the SONNX profile": a node whose operator is outside the profile (GRAPH.operator
-or GRAPH.domain already rejects it) gets no GR finding, which would only repeat that verdict in other words and
-invite a --fix of a node that has to go anyway. What is not a node's (sparse initializers, graph inputs and
-outputs) is always checked."""
+They restrict "all operators of the SONNX profile": a node whose operator is outside the profile
+(GRAPH.operator or GRAPH.domain already rejects it) gets no GR finding, which would only repeat that verdict
+in other words and invite a --fix of a node that has to go anyway. What is not a node's (sparse
+initializers, graph inputs and outputs) is always checked."""
 
 from __future__ import annotations
 

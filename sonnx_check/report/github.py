@@ -132,7 +132,9 @@ def _log_line(path: str, finding: Finding) -> str:
     model string can begin a line (the runner reads a line starting with '::' as a command)."""
     word = "waived" if finding.waived is not None else finding.severity.value
     fixable = " [*]" if finding.fixable else ""
-    line = f"{word} {finding.rule} {path}: [{finding.verdict_class.value}]{fixable} {finding.located_message()}"
+    line = (
+        f"{word} {finding.rule} {path}: [{finding.verdict_class.value}]{fixable} {finding.located_message()}"
+    )
     line += f" [reason: {finding.waived}]" if finding.waived is not None else ""
     return display(line, len(line))  # already display-sanitised by the CLI; this keeps it one line anyway
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from sonnx_check import __version__, sanitise
 from sonnx_check.findings import Finding, ModelResult, Severity
-from sonnx_check.report.summary import summarise
 from sonnx_check.report.readings import comparison_readings
+from sonnx_check.report.summary import summarise
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "sonnxCheckFinding/v1"

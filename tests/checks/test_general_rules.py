@@ -75,8 +75,11 @@ def test_general_restrictions_skip_an_operator_outside_the_profile(tmp_path: Pat
     findings = check(model(nodes, [vi("x")], [vi("y", shape=(1, 1, 7, 7))]), tmp_path)
     by_node = {(f.rule, f.node.name if f.node else None, f.tensor) for f in findings}
     assert ("GRAPH.operator", "avg", None) in by_node
-    assert not [f for f in findings if f.rule.startswith("GR") and f.rule[2:].isdigit() and f.node
-                and f.node.name == "avg"]
+    assert not [
+        f
+        for f in findings
+        if f.rule.startswith("GR") and f.rule[2:].isdigit() and f.node and f.node.name == "avg"
+    ]
     assert ("GR2", "relu", "r") in by_node  # a profile operator's undeclared output is still reported
 
 

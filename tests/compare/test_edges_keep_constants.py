@@ -98,7 +98,9 @@ def test_the_configuration_key_includes_the_constant_values(monkeypatch):
     assert shared["inputs"][1]["sha256"] != other["inputs"][1]["sha256"]  # the min: 0 against -1
     # the operator-level run does not depend on the bounds: one configuration for the three nodes
     [operator] = [
-        c for c in result.comparison["node_edges"]["operator_edges"]["configurations"] if c["op_type"] == "Clip"
+        c
+        for c in result.comparison["node_edges"]["operator_edges"]["configurations"]
+        if c["op_type"] == "Clip"
     ]
     assert [n["name"] for n in operator["nodes"]] == ["clip0", "clip1", "clip2"]
 
@@ -118,7 +120,9 @@ def test_a_divergence_only_with_edge_parameters_is_operator_level_evidence_never
 
     FakeOrt(tamper={"c2_out0": set_at((0, 0), 42.0)}).install(monkeypatch)
     path = save(clips([(0.0, 6.0)]), tmp_path)
-    run = CliRunner().invoke(main, ["--isolated", "--select", "RUNTIME.*", "--compare", "--format", "json", str(path)])
+    run = CliRunner().invoke(
+        main, ["--isolated", "--select", "RUNTIME.*", "--compare", "--format", "json", str(path)]
+    )
     assert run.exit_code == 0, run.output
     import json
 

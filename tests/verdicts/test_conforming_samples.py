@@ -56,4 +56,3 @@ def test_waivers_of_the_reported_known_departures_make_the_conforming_samples_pa
     assert document["summary"]["classes"]["known-departure"] == 0
     waived = [f for m in document["models"] for f in m["findings"] if f.get("waived")]
     assert waived and all(f["class"] == "known-departure" for f in waived)
-
