@@ -144,6 +144,8 @@ def _finding_line(finding: Finding) -> Text:
         line.append("waived", style="dim")
     else:
         line.append(finding.severity.value, style=_STYLE[finding.severity])
+    if finding.rule.startswith("RUNTIME."):  # a static finding is always a profile violation
+        line.append(f" [{finding.verdict_class.value}]", style="magenta")
     if finding.fixable:
         line.append(" " + FIXABLE_MARK, style="green")
     line.append(" ")

@@ -107,3 +107,29 @@ def test_a_waived_finding_is_not_fixable(export: Path, tmp_path: Path) -> None:
     document = json.loads(run_cli(["--format", "json", "net.onnx"], cwd=tmp_path).stdout)
     gr2 = [f for f in document["models"][0]["findings"] if f["rule"] == "GR2"]
     assert gr2 and all(f["waived"] and not f.get("fixable") for f in gr2)
+
+
+def test_text_tags_each_runtime_finding_with_its_class() -> None:
+    import io
+
+    from rich.console import Console
+
+    from sonnx_check.findings import Finding, ModelResult, NodeRef
+    from sonnx_check.report import text
+
+    data = {
+        "status": "differs",
+        "mismatches": 4,
+        "unexplained": 0,
+        "known_divergence": [{"id": "ORT-MAXPOOL-NAN"}],
+        "explained_by": [{"ids": ["ORT-MAXPOOL-NAN"], "elements": 4}],
+    }
+    known = Finding("RUNTIME.divergence", "output 'y'", node=NodeRef(1, "p", "MaxPool"), data=data)
+    other = Finding("RUNTIME.divergence", "output 'z'", node=NodeRef(2, "q", "MaxPool"))
+    console = Console(file=io.StringIO(), color_system=None, width=500)
+    with console.capture() as captured:
+        text.render(console, [ModelResult("m.onnx", [known, other])])
+    out = captured.get()
+    assert "RUNTIME.divergence error [known-departure] MaxPool 'p'" in out
+    assert "RUNTIME.divergence error [unexplained-divergence] MaxPool 'q'" in out
+    assert out.startswith("verdict: 0 profile violation(s), 1 unexplained divergence(s), 1 known runtime")
