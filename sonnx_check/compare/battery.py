@@ -79,6 +79,10 @@ class Configuration:
     scope: str = NODE_SCOPE
     constants: frozenset[int] = frozenset()  # held positions the model fixes (the rest: integer parameters)
     digest: str = ""  # the configuration's key (hex): operator, attributes, types, shapes, held values
+    # held inputs read from the model's initializers: decoded into ``held`` only while the configuration
+    # runs (weights are not held twice through the in-context run); every held input's dtype, shape, sha256
+    held_from: dict[int, str] = field(default_factory=dict)
+    held_meta: dict[int, tuple[np.dtype, tuple[int, ...], str]] = field(default_factory=dict)
     nodes: list[int] = field(default_factory=list)
     records: dict[int, OutputRecord] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why this configuration did not run it
@@ -96,7 +100,8 @@ class Configuration:
         """What running it holds at once: the fed data twice (feeds and a copy in flight), onnxruntime's
         outputs, the reference's outputs and temporaries, the diff's masks and the known-behaviour match."""
         fed = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in self.fed)
-        held = sum(v.nbytes for v in self.held.values())  # the array, and its copy in the lone model
+        # the array, and its copy in the lone model
+        held = sum(int(np.prod(shape)) * dtype.itemsize for dtype, shape, _ in self.held_meta.values())
         outputs = sum(elements * itemsize for elements, itemsize in self.output_sizes)
         elements = sum(elements for elements, _ in self.output_sizes)
         per_element = MASK_BYTES_PER_ELEMENT + KNOWN_BYTES_PER_ELEMENT
@@ -106,7 +111,9 @@ class Configuration:
         """The node's input values in order: fed data, held parameters, None for an omitted input."""
         values: list[np.ndarray | None] = []
         for position, name in enumerate(self.node.input):
-            values.append(None if not name else self.held.get(position, fed.get(position)))
+            values.append(
+                None if not name else self.held[position] if position in self.held_meta else fed.get(position)
+            )
         return values
 
     def to_json(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> dict[str, Any]:
@@ -121,13 +128,13 @@ class Configuration:
             + [
                 {
                     "position": p,
-                    "dtype": v.dtype.name,
-                    "shape": list(v.shape),
+                    "dtype": dtype.name,
+                    "shape": list(shape),
                     "values": "held",
                     "held": "model-constant" if p in self.constants else "integer-parameter",
-                    "sha256": _value_digest(v).hex()[:16],
+                    "sha256": sha,
                 }
-                for p, v in sorted(self.held.items())
+                for p, (dtype, shape, sha) in sorted(self.held_meta.items())
             ],
             "nodes": [{"index": i, "name": view_nodes[i].name} for i in self.nodes],
             "status": self.status,
@@ -167,6 +174,7 @@ class NodeEdges:
         self.nodes = nodes
         self.model = model
         self.fixed = fixed_tensors(model)
+        self._initializers = {t.name: t for t in model.graph.initializer}
         self.operator_edges = operator_edges
         self.seed = seed
         self.max_elements = max_elements
@@ -189,7 +197,7 @@ class NodeEdges:
         constant = {p for p, name in enumerate(node.input[: len(inputs)]) if name and name in self.fixed}
         sizes = tuple((int(v.size), v.dtype.itemsize) if v is not None else (0, 0) for v in outputs)
         model_level = self._register(self.configurations, node, inputs, integer | constant, sizes, NODE_SCOPE)
-        model_level.constants = frozenset(constant & set(model_level.held))
+        model_level.constants = frozenset(constant & set(model_level.held_meta))
         model_level.nodes.append(index)
         if self.operator_edges and model_level.constants - integer:
             # the constants the model fixes also get edge values: evidence about the runtime, reported apart
@@ -215,7 +223,7 @@ class NodeEdges:
             bare.CopyFrom(attribute)
             bare.doc_string = ""
             key.update(bare.SerializeToString())
-        fed, held = [], {}
+        fed, held, meta = [], {}, {}
         for position, value in enumerate(inputs):
             if value is None:
                 key.update(b"|absent")
@@ -223,32 +231,33 @@ class NodeEdges:
             key.update(f"|{value.dtype.str}{value.shape}".encode())
             if position in held_positions:
                 held[position] = value
-                key.update(b"=" + _value_digest(value))
+                sha = _value_digest(value)
+                meta[position] = (value.dtype, tuple(int(d) for d in value.shape), sha.hex()[:16])
+                key.update(b"=" + sha)
             else:
                 fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
         digest = key.digest()
         if digest not in table:
-            held = {p: np.array(v, copy=True) for p, v in held.items()}
-            table[digest] = self._configuration(node, tuple(fed), held, sizes, scope, digest.hex()[:16])
+            lazy = {p: node.input[p] for p in held if node.input[p] in self._initializers}
+            kept = {p: np.array(v, copy=True) for p, v in held.items() if p not in lazy}
+            config = Configuration(
+                node.op_type, node, tuple(fed), kept, sizes, scope, digest=digest.hex()[:16]
+            )
+            config.held_from, config.held_meta = lazy, meta
+            self._check_runnable(config)
+            table[digest] = config
         return table[digest]
 
-    def _configuration(
-        self,
-        node: onnx.NodeProto,
-        fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...],
-        held: dict[int, np.ndarray],
-        sizes: tuple[tuple[int, int], ...],
-        scope: str,
-        digest: str,
-    ) -> Configuration:
-        config = Configuration(node.op_type, node, fed, held, sizes, scope=scope, digest=digest)
+    def _check_runnable(self, config: Configuration) -> None:
+        """Set ``config.reason`` when it cannot be run alone."""
+        node, fed, sizes = config.node, config.fed, config.output_sizes
         if node.op_type in _VALUE_SHAPED:
             config.reason = f"not run alone: {_VALUE_SHAPED[node.op_type]}"
         elif not fed:
             config.reason = (
                 "not run alone: every input is a constant of the model or an integer parameter (the "
                 "in-context run compared it on the only values the model gives it)"
-                if held and scope == NODE_SCOPE
+                if config.held_meta and config.scope == NODE_SCOPE
                 else "not run alone: no input to give edge values"
             )
         elif any(int(np.prod(s)) > self.max_elements for _, _, s in fed) or any(
@@ -257,7 +266,6 @@ class NodeEdges:
             config.reason = f"not run alone: a tensor is over --max-elements {self.max_elements}"
         elif self.budget is not None and config.nbytes > self.budget:
             config.reason = "not run alone: too large for --max-memory"
-        return config
 
     # -- running ----------------------------------------------------------------------------------------
     def datasets(self, config: Configuration) -> list[str]:
@@ -272,12 +280,23 @@ class NodeEdges:
         pending = [c for c in every if not c.reason]
         try:
             for batch in self._batches(pending):
-                self._run_batch(batch, open_session, run)
+                self._load_held(batch)
+                try:
+                    self._run_batch(batch, open_session, run)
+                finally:
+                    for config in batch:  # the weights go with the batch
+                        for position in config.held_from:
+                            config.held.pop(position, None)
         except BaseException:
             for config in pending:
                 if not config.records and not config.crashes and not config.reason:
                     config.reason = STOPPED
             raise
+
+    def _load_held(self, batch: list[Configuration]) -> None:
+        for config in batch:
+            for position, name in config.held_from.items():
+                config.held[position] = numpy_helper.to_array(self._initializers[name])
 
     def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
         batches: list[list[Configuration]] = []
@@ -430,7 +449,7 @@ class NodeEdges:
             for position, name in enumerate(config.node.input):
                 if not name:
                     node.input.append("")
-                elif position in config.held:
+                elif position in config.held_meta:
                     held = f"c{number}_held{position}"
                     graph.initializer.append(numpy_helper.from_array(config.held[position], held))
                     node.input.append(held)
