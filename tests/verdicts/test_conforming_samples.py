@@ -22,13 +22,13 @@ def _config(folder: Path, ids: list[str]) -> Path:
     return path
 
 
-def _compare(config: Path) -> tuple[int, dict]:
+def _compare(config: Path) -> tuple[int, dict, str]:
     result = run_cli(["--config", str(config), "--compare", "--format", "json", str(CONFORMING)])
-    return result.code, json.loads(result.stdout)
+    return result.code, json.loads(result.stdout), result.stderr
 
 
 def test_waivers_of_the_reported_known_departures_make_the_conforming_samples_pass(tmp_path: Path) -> None:
-    code, document = _compare(_config(tmp_path, []))
+    code, document, _ = _compare(_config(tmp_path, []))
     classes = document["summary"]["classes"]
     assert classes["profile-violation"] == 0 and classes["unexplained-divergence"] == 0, classes
     assert classes["not-compared"] == 0, classes
@@ -47,11 +47,12 @@ def test_waivers_of_the_reported_known_departures_make_the_conforming_samples_pa
     assert code == 1 and classes["known-departure"] > 0  # a known departure fails until it is accepted
 
     # a waiver naming another ID hides nothing
-    other, after = _compare(_config(tmp_path, ["ORT-RANGE-ACCUMULATES", "ORT-TANH-DOUBLE-EIGEN"]))
+    other, after, stderr = _compare(_config(tmp_path, ["ORT-RANGE-ACCUMULATES", "ORT-TANH-DOUBLE-EIGEN"]))
     assert other == code and after["summary"]["classes"] == classes
     assert not [f for m in after["models"] for f in m["findings"] if f.get("waived")]
+    assert "waiver of RUNTIME.divergence (known ORT-RANGE-ACCUMULATES) covered no finding" in stderr
 
-    code, document = _compare(_config(tmp_path, reported))
+    code, document, _ = _compare(_config(tmp_path, reported))
     assert code == 0, document["summary"]
     assert document["summary"]["classes"]["known-departure"] == 0
     waived = [f for m in document["models"] for f in m["findings"] if f.get("waived")]
