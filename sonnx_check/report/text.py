@@ -41,8 +41,9 @@ def render(
         console.print(Text(f"configuration: {configuration}", style="dim"))
     if not quiet:
         summary = summarise(results)
-        console.print(Text(summary.classes_line(), style="bold"))
-        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK})"))
+        # soft_wrap off: on a narrow terminal rich breaks the line between words, not the terminal mid-word
+        console.print(Text(summary.classes_line(), style="bold"), soft_wrap=False)
+        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK})"), soft_wrap=False)
     if statistics:
         render_statistics(console, results)
     else:

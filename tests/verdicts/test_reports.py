@@ -133,3 +133,16 @@ def test_text_tags_each_runtime_finding_with_its_class() -> None:
     assert "RUNTIME.divergence error [known-departure] MaxPool 'p'" in out
     assert "RUNTIME.divergence error [unexplained-divergence] MaxPool 'q'" in out
     assert out.startswith("verdict: 0 profile violation(s), 1 unexplained divergence(s), 1 known runtime")
+
+
+def test_gitlab_names_the_class_and_lists_operator_level_evidence_as_info() -> None:
+    from sonnx_check.findings import Finding, ModelResult, NodeRef, Severity
+    from sonnx_check.report import gitlab
+
+    node = NodeRef(0, "clip", "Clip")
+    evidence = Finding("RUNTIME.divergence", "output 'y'", Severity.INFO, node=node)
+    static = Finding("GR4", "attribute(s) axis not set", node=node, fixable=True)
+    issues = json.loads(gitlab.render([ModelResult("m.onnx", [evidence, static])]))
+    assert [i["severity"] for i in issues] == ["info", "major"]
+    assert issues[0]["description"].startswith("RUNTIME.divergence: [unexplained-divergence] Clip 'clip'")
+    assert issues[1]["description"].startswith("GR4: [profile-violation] [*] Clip 'clip'")
