@@ -62,7 +62,9 @@ MAXPOOL_NAN_READINGS = ("nan-as-negative-infinity", "nan-absorbing")
 DEFAULT_MAX_MEMORY = 4 << 30
 _SIZE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20}
 _SIZE_UNITS["g"] = 1 << 30
-WAIVER_KEYS = ("rule", "models", "node", "op_type", "reason")
+WAIVER_KEYS = ("rule", "models", "node", "op_type", "known", "reason")
+KNOWN_WAIVER_RULE = "RUNTIME.divergence"  # the one rule a waiver may narrow to known departures (``known``)
+_KNOWN_ID = re.compile(r"[A-Z][A-Z0-9]*(-[A-Z0-9]+)+")
 
 
 class ConfigError(UsageError):
@@ -83,6 +85,9 @@ class Waiver:
     reason: str
     node: tuple[str, ...] = ()
     op_type: tuple[str, ...] = ()
+    # IDs of known onnxruntime departures (compare/known.py): the waiver then covers a RUNTIME.divergence only
+    # when every differing element is explained by one of them
+    known: tuple[str, ...] = ()
     origin: str = ""  # "pyproject.toml: tool.sonnx-check.waivers[1]"
 
 
@@ -486,14 +491,30 @@ def _waivers(r: _Reader, value: Any) -> tuple[Waiver, ...]:
         models = r.string_or_strings(raw["models"], f"{wkey}.models")
         if not models:
             raise r.fail(f"{wkey}.models", "must not be empty")
+        rules = r.rules([raw["rule"]], f"{wkey}.rule")
+        known: tuple[str, ...] = ()
+        if "known" in raw:
+            known = r.string_or_strings(raw["known"], f"{wkey}.known")
+            if rules != {KNOWN_WAIVER_RULE}:
+                raise r.fail(
+                    f"{wkey}.known",
+                    f'names known onnxruntime departures: only with rule = "{KNOWN_WAIVER_RULE}"',
+                )
+            bad = [k for k in known if not _KNOWN_ID.fullmatch(k)]
+            if not known or bad:
+                got = repr(bad[0]) if bad else "an empty list"
+                raise r.fail(
+                    f"{wkey}.known", f"expected the ID of a known departure (as ORT-MAXPOOL-NAN), got {got}"
+                )
         waivers.append(
             Waiver(
                 rule=raw["rule"],
-                rules=r.rules([raw["rule"]], f"{wkey}.rule"),
+                rules=rules,
                 models=models,
                 reason=" ".join(reason.split()),
                 node=r.string_or_strings(raw["node"], f"{wkey}.node") if "node" in raw else (),
                 op_type=r.string_or_strings(raw["op_type"], f"{wkey}.op_type") if "op_type" in raw else (),
+                known=known,
                 origin=f"{r.file}: {wkey}",
             )
         )

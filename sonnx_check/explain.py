@@ -83,6 +83,21 @@ def explain(console: Console, rule_id: str) -> None:
     ):
         console.print(Text(f"\n{heading}", style="bold"))
         console.print(Text(" ".join(body.split())))
+    if entry.id == "RUNTIME.divergence":
+        _known_departures(console)
+
+
+def _known_departures(console: Console) -> None:
+    """The IDs a waiver's ``known`` may name, from the comparison's own table (compare/known.py)."""
+    from sonnx_check.compare.known import KNOWN
+
+    console.print(
+        Text("\nKnown onnxruntime departures (the IDs a waiver's known = ... may name)", style="bold")
+    )
+    for departure in KNOWN:
+        line = Text(f"  {departure.id}", style="bold cyan")
+        line.append(f" ({', '.join(departure.operators)}): {' '.join(departure.summary.split())}")
+        console.print(line)
 
 
 def _checked_by(entry: RuleEntry) -> str:

@@ -14,10 +14,28 @@ from typing import Any
 class Severity(enum.StrEnum):
     ERROR = "error"
     WARNING = "warning"
+    # Evidence reported beside the model's verdict (operator-level runtime behaviour): below every
+    # --fail-on, so it never fails a run.
+    INFO = "info"
 
     @property
     def rank(self) -> int:
-        return {Severity.WARNING: 1, Severity.ERROR: 2}[self]
+        return {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}[self]
+
+
+class VerdictClass(enum.StrEnum):
+    """What a finding means to the person deciding about the model (README, "Verdict classes")."""
+
+    PROFILE_VIOLATION = "profile-violation"  # the model breaks a rule of the profile
+    UNEXPLAINED_DIVERGENCE = "unexplained-divergence"  # the runtime departs from the text, cause unknown
+    KNOWN_DEPARTURE = "known-departure"  # the runtime departs from the text in a way already understood
+    NOT_COMPARED = "not-compared"  # something that could not be checked or compared
+
+
+DIVERGENCE_RULE = "RUNTIME.divergence"
+# Findings that say what was not checked rather than what is wrong (the internal error: a model sonnx-check
+# could not check at all).
+_NOT_COMPARED_RULES = frozenset({"RUNTIME.not-compared", "MODEL.internal-error"})
 
 
 @dataclass(frozen=True)
@@ -55,13 +73,66 @@ class Finding:
     expected: Any = None
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     waived: str | None = None  # the waiver's reason when a configured waiver covers this finding
+    fixable: bool = False  # --fix has a rewrite for it (set from the fix package's own table)
 
     def located_message(self) -> str:
         """The message prefixed with the node it concerns, for formats that carry no separate location."""
         return f"{self.node.label()}: {self.message}" if self.node is not None else self.message
 
+    @property
+    def known_departures(self) -> tuple[str, ...]:
+        """The IDs of the known onnxruntime departures that explain some of this divergence's elements."""
+        return tuple(k.get("id", "") for k in self.data.get("known_divergence", ()) if isinstance(k, dict))
+
+    def explained_by(self, ids: frozenset[str] | set[str]) -> bool:
+        """Whether every differing element of this divergence is explained by one of the known departures
+        ``ids``: an element another departure (or none) explains is not covered. False for anything but
+        a difference in values (a crash, a shape or type mismatch) and when the known departures were not
+        searched."""
+        data = self.data
+        if self.rule != DIVERGENCE_RULE or data.get("status") != "differs" or data.get("crash"):
+            return False
+        if data.get("known_divergence_not_searched") or not data.get("known_divergence"):
+            return False
+        mismatches = data.get("mismatches")
+        if not isinstance(mismatches, int) or mismatches <= 0 or data.get("unexplained") != 0:
+            return False
+        covered = sum(
+            int(entry.get("elements", 0))
+            for entry in data.get("explained_by", ())
+            if isinstance(entry, dict) and set(entry.get("ids", ())) & set(ids)
+        )
+        return covered == mismatches
+
+    @property
+    def verdict_class(self) -> VerdictClass:
+        """The class a finding counts in. A divergence whose differing elements are only partly explained
+        by known departures is an unexplained divergence as a whole (classified conservatively, not
+        split): the message says how many elements each known departure explains."""
+        if self.rule in _NOT_COMPARED_RULES:
+            return VerdictClass.NOT_COMPARED
+        if self.rule == DIVERGENCE_RULE:
+            if self.explained_by(frozenset(self.known_departures)):
+                return VerdictClass.KNOWN_DEPARTURE
+            return VerdictClass.UNEXPLAINED_DIVERGENCE
+        return VerdictClass.PROFILE_VIOLATION
+
+    @property
+    def operator_level(self) -> bool:
+        """Evidence about the runtime reported beside the model's verdict (operator-edges scope)."""
+        return self.severity is Severity.INFO
+
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rule": self.rule, "severity": self.severity.value, "message": self.message}
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "class": self.verdict_class.value,
+            "message": self.message,
+        }
+        if self.rule == DIVERGENCE_RULE and self.known_departures:
+            out["known_departures"] = list(self.known_departures)
+        if self.fixable:
+            out["fixable"] = True
         if self.node is not None:
             out["node"] = self.node.to_json()
         for key in ("tensor", "attribute", "actual", "expected"):

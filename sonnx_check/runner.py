@@ -218,13 +218,22 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
         checked, model, compare_error = _check(target.path, rules, settings, keep=settings.fix is not None)
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
-    result = apply_waivers(checked, waivers)
+    result = _mark_fixable(apply_waivers(checked, waivers))
     if compare_error is not None:
         # The static findings stand; the comparison could not start for a reason the user can fix.
         return ModelOutcome(result, user_error=f"{target.path}: {compare_error}")
     if settings.fix is None or result.load_error or model is None:
         return ModelOutcome(result)
     return _fix(model, result, rules, settings)
+
+
+def _mark_fixable(result: ModelResult) -> ModelResult:
+    """Each finding marked with whether --fix has a rewrite for it (the fix package decides)."""
+    from dataclasses import replace
+
+    from sonnx_check.fix import mark_fixable
+
+    return replace(result, findings=mark_fixable(result.findings))
 
 
 class _Internal(Exception):
@@ -328,7 +337,7 @@ def _fix(source: ModelFile, result: ModelResult, rules: frozenset[str], settings
         rechecked, _, compare_error = _check(outcome.output, rules, settings)
     except _Internal as exc:
         return ModelOutcome(None, exc.message, fix=outcome)
-    rechecked = apply_waivers(rechecked, settings.waivers_for(path))
+    rechecked = _mark_fixable(apply_waivers(rechecked, settings.waivers_for(path)))
     user_error = f"{outcome.output}: {compare_error}" if compare_error else None
     return ModelOutcome(rechecked, fix=outcome, user_error=user_error)
 

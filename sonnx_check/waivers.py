@@ -2,6 +2,11 @@
 
 A waiver never removes a finding: certification evidence must show what was accepted and why. It sets
 ``Finding.waived`` to the waiver's reason, which every reporter shows and the exit code ignores.
+
+A waiver naming known onnxruntime departures (``known``) covers a RUNTIME.divergence only when every
+differing element is explained by a departure one of the matching waivers names: waivers of different IDs
+add up over one finding, an element no named departure explains keeps the whole finding active, and a
+waiver naming another ID hides nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +19,14 @@ from sonnx_check.findings import Finding, ModelResult
 
 
 def covers(waiver: Waiver, finding: Finding) -> bool:
-    """Whether a waiver (already matched to the model) covers a finding: same rule, and the node's name or
-    operator type when the waiver names them. A waiver naming a node never covers a model-level finding."""
+    """Whether a waiver (already matched to the model) covers a finding on its own: same rule, the node's
+    name or operator type when the waiver names them, and every differing element explained by the known
+    departures it names, if any. A waiver naming a node never covers a model-level finding."""
+    return applies(waiver, finding) and (not waiver.known or finding.explained_by(frozenset(waiver.known)))
+
+
+def applies(waiver: Waiver, finding: Finding) -> bool:
+    """Whether a waiver matches a finding's rule and place (its ``known`` IDs aside)."""
     if finding.rule not in waiver.rules:
         return False
     if waiver.node and (finding.node is None or finding.node.name not in waiver.node):
@@ -25,15 +36,29 @@ def covers(waiver: Waiver, finding: Finding) -> bool:
     return True
 
 
+def covering(waivers: Sequence[Waiver], finding: Finding) -> list[Waiver]:
+    """The waivers that cover ``finding``: the first that covers it alone (the order of the configuration
+    file decides, predictably), else the waivers of known departures whose IDs together explain every
+    differing element (those that explain some of them); [] when it stays active."""
+    alone = next((w for w in waivers if covers(w, finding)), None)
+    if alone is not None:
+        return [alone]
+    present = set(finding.known_departures)
+    known = [w for w in waivers if w.known and present & set(w.known) and applies(w, finding)]
+    if len(known) > 1 and finding.explained_by(frozenset(k for w in known for k in w.known)):
+        return known
+    return []
+
+
 def apply_waivers(result: ModelResult, waivers: Sequence[Waiver]) -> ModelResult:
-    """The result with every covered finding marked waived (the first matching waiver's reason wins, so the
-    order of the configuration file decides, predictably)."""
+    """The result with every covered finding marked waived, with the covering waivers' reasons."""
     if not waivers:
         return result
     findings: list[Finding] = []
     for finding in result.findings:
-        waiver = next((w for w in waivers if covers(w, finding)), None)
-        findings.append(replace(finding, waived=waiver.reason) if waiver is not None else finding)
+        used = covering(waivers, finding)
+        reason = "; ".join(dict.fromkeys(w.reason for w in used))
+        findings.append(replace(finding, waived=reason) if used else finding)
     return replace(result, findings=findings)
 
 
@@ -89,15 +114,13 @@ def _unused_waivers(
         for finding in result.findings:
             if finding.waived is None:
                 continue
-            # The first covering waiver gave the reason (apply_waivers), so it is the one used.
+            # The covering waivers gave the reason (apply_waivers), so they are the ones used.
             bare = replace(finding, waived=None)
-            waiver = next((w for w in waivers if covers(w, bare)), None)
-            if waiver is not None:
-                used.add(id(waiver))
+            used.update(id(w) for w in covering(waivers, bare))
     out = []
     for number, waiver in enumerate(settings.waivers, start=1):
         key = f"tool.sonnx-check.waivers[{number}]"
-        what = f"waiver of {waiver.rule}"
+        what = f"waiver of {waiver.rule}" + (f" (known {', '.join(waiver.known)})" if waiver.known else "")
         if id(waiver) in used:
             continue
         if id(waiver) in matched:

@@ -1,4 +1,9 @@
-"""General restrictions GR1-GR4, applied to every node (SONNX general_restrictions.md)."""
+"""General restrictions GR1-GR4 (SONNX general_restrictions.md).
+
+They restrict "all operators of the SONNX profile": a node whose operator is outside the profile
+(GRAPH.operator or GRAPH.domain already rejects it) gets no GR finding, which would only repeat that verdict
+in other words and invite a --fix of a node that has to go anyway. What is not a node's (sparse
+initializers, graph inputs and outputs) is always checked."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from onnx import defs
 
 from sonnx_check.checks.attributes import default_text
 from sonnx_check.checks.graph import declared_tensors
+from sonnx_check.profile import listed_operators, profile_operators
 from sonnx_check.view import ModelView, elem_type_name
 from sonnx_check.violation import Violation
 from sonnx_check.vocabulary import refined_ops
@@ -20,11 +26,24 @@ _SPARSE_ATTRIBUTES = (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPA
 GR4_EXEMPT = frozenset({"Constant"})
 
 
+@functools.lru_cache(maxsize=1)
+def _profile_op_types() -> frozenset[str]:
+    """Every operator of the profile: specified, or listed by REQ OP 000 without a text yet."""
+    return frozenset(profile_operators()) | listed_operators()
+
+
+def in_profile(view: ModelView, index: int) -> bool:
+    """Whether node ``index``'s operator is one the general restrictions apply to."""
+    return not view.domain(index) and view.op_types[index] in _profile_op_types()
+
+
 def no_sparse_tensors(view: ModelView) -> Iterator[Violation]:
     for sparse in view.graph.sparse_initializer:
         name = sparse.values.name or sparse.indices.name
         yield Violation(f"sparse initializer '{name}': sparse tensors are not supported", tensor=name)
     for index, attributes in enumerate(view.attribute_lists):
+        if not in_profile(view, index):
+            continue
         for attribute in attributes:
             if attribute.type in _SPARSE_ATTRIBUTES:
                 yield Violation(
@@ -38,7 +57,10 @@ def no_sparse_tensors(view: ModelView) -> Iterator[Violation]:
 
 
 def explicit_types(view: ModelView) -> Iterator[Violation]:
+    graph_outputs = set(view.graph_outputs)
     for name, node, role in declared_tensors(view):
+        if node is not None and not in_profile(view, node) and name not in graph_outputs:
+            continue  # the output of an operator outside the profile: GRAPH.operator's finding says it all
         declared = view.declared.get(name)
         if declared is not None and declared.elem_type != 0:
             continue
@@ -92,7 +114,7 @@ def _bound_type_groups(
 
 def no_implicit_conversion(view: ModelView, index: int) -> Iterator[Violation]:
     schema = view.schema(index)
-    if schema is None or (not view.domain(index) and view.op_types[index] in refined_ops("GR3")):
+    if schema is None or not in_profile(view, index) or view.op_types[index] in refined_ops("GR3"):
         return
     inputs, outputs = view.inputs[index], view.outputs[index]
     for var, input_positions, output_positions in _bound_type_groups(schema, len(inputs), len(outputs)):
@@ -114,7 +136,7 @@ def no_implicit_conversion(view: ModelView, index: int) -> Iterator[Violation]:
 
 def no_default_values(view: ModelView, index: int) -> Iterator[Violation]:
     op_type = view.op_types[index]
-    if op_type in GR4_EXEMPT or (not view.domain(index) and op_type in refined_ops("GR4")):
+    if op_type in GR4_EXEMPT or not in_profile(view, index) or op_type in refined_ops("GR4"):
         return
     schema = view.schema(index)
     if schema is None:

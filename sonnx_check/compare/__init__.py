@@ -30,7 +30,7 @@ from sonnx_check import reference
 from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory, runtime
 from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.battery import Configuration, NodeEdges
+from sonnx_check.compare.battery import OPERATOR_SCOPE, Configuration, NodeEdges
 from sonnx_check.compare.datasets import Dataset, InputBudgetExceeded, build_datasets, input_specs
 from sonnx_check.compare.localise import (
     DIVERGES,
@@ -432,7 +432,7 @@ class _Comparison:
                 if record.diverges:
                     diverging.add(entry.index)
                     self.findings.append(self._divergence(entry.index, record, "node"))
-        self._edge_findings()
+        self._edge_findings(nodes)
         if end_to_end is not None:
             self.comparison["outputs"] = [r.to_json(self.version) for r in end_to_end.values()]
             for name, record in end_to_end.items():
@@ -458,47 +458,68 @@ class _Comparison:
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
         return CompareResult(self.findings, self.comparison)
 
-    def _edge_findings(self) -> None:
-        """The node edge battery: one finding per diverging output of a configuration, naming its nodes."""
+    def _edge_findings(self, nodes: list[NodeComparison]) -> None:
+        """The node edge battery: one finding per diverging output of a configuration, naming its nodes.
+        A configuration with the model's constants held is the model's verdict (an error); one with edge
+        values on those constants too is operator-level evidence about onnxruntime (info, never failing)."""
         if self.edges is None:
             self.comparison["node_edges"] = {"enabled": False}
             return
-        self.comparison["node_edges"] = self.edges.to_json(self.version)
-        for config in self.edges.diverging():
-            where = self._configuration_text(config)
-            for record in config.records.values():
-                if record.diverges:
-                    finding = self._divergence(config.nodes[0], record, "node-edges")
-                    finding.data["configuration"] = self._configuration_json(config)
-                    self.findings.append(replace(finding, message=f"{record.message('output')}; {where}"))
-            if config.crashes:
-                dataset, how = next(iter(config.crashes.items()))
-                more = f" and {len(config.crashes) - 1} other dataset(s)" if len(config.crashes) > 1 else ""
-                self.findings.append(
-                    Finding(
-                        DIVERGENCE,
-                        f"onnxruntime did not finish on dataset {dataset}{more}: {how}; the specification "
-                        f"defines a result for these inputs (the reference computed it); {where}",
-                        Severity.ERROR,
-                        node=self.view.refs[config.nodes[0]],
-                        data={
-                            "scope": "node-edges",
-                            "crash": how,
-                            "datasets": sorted(config.crashes),
-                            "configuration": self._configuration_json(config),
-                            "onnxruntime": self.comparison["onnxruntime"],
-                        },
-                    )
+        in_context = {n.index: n.not_compared_reason() for n in nodes if n.status == NOT_COMPARED}
+        accounting = self.edges.node_accounting(in_context)
+        self.comparison["node_edges"] = self.edges.to_json(self.version, accounting)
+        for config in (*self.edges.diverging(), *self.edges.operator_diverging()):
+            self._configuration_findings(config)
+
+    def _configuration_findings(self, config: Configuration) -> None:
+        where = self._configuration_text(config)
+        operator = config.scope == OPERATOR_SCOPE
+        severity = Severity.INFO if operator else Severity.ERROR
+        lead = (
+            "operator-level evidence about onnxruntime, not a finding against this model (edge values on "
+            "the parameters the model fixes too): "
+            if operator
+            else ""
+        )
+        for record in config.records.values():
+            if record.diverges:
+                finding = self._divergence(config.nodes[0], record, config.scope)
+                finding.data["configuration"] = self._configuration_json(config)
+                message = f"{lead}{record.message('output')}; {where}"
+                self.findings.append(replace(finding, message=message, severity=severity))
+        if config.crashes:
+            dataset, how = next(iter(config.crashes.items()))
+            more = f" and {len(config.crashes) - 1} other dataset(s)" if len(config.crashes) > 1 else ""
+            self.findings.append(
+                Finding(
+                    DIVERGENCE,
+                    f"{lead}onnxruntime did not finish on dataset {dataset}{more}: {how}; the specification "
+                    f"defines a result for these inputs (the reference computed it); {where}",
+                    severity,
+                    node=self.view.refs[config.nodes[0]],
+                    data={
+                        "scope": config.scope,
+                        "crash": how,
+                        "datasets": sorted(config.crashes),
+                        "configuration": self._configuration_json(config),
+                        "onnxruntime": self.comparison["onnxruntime"],
+                    },
                 )
+            )
 
     def _configuration_text(self, config: Configuration) -> str:
         names = [f"'{self.view.nodes[i].name}'" if self.view.nodes[i].name else f"#{i}" for i in config.nodes]
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        return f"{config.op_type} run alone on edge values, configuration of {len(names)} node(s): {shown}"
+        values = (
+            "edge values on every input but its integer parameters"
+            if config.scope == OPERATOR_SCOPE
+            else "edge values" + (" (the model's constants held)" if config.constants else "")
+        )
+        return f"{config.op_type} run alone on {values}, configuration of {len(names)} node(s): {shown}"
 
     def _configuration_json(self, config: Configuration) -> dict[str, Any]:
         described = config.to_json(self.view.nodes, self.version)
-        return {k: described[k] for k in ("op_type", "attributes", "inputs", "nodes")}
+        return {k: described[k] for k in ("scope", "key", "op_type", "attributes", "inputs", "nodes")}
 
     def _timeout_finding(self, nodes: list[NodeComparison], compared_anything: bool) -> None:
         assert self.stopped is not None

@@ -42,6 +42,8 @@ class OutputRecord:
     max_abs_diff: float | None = None
     datasets: list[dict[str, Any]] = field(default_factory=list)
     known: dict[str, _KnownTally] = field(default_factory=dict)
+    # differing elements per exact set of known behaviours explaining them (sorted IDs), every dataset
+    explained_by: dict[tuple[str, ...], int] = field(default_factory=dict)
     unexplained_reason: str = ""  # why the known behaviours were not looked for (the memory budget)
     bound: str = ""  # the accuracy bound an inexact operator's output was judged against
     outcomes: dict[str, int] = field(default_factory=dict)  # elements per accuracy outcome, every dataset
@@ -59,9 +61,19 @@ class OutputRecord:
     def diverges(self) -> bool:
         return self.outcome is not Outcome.MATCH
 
-    def add(self, dataset: str, diff: TensorDiff, known: list[KnownMatch], explained: int = 0) -> None:
+    def add(
+        self,
+        dataset: str,
+        diff: TensorDiff,
+        known: list[KnownMatch],
+        explained: int = 0,
+        by_set: dict[tuple[str, ...], int] | None = None,
+    ) -> None:
         """Merge one dataset's comparison. ``explained`` is how many of its mismatches some known behaviour
-        accounts for (elements, not entries: two entries may explain the same element)."""
+        accounts for (elements, not entries: two entries may explain the same element); ``by_set`` splits
+        them by the exact set of entries that explain them."""
+        for ids, count in (by_set or {}).items():
+            self.explained_by[ids] = self.explained_by.get(ids, 0) + count
         self.total += diff.total
         self.mismatches += diff.mismatches
         self.unexplained += diff.mismatches - explained
@@ -157,6 +169,9 @@ class OutputRecord:
         if self.known:
             out["known_divergence"] = self.known_json(version)
             out["unexplained"] = self.unexplained
+            out["explained_by"] = [
+                {"ids": list(ids), "elements": n} for ids, n in sorted(self.explained_by.items())
+            ]
         if self.unexplained_reason:
             out["known_divergence_not_searched"] = self.unexplained_reason
         if self.bound:

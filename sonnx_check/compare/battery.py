@@ -2,11 +2,21 @@
 
 Edge inputs fed to a whole model rarely reach its inner nodes as edge values: -inf becomes NaN after a
 Conv, and a MaxPool behind a Relu never sees -inf, ties or -0. So every distinct configuration of the model
-(operator, attributes, input types and shapes, and the values of its integer parameter inputs such as
-Reshape's shape) is also run on its own, on the generic edge patterns (datasets.py) and on the operator's
-own edge values (edge_values.py), in onnxruntime with the session options of the model run and in the
-reference kernel, and compared with the same accuracy-aware diff as the in-context run. Nodes sharing a
-configuration are run once; a finding names all of them.
+(operator, attributes, input types and shapes, and the values of the inputs the model fixes) is also run on
+its own, on the generic edge patterns (datasets.py) and on the operator's own edge values (edge_values.py),
+in onnxruntime with the session options of the model run and in the reference kernel, and compared with the
+same accuracy-aware diff as the in-context run. Nodes sharing a configuration are run once; a finding names
+all of them.
+
+Two scopes (semantics.md, "Edge values at a node keep the model's own constants"):
+
+- ``node-edges``, the model's verdict: the inputs the model fixes (model_constants.py: weights, biases,
+  Clip bounds, Pow exponents, and values folded from them) and the integer parameters keep their values,
+  which are part of the configuration's key; only the data inputs take edge values.
+- ``operator-edges``, evidence about the runtime: the same operator, attributes, types and shapes with edge
+  values on the model's constants too (only the integer parameters held, a shape or axes being what makes
+  the node run at all). Run only for configurations that hold a constant; what it finds is reported apart,
+  at severity info, never as the model's error.
 
 The in-context comparison is kept (it feeds each node the values onnxruntime computed, and sees fusions and
 layout rewrites a lone node does not); the shapes, types and parameter values of a configuration are the
@@ -38,10 +48,13 @@ from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.datasets import edge_array, edge_pattern_names, random_array, seeded
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
+from sonnx_check.compare.model_constants import fixed_tensors
 from sonnx_check.errors import first_line
 from sonnx_check.profile import TYPE_NAMES, profile_operators
 
 EDGE_PREFIX = "edge/"
+NODE_SCOPE = "node-edges"  # the model's constants held: part of the model's verdict
+OPERATOR_SCOPE = "operator-edges"  # edge values on the constants too: evidence about the runtime only
 STOPPED = "onnxruntime was stopped by the time limit (--timeout) before this configuration ran"
 # Integer parameter inputs keep the values the model gives them: they are part of the configuration.
 _INTEGER_TYPES = frozenset(
@@ -61,8 +74,15 @@ class Configuration:
     op_type: str
     node: onnx.NodeProto  # the first node with this configuration (its attributes and output names)
     fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]  # inputs given edge values: position, dtype, shape
-    held: dict[int, np.ndarray]  # integer parameter inputs, kept at the model's values
+    held: dict[int, np.ndarray]  # inputs kept at the model's values (its constants, integer parameters)
     output_sizes: tuple[tuple[int, int], ...]  # (elements, itemsize) per output, as seen in context
+    scope: str = NODE_SCOPE
+    constants: frozenset[int] = frozenset()  # held positions the model fixes (the rest: integer parameters)
+    digest: str = ""  # the configuration's key (hex): operator, attributes, types, shapes, held values
+    # held inputs read from the model's initializers: decoded into ``held`` only while the configuration
+    # runs (weights are not held twice through the in-context run); every held input's dtype, shape, sha256
+    held_from: dict[int, str] = field(default_factory=dict)
+    held_meta: dict[int, tuple[np.dtype, tuple[int, ...], str]] = field(default_factory=dict)
     nodes: list[int] = field(default_factory=list)
     records: dict[int, OutputRecord] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why this configuration did not run it
@@ -80,28 +100,41 @@ class Configuration:
         """What running it holds at once: the fed data twice (feeds and a copy in flight), onnxruntime's
         outputs, the reference's outputs and temporaries, the diff's masks and the known-behaviour match."""
         fed = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in self.fed)
+        # the array, and its copy in the lone model
+        held = sum(int(np.prod(shape)) * dtype.itemsize for dtype, shape, _ in self.held_meta.values())
         outputs = sum(elements * itemsize for elements, itemsize in self.output_sizes)
         elements = sum(elements for elements, _ in self.output_sizes)
         per_element = MASK_BYTES_PER_ELEMENT + KNOWN_BYTES_PER_ELEMENT
-        return 2 * fed + (2 + REFERENCE_WORK) * outputs + per_element * elements
+        return 2 * fed + 2 * held + (2 + REFERENCE_WORK) * outputs + per_element * elements
 
     def inputs(self, fed: Mapping[int, np.ndarray]) -> list[np.ndarray | None]:
         """The node's input values in order: fed data, held parameters, None for an omitted input."""
         values: list[np.ndarray | None] = []
         for position, name in enumerate(self.node.input):
-            values.append(None if not name else self.held.get(position, fed.get(position)))
+            values.append(
+                None if not name else self.held[position] if position in self.held_meta else fed.get(position)
+            )
         return values
 
     def to_json(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "scope": self.scope,
+            "key": self.digest,
             "op_type": self.op_type,
             "attributes": edge_values.attribute_text(self.node),
             "inputs": [
                 {"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed
             ]
             + [
-                {"position": p, "dtype": v.dtype.name, "shape": list(v.shape), "values": "held"}
-                for p, v in sorted(self.held.items())
+                {
+                    "position": p,
+                    "dtype": dtype.name,
+                    "shape": list(shape),
+                    "values": "held",
+                    "held": "model-constant" if p in self.constants else "integer-parameter",
+                    "sha256": sha,
+                }
+                for p, (dtype, shape, sha) in sorted(self.held_meta.items())
             ],
             "nodes": [{"index": i, "name": view_nodes[i].name} for i in self.nodes],
             "status": self.status,
@@ -136,14 +169,19 @@ class NodeEdges:
         max_elements: int,
         budget: int | None,
         accuracy: Mapping[str, str],
+        operator_edges: bool = True,
     ) -> None:
         self.nodes = nodes
         self.model = model
+        self.fixed = fixed_tensors(model)
+        self._initializers = {t.name: t for t in model.graph.initializer}
+        self.operator_edges = operator_edges
         self.seed = seed
         self.max_elements = max_elements
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
-        self.configurations: dict[bytes, Configuration] = {}
+        self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
+        self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
         self._observed: set[int] = set()
 
     # -- observing --------------------------------------------------------------------------------------
@@ -155,49 +193,79 @@ class NodeEdges:
             return
         self._observed.add(index)
         node = self.nodes[index]
-        held_positions = _held_positions(node, len(inputs))
+        integer = _held_positions(node, len(inputs))
+        constant = {p for p, name in enumerate(node.input[: len(inputs)]) if name and name in self.fixed}
+        sizes = tuple((int(v.size), v.dtype.itemsize) if v is not None else (0, 0) for v in outputs)
+        model_level = self._register(self.configurations, node, inputs, integer | constant, sizes, NODE_SCOPE)
+        model_level.constants = frozenset(constant & set(model_level.held_meta))
+        model_level.nodes.append(index)
+        if self.operator_edges and model_level.constants - integer:
+            # the constants the model fixes also get edge values: evidence about the runtime, reported apart
+            operator = self._register(
+                self.operator_configurations, node, inputs, integer, sizes, OPERATOR_SCOPE
+            )
+            operator.nodes.append(index)
+
+    def _register(
+        self,
+        table: dict[bytes, Configuration],
+        node: onnx.NodeProto,
+        inputs: Sequence[np.ndarray | None],
+        held_positions: set[int],
+        sizes: tuple[tuple[int, int], ...],
+        scope: str,
+    ) -> Configuration:
+        """The configuration of ``node`` fed ``inputs`` with ``held_positions`` kept at their values (found
+        in ``table``, or added to it)."""
         key = hashlib.sha256(node.op_type.encode())
         for attribute in sorted(node.attribute, key=lambda a: a.name):
             bare = onnx.AttributeProto()
             bare.CopyFrom(attribute)
             bare.doc_string = ""
             key.update(bare.SerializeToString())
-        fed, held = [], {}
+        fed, held, meta = [], {}, {}
         for position, value in enumerate(inputs):
             if value is None:
                 key.update(b"|absent")
                 continue
             key.update(f"|{value.dtype.str}{value.shape}".encode())
             if position in held_positions:
-                held[position] = np.array(value, copy=True)
-                key.update(b"=" + held[position].tobytes())
+                held[position] = value
+                sha = _value_digest(value)
+                meta[position] = (value.dtype, tuple(int(d) for d in value.shape), sha.hex()[:16])
+                key.update(b"=" + sha)
             else:
                 fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
         digest = key.digest()
-        if digest not in self.configurations:
-            sizes = tuple((int(v.size), v.dtype.itemsize) if v is not None else (0, 0) for v in outputs)
-            self.configurations[digest] = self._configuration(node, tuple(fed), held, sizes)
-        self.configurations[digest].nodes.append(index)
+        if digest not in table:
+            lazy = {p: node.input[p] for p in held if node.input[p] in self._initializers}
+            kept = {p: np.array(v, copy=True) for p, v in held.items() if p not in lazy}
+            config = Configuration(
+                node.op_type, node, tuple(fed), kept, sizes, scope, digest=digest.hex()[:16]
+            )
+            config.held_from, config.held_meta = lazy, meta
+            self._check_runnable(config)
+            table[digest] = config
+        return table[digest]
 
-    def _configuration(
-        self,
-        node: onnx.NodeProto,
-        fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...],
-        held: dict[int, np.ndarray],
-        sizes: tuple[tuple[int, int], ...],
-    ) -> Configuration:
-        config = Configuration(node.op_type, node, fed, held, sizes)
+    def _check_runnable(self, config: Configuration) -> None:
+        """Set ``config.reason`` when it cannot be run alone."""
+        node, fed, sizes = config.node, config.fed, config.output_sizes
         if node.op_type in _VALUE_SHAPED:
             config.reason = f"not run alone: {_VALUE_SHAPED[node.op_type]}"
         elif not fed:
-            config.reason = "not run alone: no input to give edge values"
+            config.reason = (
+                "not run alone: every input is a constant of the model or an integer parameter (the "
+                "in-context run compared it on the only values the model gives it)"
+                if config.held_meta and config.scope == NODE_SCOPE
+                else "not run alone: no input to give edge values"
+            )
         elif any(int(np.prod(s)) > self.max_elements for _, _, s in fed) or any(
             e > self.max_elements for e, _ in sizes
         ):
             config.reason = f"not run alone: a tensor is over --max-elements {self.max_elements}"
         elif self.budget is not None and config.nbytes > self.budget:
             config.reason = "not run alone: too large for --max-memory"
-        return config
 
     # -- running ----------------------------------------------------------------------------------------
     def datasets(self, config: Configuration) -> list[str]:
@@ -207,15 +275,28 @@ class NodeEdges:
     def run(self, open_session: OpenSession, run: RunSession) -> None:
         """Run every configuration (raises whatever ``open_session`` and ``run`` raise for a timeout; the
         configurations not reached keep no records)."""
-        pending = [c for c in self.configurations.values() if not c.reason]
+        # the model's configurations first: a time limit reached later costs only operator-level evidence
+        every = (*self.configurations.values(), *self.operator_configurations.values())
+        pending = [c for c in every if not c.reason]
         try:
             for batch in self._batches(pending):
-                self._run_batch(batch, open_session, run)
+                self._load_held(batch)
+                try:
+                    self._run_batch(batch, open_session, run)
+                finally:
+                    for config in batch:  # the weights go with the batch
+                        for position in config.held_from:
+                            config.held.pop(position, None)
         except BaseException:
             for config in pending:
                 if not config.records and not config.crashes and not config.reason:
                     config.reason = STOPPED
             raise
+
+    def _load_held(self, batch: list[Configuration]) -> None:
+        for config in batch:
+            for position, name in config.held_from.items():
+                config.held[position] = numpy_helper.to_array(self._initializers[name])
 
     def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
         batches: list[list[Configuration]] = []
@@ -368,7 +449,7 @@ class NodeEdges:
             for position, name in enumerate(config.node.input):
                 if not name:
                     node.input.append("")
-                elif position in config.held:
+                elif position in config.held_meta:
                     held = f"c{number}_held{position}"
                     graph.initializer.append(numpy_helper.from_array(config.held[position], held))
                     node.input.append(held)
@@ -390,13 +471,21 @@ class NodeEdges:
 
     # -- reporting --------------------------------------------------------------------------------------
     def compared(self) -> bool:
+        """Whether a configuration of the model's verdict was compared (operator-level evidence is not)."""
         return any(c.records for c in self.configurations.values())
 
     def diverging(self) -> list[Configuration]:
+        """The model's configurations that diverge (NODE_SCOPE)."""
         return [c for c in self.configurations.values() if c.status == DIVERGES]
 
-    def to_json(self, version: str | None) -> dict[str, Any]:
+    def operator_diverging(self) -> list[Configuration]:
+        return [c for c in self.operator_configurations.values() if c.status == DIVERGES]
+
+    def to_json(self, version: str | None, accounting: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """``accounting``: one entry per node of the model (node_accounting)."""
         configs = list(self.configurations.values())
+        operator = list(self.operator_configurations.values())
+        states = [entry["edges"] for entry in accounting]
         return {
             "enabled": True,
             "configurations": [c.to_json(self.nodes, version) for c in configs],
@@ -405,8 +494,72 @@ class NodeEdges:
                 "nodes": sum(len(c.nodes) for c in configs),
                 "diverging": sum(c.status == DIVERGES for c in configs),
                 "not_run": sum(c.status == NOT_COMPARED for c in configs),
+                "nodes_run_alone": states.count(RUN_ALONE),
+                "nodes_sharing": states.count(SHARED),
+                "nodes_not_run": states.count(NOT_RUN),
+            },
+            "nodes": list(accounting),
+            "operator_edges": {
+                "scope": OPERATOR_SCOPE,
+                "configurations": [c.to_json(self.nodes, version) for c in operator],
+                "summary": {
+                    "configurations": len(operator),
+                    "nodes": sum(len(c.nodes) for c in operator),
+                    "diverging": sum(c.status == DIVERGES for c in operator),
+                    "not_run": sum(c.status == NOT_COMPARED for c in operator),
+                },
             },
         }
+
+    def node_accounting(self, in_context: Mapping[int, str]) -> list[dict[str, Any]]:
+        """Every node of the model and what the battery did with it: run alone (the first node of its
+        configuration), shared (run as the configuration of an earlier node), or not run and why.
+        ``in_context``: for a node the in-context run did not compare, why (the battery observes a node's
+        configuration there)."""
+        where: dict[int, tuple[int, Configuration]] = {}
+        for number, config in enumerate(self.configurations.values()):
+            for index in config.nodes:
+                where[index] = (number, config)
+        operator_of: dict[int, int] = {}
+        for number, config in enumerate(self.operator_configurations.values()):
+            for index in config.nodes:
+                operator_of[index] = number
+        out: list[dict[str, Any]] = []
+        for index, node in enumerate(self.nodes):
+            entry: dict[str, Any] = {"index": index, "name": node.name, "op_type": node.op_type}
+            if index not in where:
+                why = in_context.get(index, "its inputs in context were not all available")
+                entry.update(edges=NOT_RUN, reason=f"not compared in context: {why}")
+            else:
+                number, config = where[index]
+                entry["configuration"] = number
+                if config.reason or config.status == NOT_COMPARED:
+                    entry.update(edges=NOT_RUN, reason=config.reason or _no_dataset(config))
+                elif config.nodes[0] == index:
+                    entry["edges"] = RUN_ALONE
+                else:
+                    entry.update(edges=SHARED, shares_with=config.nodes[0])
+            if index in operator_of:
+                entry["operator_configuration"] = operator_of[index]
+            out.append(entry)
+        return out
+
+
+RUN_ALONE, SHARED, NOT_RUN = "run-alone", "shared", "not-run"
+
+
+def _no_dataset(config: Configuration) -> str:
+    if config.skipped:
+        dataset, why = next(iter(config.skipped.items()))
+        return f"no edge dataset could be compared (first: {dataset}: {why})"
+    return "no edge dataset applies to it"
+
+
+def _value_digest(value: np.ndarray) -> bytes:
+    """The SHA-256 of a held value's bytes (its dtype and shape are hashed beside it)."""
+    if value.dtype.hasobject:  # strings: their text, not the addresses of Python objects
+        return hashlib.sha256(repr(value.tolist()).encode()).digest()
+    return hashlib.sha256(np.ascontiguousarray(value).reshape(-1).view(np.uint8)).digest()
 
 
 def _held_positions(node: onnx.NodeProto, count: int) -> set[int]:

@@ -953,6 +953,34 @@ def match_known(case: DivergenceCase, table: Sequence[KnownDivergence] = KNOWN) 
     return matches
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """What the known behaviours say about one output on one dataset: the entries that match, how many
+    mismatching elements some entry explains, and how many are explained by exactly each set of entries
+    (so a waiver naming some IDs can tell whether they cover every element they are asked to)."""
+
+    matches: list[KnownMatch]
+    explained: int
+    by_set: dict[tuple[str, ...], int]
+
+
+def explain(case: DivergenceCase, table: Sequence[KnownDivergence] = KNOWN) -> Explanation:
+    masks = [(entry, entry.explains(case)) for entry in table]
+    masks = [(entry, mask) for entry, mask in masks if mask.any()]
+    if not masks:
+        return Explanation([], 0, {})
+    matches = [KnownMatch(entry, int(np.count_nonzero(mask))) for entry, mask in masks]
+    code = np.zeros(case.mismatch.shape, dtype=np.uint64)
+    for bit, (_, mask) in enumerate(masks):
+        code |= mask.astype(np.uint64) << np.uint64(bit)
+    values, counts = np.unique(code[code != 0], return_counts=True)
+    by_set = {
+        tuple(sorted(e.id for bit, (e, _) in enumerate(masks) if int(value) >> bit & 1)): int(count)
+        for value, count in zip(values, counts, strict=True)
+    }
+    return Explanation(matches, int(counts.sum()), by_set)
+
+
 def explained_mask(case: DivergenceCase, table: Sequence[KnownDivergence] = KNOWN) -> np.ndarray:
     """The mismatching elements that some known behaviour accounts for."""
     mask = np.zeros(case.mismatch.shape, dtype=bool)

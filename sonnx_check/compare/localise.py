@@ -22,7 +22,7 @@ from sonnx_check import reference
 from sonnx_check.compare import accuracy
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
-from sonnx_check.compare.known import DivergenceCase, explained_mask, match_known
+from sonnx_check.compare.known import DivergenceCase, explain
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators
@@ -205,10 +205,10 @@ def merge(
         accepted = masks[accuracy.MATCH] | masks[accuracy.WITHIN] | masks[accuracy.FLUSHED]
         del masks
         diff = compare_arrays(expected, actual, accepted=accepted)
-    known, explained = [], 0
+    known, explained, by_set = [], 0, {}
     if diff.mask is not None and diff.mismatches and node is not None:
         if spare is not None and diff.total * KNOWN_BYTES_PER_ELEMENT > spare:
-            record.add(dataset, diff, [], 0)
+            record.add(dataset, diff, [], 0, {})
             record.unexplained_reason = (
                 "not matched against the known onnxruntime behaviours: too large for --max-memory"
             )
@@ -216,10 +216,9 @@ def merge(
         if describe_received and record.first is None and not record.received:
             record.received = describe_inputs(node, inputs)
         case = DivergenceCase(node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs)
-        known = match_known(case)
-        if known:
-            explained = int(np.count_nonzero(explained_mask(case)))
-    record.add(dataset, diff, known, explained)
+        explanation = explain(case)
+        known, explained, by_set = explanation.matches, explanation.explained, explanation.by_set
+    record.add(dataset, diff, known, explained, by_set)
 
 
 def node_inputs(

@@ -16,6 +16,7 @@ import functools
 import os
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -41,7 +42,9 @@ __all__ = [
     "Rewrite",
     "fix_file",
     "fix_model",
+    "fixable",
     "fixable_rules",
+    "mark_fixable",
 ]
 
 FIXED_SUFFIX = ".fixed.onnx"
@@ -80,6 +83,28 @@ def fixable_rules() -> frozenset[str]:
     return frozenset({*defaults_rules(), *SHAPE_RULES, *(rule for rule, _ in NODE_REWRITES)})
 
 
+# Rules whose rewrite takes only some of their findings (a rule -> which ones); every other rule of
+# fixable_rules() takes each active finding at a node (a tensor for SHAPE_RULES). A rewrite added to
+# NODE_REWRITES is fixable at once; one that takes part of a broad rule adds its test here.
+FIXABLE_WHEN: dict[str, Callable[[Finding], bool]] = {}
+
+
+def fixable(finding: Finding) -> bool:
+    """Whether --fix has a rewrite for ``finding`` (it may still leave it to a person when the model does not
+    allow the rewrite, and says why): the one test both the reports' fixable marker and apply_fixes use."""
+    if finding.waived is not None or finding.rule not in fixable_rules():
+        return False
+    if (finding.tensor is None) if finding.rule in SHAPE_RULES else (finding.node is None):
+        return False
+    when = FIXABLE_WHEN.get(finding.rule)
+    return when is None or when(finding)
+
+
+def mark_fixable(findings: Sequence[Finding]) -> list[Finding]:
+    """The findings with ``fixable`` set as --fix sees them (after waivers: a waived finding is not fixed)."""
+    return [replace(f, fixable=fixable(f)) if f.fixable != fixable(f) else f for f in findings]
+
+
 class FixRefused(UserError):
     """The fixed model cannot be written where asked (exit 2, one line naming the file)."""
 
@@ -96,8 +121,7 @@ def apply_fixes(
     """Rewrite ``model`` in place for every active fixable finding. Order matters: the node rewrites first
     (NODE_REWRITES' order), before the defaults (R2/GR4), which must not add pads next to an auto_pad, and
     the declarations last, inferred from the rewritten model."""
-    fixable = fixable_rules()
-    active = [f for f in findings if f.waived is None and f.rule in fixable]
+    active = [f for f in findings if fixable(f)]
     view = ModelView(model, path)
     constants = Constants(view)  # one per run: readers and copies shared by the nodes it rewrites
     rewrites: list[Rewrite] = []

@@ -116,7 +116,12 @@ def _rows(comparison: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     for output in comparison.get("outputs", ()):
         if by_tensor.get(output.get("output", "")) != _key(output):
             rows.append(("(end to end)", *_output_cells(output)))
-    for config in (comparison.get("node_edges") or {}).get("configurations", ()):
+    edges = comparison.get("node_edges") or {}
+    configurations = [
+        *edges.get("configurations", ()),
+        *(edges.get("operator_edges") or {}).get("configurations", ()),
+    ]
+    for config in configurations:
         if config.get("status") != "diverges":
             continue  # the JSON lists every configuration; the table shows those that diverge
         label = _configuration_label(config)
@@ -132,7 +137,8 @@ def _configuration_label(config: Mapping[str, Any]) -> str:
     """The first node of a configuration run alone on edge values, and how many share it."""
     nodes = config.get("nodes") or [{}]
     more = f" (+{len(nodes) - 1} alike)" if len(nodes) > 1 else ""
-    return f"{_node_label({**nodes[0], 'op_type': config.get('op_type')})}{more}, alone"
+    scope = ", operator-level (info)" if config.get("scope") == "operator-edges" else ""
+    return f"{_node_label({**nodes[0], 'op_type': config.get('op_type')})}{more}, alone{scope}"
 
 
 def _cells(*values: Any) -> list[Text]:
@@ -177,11 +183,30 @@ def _caption(comparison: Mapping[str, Any]) -> str | None:
     end_to_end = comparison.get("end_to_end") or {}
     if end_to_end and not end_to_end.get("compared"):
         lines.append(f"end-to-end outputs not compared: {end_to_end.get('reason', '')}")
-    summary = (comparison.get("node_edges") or {}).get("summary")
+    edges = comparison.get("node_edges") or {}
+    summary = edges.get("summary")
     if summary:
+        line = (
+            f"node edges (the model's constants held): {summary['configurations']} configuration(s) of "
+            f"{summary['nodes']} node(s) run alone on edge values; {summary['diverging']} diverge, "
+            f"{summary['not_run']} not run"
+        )
+        if "nodes_run_alone" in summary:
+            line += (
+                f"; nodes: {summary['nodes_run_alone']} run alone, {summary['nodes_sharing']} sharing a "
+                f"configuration, {summary['nodes_not_run']} not run"
+            )
+            not_run = [n for n in edges.get("nodes", ()) if n.get("edges") == "not-run"]
+            if not_run:
+                reasons = sorted({str(n.get("reason", "")) for n in not_run})
+                more = f" (and {len(reasons) - 1} other reason(s), in the JSON)" if len(reasons) > 1 else ""
+                line += f" ({reasons[0]}{more})"
+        lines.append(line)
+    operator = (edges.get("operator_edges") or {}).get("summary")
+    if operator and operator.get("configurations"):
         lines.append(
-            f"node edges: {summary['configurations']} configuration(s) of {summary['nodes']} node(s) run "
-            f"alone on edge values; {summary['diverging']} diverge, {summary['not_run']} not run"
+            f"operator-level evidence (edge values on the constants too, never failing): "
+            f"{operator['configurations']} configuration(s); {operator['diverging']} diverge"
         )
     lines.append(readings_text(comparison))
     return "\n".join(line for line in lines if line) or None

@@ -13,7 +13,7 @@ output is therefore:
    per model instead (``sonnx-check (3 rules)``), so the annotations reach as many models as they can;
 3. at most ``LIMIT`` annotations of each kind; when more exist, a ``::notice`` says how many were left out
    and where they are;
-4. the summary line.
+4. the summary line, with the verdict's class totals and how many findings --fix can rewrite.
 
 Model strings arrive display-sanitised (no line break can survive), and every value is escaped as
 actions/toolkit does (``%``, CR and LF in the message; also ``:`` and ``,`` in properties), so a node name
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sonnx_check.findings import Finding, ModelResult
+from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.summary import summarise
 from sonnx_check.sanitise import display
 
@@ -80,7 +80,9 @@ class _Group:
 
 
 def _kind(finding: Finding) -> str:
-    return "notice" if finding.waived is not None else finding.severity.value
+    if finding.waived is not None or finding.severity is Severity.INFO:
+        return "notice"  # accepted, or operator-level evidence: shown, never an error annotation
+    return finding.severity.value
 
 
 def _groups(
@@ -129,7 +131,10 @@ def _log_line(path: str, finding: Finding) -> str:
     """One plain log line per finding. It starts with a word of ours, never with a model string, so no
     model string can begin a line (the runner reads a line starting with '::' as a command)."""
     word = "waived" if finding.waived is not None else finding.severity.value
-    line = f"{word} {finding.rule} {path}: {finding.located_message()}"
+    fixable = " [*]" if finding.fixable else ""
+    line = (
+        f"{word} {finding.rule} {path}: [{finding.verdict_class.value}]{fixable} {finding.located_message()}"
+    )
     line += f" [reason: {finding.waived}]" if finding.waived is not None else ""
     return display(line, len(line))  # already display-sanitised by the CLI; this keeps it one line anyway
 
@@ -169,5 +174,6 @@ def render(
             )
         )
     if not quiet:
-        lines.append("sonnx-check: " + summarise(results).line())
+        summary = summarise(results)
+        lines.append(f"sonnx-check: {summary.line()}; {summary.classes_line()}; {summary.fixable_line()}")
     return "".join(line + "\n" for line in lines)

@@ -9,7 +9,9 @@ GitLab tells new findings from fixed ones by ``fingerprint`` alone, between the 
 the merge request's: it must not change when nothing about the finding changed, and must differ between two
 findings of one report. It hashes what identifies a finding (model, rule, node, tensor, attribute) and not
 its message, whose numbers may be reworded; two findings alike in all of these get an occurrence number.
-Waived findings are listed as ``info``, with the waiver's reason, so a reviewer sees what was accepted.
+Waived findings are listed as ``info``, with the waiver's reason, so a reviewer sees what was accepted, and
+so is operator-level evidence (severity info). Each description names the finding's verdict class and
+``[*]`` when --fix can rewrite it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.github import repository_path
 
-SEVERITY = {Severity.ERROR: "major", Severity.WARNING: "minor"}
+# info: operator-level evidence about the runtime, beside the model's verdict
+SEVERITY = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
 
 
 def render(results: list[ModelResult]) -> str:
@@ -47,7 +50,8 @@ def _identity(path: str, finding: Finding) -> str:
 
 
 def _issue(path: str, finding: Finding, identity: str) -> dict[str, Any]:
-    description = f"{finding.rule}: {finding.located_message()}"
+    fixable = " [*]" if finding.fixable else ""
+    description = f"{finding.rule}: [{finding.verdict_class.value}]{fixable} {finding.located_message()}"
     if finding.waived is not None:
         description += f" [waived: {finding.waived}]"
     return {

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import comparison_readings
-from sonnx_check.report.summary import INTERNAL_RULE
+from sonnx_check.report.summary import INTERNAL_RULE, class_counts
 
 CLEAN_CASE = "conforms"
 # XML 1.0 cannot carry most control characters, which node names from a model file may contain.
@@ -45,7 +45,11 @@ def classname(path: str) -> str:
 
 
 def _line(finding: Finding) -> str:
-    text = f"{finding.rule} {finding.severity.value}: {finding.located_message()}"
+    fixable = " [*]" if finding.fixable else ""
+    text = (
+        f"{finding.rule} {finding.severity.value} [{finding.verdict_class.value}]{fixable}: "
+        f"{finding.located_message()}"
+    )
     return text + (f" [waived: {finding.waived}]" if finding.waived is not None else "")
 
 
@@ -79,11 +83,12 @@ def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
     path = _clean(result.path)
     suite = ET.Element("testsuite", name=path, file=path)
     model_class = classname(result.path)
-    readings = comparison_readings(result.comparison)
-    if readings:  # the schema puts properties first in a testsuite
-        properties = ET.SubElement(suite, "properties")
-        for name, value in readings.items():
-            ET.SubElement(properties, "property", name=f"sonnx-check.compare.{name}", value=_clean(value))
+    # the schema puts properties first in a testsuite: the verdict's classes, then the comparison's readings
+    properties = ET.SubElement(suite, "properties")
+    for name, count in class_counts(result.findings).items():
+        ET.SubElement(properties, "property", name=f"sonnx-check.class.{name}", value=str(count))
+    for name, value in comparison_readings(result.comparison).items():
+        ET.SubElement(properties, "property", name=f"sonnx-check.compare.{name}", value=_clean(value))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     by_rule: dict[str, list[Finding]] = {}
     for finding in result.findings:

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from sonnx_check import __version__, sanitise
-from sonnx_check.findings import Finding, ModelResult
+from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import comparison_readings
+from sonnx_check.report.summary import summarise
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "sonnxCheckFinding/v1"
@@ -42,6 +43,7 @@ def render(results: list[ModelResult]) -> str:
         readings = comparison_readings(result.comparison)
         if readings:
             comparisons.append({"artifact": uri, **{k: sanitise.line(v) for k, v in readings.items()}})
+    summary = summarise(results)
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -57,7 +59,11 @@ def render(results: list[ModelResult]) -> str:
                 },
                 "results": sarif_results,
                 "columnKind": "unicodeCodePoints",
-                **({"properties": {"sonnxCheckComparisons": comparisons}} if comparisons else {}),
+                "properties": {
+                    "sonnxCheckClasses": summary.classes,
+                    "sonnxCheckFixable": summary.fixable,
+                    **({"sonnxCheckComparisons": comparisons} if comparisons else {}),
+                },
             }
         ],
     }
@@ -143,7 +149,7 @@ def _result(finding: Finding, uri: str, index: dict[str, int], occurrences: dict
     out: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": index[finding.rule],
-        "level": "note" if finding.waived is not None else finding.severity.value,
+        "level": _level(finding),
         "message": {"text": finding.located_message()},
         "locations": [location],
         "partialFingerprints": {
@@ -155,6 +161,13 @@ def _result(finding: Finding, uri: str, index: dict[str, int], occurrences: dict
     if finding.waived is not None:
         out["suppressions"] = [{"kind": "external", "status": "accepted", "justification": finding.waived}]
     return out
+
+
+def _level(finding: Finding) -> str:
+    """SARIF levels: error, warning, note. Waived findings and operator-level evidence (info) are notes."""
+    if finding.waived is not None or finding.severity is Severity.INFO:
+        return "note"
+    return finding.severity.value
 
 
 def _logical_location(finding: Finding) -> dict[str, Any] | None:
@@ -171,7 +184,13 @@ def _logical_location(finding: Finding) -> dict[str, Any] | None:
 
 
 def _properties(finding: Finding) -> dict[str, Any]:
-    props: dict[str, Any] = {"severity": finding.severity.value}
+    props: dict[str, Any] = {
+        "severity": finding.severity.value,
+        "class": finding.verdict_class.value,
+        "fixable": finding.fixable,
+    }
+    if finding.known_departures:
+        props["knownDepartures"] = list(finding.known_departures)
     if finding.node is not None:
         props.update(
             opType=finding.node.op_type,

@@ -12,7 +12,7 @@ from collections import Counter
 
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import readings_text
-from sonnx_check.report.summary import is_internal, summarise
+from sonnx_check.report.summary import class_counts, is_internal, summarise
 from sonnx_check.sanitise import markdown as _markdown
 
 ROWS = 200  # findings listed
@@ -33,16 +33,24 @@ def render(
     failing = any(_failing(r, fail_on) for r in results)
     verdict = "failed" if failing or s.unreadable or s.internal_errors else "passed"
     lines.append(f"**{verdict}**: {markdown(s.line())}")
+    lines.append("")
+    lines.append(f"{markdown(s.classes_line())}; {markdown(s.fixable_line())}")
     if configuration:
         lines.append(f"(configuration: {markdown(configuration)})")
-    lines += ["", "| model | status | errors | warnings | waived | rules |", "|---|---|---:|---:|---:|---|"]
+    lines += [
+        "",
+        "| model | status | errors | warnings | waived | profile violations | unexplained divergences "
+        "| known departures | not compared | rules |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for result in results:
         active = [f for f in result.findings if f.waived is None]
         counts = Counter(f.severity.value for f in active)
+        classes = " | ".join(str(n) for n in class_counts(result.findings).values())
         rules = ", ".join(f"{rule} ×{n}" for rule, n in Counter(f.rule for f in active).items())
         lines.append(
             f"| {markdown(result.path)} | {_status(result, active, fail_on)} | {counts['error']} | "
-            f"{counts['warning']} | {len(result.findings) - len(active)} | {markdown(rules)} |"
+            f"{counts['warning']} | {len(result.findings) - len(active)} | {classes} | {markdown(rules)} |"
         )
     compared = [(r.path, readings_text(r.comparison)) for r in results if r.comparison]
     if compared:
@@ -50,7 +58,7 @@ def render(
     findings = [(r.path, f) for r in results for f in r.findings if f.waived is None]
     if findings:
         lines += ["", "<details><summary>Findings</summary>", ""]
-        lines += ["| model | rule | severity | message |", "|---|---|---|---|"]
+        lines += ["| model | rule | severity | class | message |", "|---|---|---|---|---|"]
         lines += [_row(path, f) for path, f in findings[:ROWS]]
         if len(findings) > ROWS:
             lines += ["", f"{len(findings) - ROWS} more finding(s): see the SARIF or JSON report or the log."]
@@ -73,7 +81,8 @@ def _status(result: ModelResult, active: list[Finding], fail_on: Severity) -> st
 
 
 def _row(path: str, finding: Finding) -> str:
+    fixable = " \\[\\*\\]" if finding.fixable else ""
     return (
         f"| {markdown(path)} | {markdown(finding.rule)} | {finding.severity.value} | "
-        f"{markdown(finding.located_message())} |"
+        f"{finding.verdict_class.value}{fixable} | {markdown(finding.located_message())} |"
     )

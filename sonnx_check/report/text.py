@@ -1,4 +1,5 @@
-"""The terminal report (rich): findings grouped by model, a coverage line per model, a summary line.
+"""The terminal report (rich): the verdict's class totals and how many findings --fix can rewrite, then
+findings grouped by model (``[*]`` marks one --fix can rewrite), a coverage line per model, a summary line.
 
 Colour and styles are decided by the Console the caller passes (no colour when not a terminal).
 With --fix, each model's rewrites and what was left to a person come before the re-checked model; with
@@ -17,12 +18,13 @@ from rich.text import Text
 
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
 from sonnx_check.report import NARROW_TERMINAL
-from sonnx_check.report.summary import is_internal, rule_counts, summarise
+from sonnx_check.report.summary import in_verdict, is_internal, rule_counts, summarise
 
 if TYPE_CHECKING:
     from sonnx_check.fix.outcome import FixOutcome
 
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow"}
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+FIXABLE_MARK = "[*]"
 
 
 def render(
@@ -37,6 +39,11 @@ def render(
     """``configuration`` heads the report: which configuration file the models were checked with."""
     if configuration and not quiet:
         console.print(Text(f"configuration: {configuration}", style="dim"))
+    if not quiet:
+        summary = summarise(results)
+        # soft_wrap off: on a narrow terminal rich breaks the line between words, not the terminal mid-word
+        console.print(Text(summary.classes_line(), style="bold"), soft_wrap=False)
+        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK})"), soft_wrap=False)
     if statistics:
         render_statistics(console, results)
     else:
@@ -51,19 +58,25 @@ def render(
 
 
 def render_statistics(console: Console, results: list[ModelResult]) -> None:
-    """One line per rule that fired: active count, waived count when any, rule ID, title."""
+    """One line per rule that fired, as ruff prints them: active count, waived count when any, rule ID, the
+    fixable marker ``[*]`` (with how many of the rule's findings --fix can rewrite when not all), title."""
     from sonnx_check.catalogue import catalogue
 
     counts = rule_counts(results)
     width = max((len(c.rule) for c in counts), default=0)
     show_waived = any(c.waived for c in counts)
+    show_fixable = any(c.fixable for c in counts)
     for c in counts:
         entry = catalogue().get(c.rule)
         line = Text(f"{c.count:6d}  ")
         if show_waived:
             line.append(f"{c.waived:4d} waived  " if c.waived else " " * 13, style="dim")
         line.append(c.rule.ljust(width), style="bold cyan")
+        if show_fixable:
+            line.append(f"  {FIXABLE_MARK}" if c.fixable else "     ", style="green")
         line.append(f"  {entry.title if entry else ''}".rstrip())
+        if c.fixable and c.fixable != c.count:
+            line.append(f" ({c.fixable} fixable)", style="green")
         console.print(line)
 
 
@@ -101,7 +114,7 @@ def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -
         status = Text("unreadable", style="red")
     elif is_internal(result):
         status = Text("not checked (internal error)", style="red")
-    elif not any(f.waived is None for f in result.findings):
+    elif not any(in_verdict(f) for f in result.findings):
         status = Text("conforms", style="green")
     else:
         status = Text("")
@@ -132,6 +145,10 @@ def _finding_line(finding: Finding) -> Text:
         line.append("waived", style="dim")
     else:
         line.append(finding.severity.value, style=_STYLE[finding.severity])
+    if finding.rule.startswith("RUNTIME."):  # a static finding is always a profile violation
+        line.append(f" [{finding.verdict_class.value}]", style="magenta")
+    if finding.fixable:
+        line.append(" " + FIXABLE_MARK, style="green")
     line.append(" ")
     line.append(finding.located_message())
     if finding.waived is not None:

@@ -62,3 +62,37 @@ def test_coverage_counts_listed_and_draft_operators_apart(tmp_path: Path) -> Non
     statement = coverage.statement()
     assert "1 against the rules of a draft specification (Neg 1)" in statement
     assert "1 listed by the profile without a specification yet (Transpose 1)" in statement
+
+
+def test_general_restrictions_skip_an_operator_outside_the_profile(tmp_path: Path) -> None:
+    # AveragePool (outside the profile) with defaulted attributes, an undeclared output, and a Relu (in the
+    # profile) with the same flaws: only the Relu's tensor gets GR2, the AveragePool only GRAPH.operator.
+    nodes = [
+        h.make_node("AveragePool", ["x"], ["p"], name="avg", kernel_shape=[2, 2]),
+        h.make_node("Relu", ["p"], ["r"], name="relu"),
+        h.make_node("Neg", ["r"], ["y"], name="neg"),
+    ]
+    findings = check(model(nodes, [vi("x")], [vi("y", shape=(1, 1, 7, 7))]), tmp_path)
+    by_node = {(f.rule, f.node.name if f.node else None, f.tensor) for f in findings}
+    assert ("GRAPH.operator", "avg", None) in by_node
+    assert not [
+        f
+        for f in findings
+        if f.rule.startswith("GR") and f.rule[2:].isdigit() and f.node and f.node.name == "avg"
+    ]
+    assert ("GR2", "relu", "r") in by_node  # a profile operator's undeclared output is still reported
+
+
+def test_general_restrictions_skip_a_custom_domain_operator(tmp_path: Path) -> None:
+    node = h.make_node("AveragePool", ["x"], ["y"], name="custom", domain="com.example", kernel_shape=[2, 2])
+    m = model([node], [vi("x")], [vi("y")])
+    m.opset_import.append(h.make_opsetid("com.example", 1))
+    findings = check(m, tmp_path)
+    assert "GRAPH.domain" in {f.rule for f in findings}
+    assert not {f.rule for f in findings} & {"GR1", "GR3", "GR4"}
+
+
+def test_graph_output_of_an_operator_outside_the_profile_still_needs_its_type(tmp_path: Path) -> None:
+    node = h.make_node("AveragePool", ["x"], ["y"], name="avg", kernel_shape=[2, 2])
+    findings = check(model([node], [vi("x")], [vi("y", T.UNDEFINED)]), tmp_path)
+    assert [f.tensor for f in findings if f.rule == "GR2"] == ["y"]

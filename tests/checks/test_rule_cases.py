@@ -68,13 +68,14 @@ def _sparse(_: Path) -> onnx.ModelProto:
     return m
 
 
-def _hard_sigmoid(alpha: float | None) -> Factory:
-    """GR4 on an operator with no rule of its own that refines it (LeakyRelu.R1 reports a missing alpha)."""
+def _flatten(axis: int | None) -> Factory:
+    """GR4 on a profile operator with no rule of its own that refines it (LeakyRelu.R1 reports a missing
+    alpha); an operator outside the profile gets no GR4 at all."""
 
     def build(_: Path) -> onnx.ModelProto:
-        attrs = {"beta": 0.5} if alpha is None else {"alpha": alpha, "beta": 0.5}
-        node = h.make_node("HardSigmoid", ["x"], ["y"], name="hard_sigmoid", **attrs)
-        return model([node], [vi("x")], [vi("y")])
+        attrs = {} if axis is None else {"axis": axis}
+        node = h.make_node("Flatten", ["x"], ["y"], name="flatten", **attrs)
+        return model([node], [vi("x")], [vi("y", shape=(1, 64))])
 
     return build
 
@@ -125,7 +126,7 @@ CASES: dict[str, tuple[Factory, Factory]] = {
         _const(max_model([(2,), (2,)], (2,), elems=[T.FLOAT, T.DOUBLE], y_elem=T.FLOAT)),
         _const(max_model([(2,), (2,)], (2,))),
     ),
-    "GR4": (_hard_sigmoid(None), _hard_sigmoid(0.2)),
+    "GR4": (_flatten(None), _flatten(1)),
     "MaxPool.R1": (
         _const(
             maxpool_model(

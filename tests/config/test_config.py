@@ -103,7 +103,9 @@ def test_command_line_overrides_the_configuration(repo: Path) -> None:
         model: {"MaxPool.R2", "MaxPool.R4"}
     }
     text = run_cli(["--format", "text", model], cwd=repo)
-    assert text.stdout.startswith(f"configuration: pyproject.toml\n{model}")  # --format beats "json"
+    # --format beats "json"; the report opens with the verdict's class totals
+    assert text.stdout.startswith("configuration: pyproject.toml\nverdict: 1 profile violation(s), ")
+    assert f"\n{model}\n" in text.stdout
     assert json.loads(run_cli([model], cwd=repo).stdout)["configuration"]["fail_on"] == "warning"
     assert (
         json.loads(run_cli(["--fail-on", "error", model], cwd=repo).stdout)["configuration"]["fail_on"]

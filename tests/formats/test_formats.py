@@ -216,7 +216,11 @@ def test_github_stays_under_the_annotation_limits_and_says_what_it_left_out() ->
     assert "title=sonnx-check (2 rules)::2 finding(s):%0AMaxPool.R2: m%0AMaxPool.R4: m" in annotations[0]
     overflow = annotations[-1]
     assert overflow.startswith("::notice title=sonnx-check::2 error annotation(s) not shown")
-    assert summary == "sonnx-check: 13 model(s) checked, 24 error(s), 0 warning(s), 3 waived in 12 model(s)"
+    assert summary == (
+        "sonnx-check: 13 model(s) checked, 24 error(s), 0 warning(s), 3 waived in 12 model(s); verdict: 24 "
+        "profile violation(s), 0 unexplained divergence(s), 0 known runtime departure(s), 0 not compared; "
+        "0 finding(s) fixable with `--fix`"
+    )
 
 
 def test_github_escapes_what_would_break_or_inject_a_command() -> None:
