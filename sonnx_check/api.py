@@ -21,9 +21,9 @@ import os
 from collections.abc import Mapping, Sequence
 
 from sonnx_check.errors import UsageError
-from sonnx_check.findings import Finding, ModelResult, NodeRef, Severity
+from sonnx_check.findings import Finding, ModelResult, NodeRef, Severity, VerdictClass
 
-__all__ = ["Finding", "ModelResult", "NodeRef", "Severity", "UsageError", "check", "compare"]
+__all__ = ["Finding", "ModelResult", "NodeRef", "Severity", "UsageError", "VerdictClass", "check", "compare"]
 
 
 def check(

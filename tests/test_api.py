@@ -45,3 +45,9 @@ def test_compare_returns_the_comparison() -> None:
     assert result.comparison is not None
     statuses = {o["status"] for n in result.comparison["nodes"] for o in n.get("outputs", ())}
     assert statuses == {"match"}
+
+
+def test_findings_carry_their_verdict_class_and_fixable_marker() -> None:
+    findings = api.check(TORCH).findings
+    assert {f.verdict_class for f in findings} == {api.VerdictClass.PROFILE_VIOLATION}
+    assert {f.rule for f in findings if f.fixable} >= {"GR2", "GRAPH.shapes", "MaxPool.R2"}
