@@ -185,6 +185,7 @@ class _Flavour:
             fix,
             source=self.path(fix.source),
             output=None if fix.output is None else self.path(fix.output),
+            data=None if fix.data is None else self.path(fix.data),
             rewrites=tuple(self._placed(r) for r in fix.rewrites),
             not_fixed=tuple(self._placed(n) for n in fix.not_fixed),
         )

@@ -1,10 +1,9 @@
 """``--fix``: write a copy of a model with the semantics-preserving rewrites applied.
 
 The original is never modified. The fixed model goes beside it as ``NAME.fixed.onnx`` (or to
-``--fix-output``), is written only when at least one rewrite applies, and keeps its external-data entries
-unchanged: external weights are never loaded, so they cannot be altered (a rewrite that would move them is
-left to a person), and the fixed model must therefore live in the original's folder for those relative
-locations to resolve. Embedded weights are part of the model read, and a rewrite may move them (Gemm).
+``--fix-output``) and is written only when at least one rewrite applies. A model with external data gets
+its own data file beside the fixed model (fix/output.py, fix/external.py): the original's data files are
+only read, so a rewrite may move an external weight too (Gemm).
 
 Only active findings are fixed: a waived finding was accepted as it is, and an ignored rule was not asked
 for (ruff's rule: fixes follow the selection).
@@ -13,26 +12,27 @@ for (ruff's rule: fixes follow the selection).
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import onnx
 
 from sonnx_check.catalogue import catalogue
-from sonnx_check.errors import UserError
 from sonnx_check.findings import Finding
 from sonnx_check.fix.attributes import fill_defaults
 from sonnx_check.fix.axes import AXIS_RULES, non_negative_axis
 from sonnx_check.fix.constants import Constants
+from sonnx_check.fix.conv import conv_explicit_pads
 from sonnx_check.fix.gemm import expand_bias, untranspose
+from sonnx_check.fix.identity import OPERATORS as IDENTITY_OPERATORS
+from sonnx_check.fix.identity import remove_identity
 from sonnx_check.fix.maxpool import explicit_pads, floor_mode
 from sonnx_check.fix.outcome import FixOutcome, NotFixed, Rewrite
+from sonnx_check.fix.output import FIXED_SUFFIX, FixRefused, default_output, write_fixed
 from sonnx_check.fix.shapes import declare_inferred
-from sonnx_check.loading import external_tensors, read_model
-from sonnx_check.view import ModelView
+from sonnx_check.loading import read_model
+from sonnx_check.profile import listed_operators, profile_operators
+from sonnx_check.view import DEFAULT_DOMAINS, ModelView
 
 __all__ = [
     "FIXED_SUFFIX",
@@ -47,12 +47,11 @@ __all__ = [
     "mark_fixable",
 ]
 
-FIXED_SUFFIX = ".fixed.onnx"
 SHAPE_RULES = ("GR2", "GRAPH.shapes")
-NodeRewrite = Callable[[Constants, int], "Rewrite | NotFixed"]
+NodeRewrite = Callable[[Constants, int], "Rewrite | NotFixed | None"]
 
 
-def _on_view(rewrite: Callable[[ModelView, int], Rewrite | NotFixed]) -> NodeRewrite:
+def _on_view(rewrite: Callable[[ModelView, int], Rewrite | NotFixed | None]) -> NodeRewrite:
     return lambda constants, index: rewrite(constants.view, index)
 
 
@@ -61,9 +60,12 @@ def _axis(rule: str) -> NodeRewrite:
 
 
 # Node rewrites that are code: the one table that binds a rule to its rewrite, in the order they must apply.
-# Explicit pads (MaxPool.R3) before floor mode (R4), which reads them; Gemm's transposition (R2) before its
-# bias (R3), whose (m x p) reads the flags R2 clears.
+# Identity removal first, so that the rewrites after it read constants directly; explicit pads (MaxPool.R3)
+# before floor mode (R4), which reads them; Gemm's transposition (R2) before its bias (R3), whose (m x p)
+# reads the flags R2 clears. A rewrite returns None for a finding that is not its business.
 NODE_REWRITES: tuple[tuple[str, NodeRewrite], ...] = (
+    ("GRAPH.operator", remove_identity),
+    ("Conv.R2", conv_explicit_pads),
     ("MaxPool.R3", _on_view(explicit_pads)),
     ("MaxPool.R4", _on_view(floor_mode)),
     ("Gemm.R2", untranspose),
@@ -105,14 +107,15 @@ def mark_fixable(findings: Sequence[Finding]) -> list[Finding]:
     return [replace(f, fixable=fixable(f)) if f.fixable != fixable(f) else f for f in findings]
 
 
-class FixRefused(UserError):
-    """The fixed model cannot be written where asked (exit 2, one line naming the file)."""
+# GRAPH.operator: only an Identity's finding is removed (fix/identity.py). GR4: a node outside the profile is
+# left as it is (GRAPH.operator's finding), whatever GR4 says about it.
+FIXABLE_WHEN["GRAPH.operator"] = lambda f: f.node is not None and f.node.op_type in IDENTITY_OPERATORS
+FIXABLE_WHEN["GR4"] = lambda f: f.node is not None and _in_profile(f.node.op_type, "")
 
 
-def default_output(path: str) -> str:
-    """``models/net.onnx`` -> ``models/net.fixed.onnx`` (the path keeps the form the user gave)."""
-    stem = path[: -len(".onnx")] if path.endswith(".onnx") else path
-    return stem + FIXED_SUFFIX
+def _in_profile(op_type: str, domain: str) -> bool:
+    """A node --fix may rewrite: an operator of the SONNX profile (specified or listed) in ONNX's domain."""
+    return domain in DEFAULT_DOMAINS and (op_type in profile_operators() or op_type in listed_operators())
 
 
 def apply_fixes(
@@ -138,13 +141,18 @@ def apply_fixes(
         for index, _ in nodes(rule):
             _record(rewrite(constants, index), rewrites, left)
     for index, rule in nodes(*defaults_rules()):
+        if not _in_profile(view.nodes[index].op_type, view.nodes[index].domain):
+            continue  # a custom domain's node named like a profile operator: GRAPH.domain's finding
         rewrite, skipped = fill_defaults(view, index, rule)
         if rewrite is not None:
             rewrites.append(rewrite)
         left.extend(skipped)
+    removed = constants.remove_dead()  # nodes are addressed by index until here
     wanted: list[tuple[str, str, object]] = []
     seen_tensors: set[tuple[str, str]] = set()
     for f in active:
+        if f.tensor in removed:
+            continue  # the tensor of a removed node: its finding went with it
         if f.rule in SHAPE_RULES and f.tensor and (f.rule, f.tensor) not in seen_tensors:
             seen_tensors.add((f.rule, f.tensor))
             wanted.append((f.rule, f.tensor, f.node))
@@ -162,7 +170,9 @@ def _node_order(item: Rewrite | NotFixed) -> int:
     return item.node.index if item.node is not None else -1
 
 
-def _record(outcome: Rewrite | NotFixed, rewrites: list[Rewrite], left: list[NotFixed]) -> None:
+def _record(outcome: Rewrite | NotFixed | None, rewrites: list[Rewrite], left: list[NotFixed]) -> None:
+    if outcome is None:
+        return
     (rewrites if isinstance(outcome, Rewrite) else left).append(outcome)  # type: ignore[arg-type]
 
 
@@ -179,59 +189,5 @@ def fix_model(
     if not rewrites:
         return FixOutcome(path, None, (), tuple(left))
     target = output or default_output(path)
-    refuse_output(path, target, model, explicit=output is not None)
-    write_model(model, target)
-    return FixOutcome(path, target, tuple(rewrites), tuple(left))
-
-
-def refuse_output(source: str, target: str, model: onnx.ModelProto, *, explicit: bool) -> None:
-    """Raise FixRefused when writing ``target`` could lose data or break the model."""
-    option = "--fix-output " if explicit else ""
-    if os.path.exists(target):
-        if os.path.samefile(source, target):
-            raise FixRefused(f"{option}{target}: is the model itself; --fix never writes over its input")
-        if not target.endswith(FIXED_SUFFIX):
-            raise FixRefused(
-                f"{option}{target}: exists and is not a previous {FIXED_SUFFIX} output; "
-                "remove it or choose another --fix-output"
-            )
-    if _has_external_data(model):
-        same_folder = os.path.realpath(os.path.dirname(os.path.abspath(target))) == os.path.realpath(
-            os.path.dirname(os.path.abspath(source))
-        )
-        if not same_folder:
-            raise FixRefused(
-                f"{option}{target}: {source} keeps its weights in external data, whose locations are "
-                "relative to the model's folder; write the fixed model in that folder"
-            )
-
-
-def _has_external_data(model: onnx.ModelProto) -> bool:
-    return next(iter(external_tensors(model)), None) is not None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_model(model: onnx.ModelProto, target: str) -> None:
-    """Write atomically (a reader never sees half a model). The external-data entries are written as they
-    are: the weights were never loaded, so onnx.save has no raw data to move and no data file is touched."""
-    folder = os.path.dirname(os.path.abspath(target))
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=".sonnx-check-", suffix=".onnx.tmp", dir=folder)
-    except OSError as exc:
-        raise FixRefused(f"{target}: cannot write: {exc.strerror or exc}") from None
-    os.close(handle)
-    try:
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp creates 0600; a model is an ordinary file
-        onnx.save(model, temporary)
-        os.replace(temporary, target)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise FixRefused(f"{target}: cannot write: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    data = write_fixed(model, path, target, explicit=output is not None)
+    return FixOutcome(path, target, tuple(rewrites), tuple(left), data)

@@ -45,14 +45,18 @@ def untranspose(constants: Constants, index: int) -> Rewrite | NotFixed:
         try:
             constant = constants.find(name)
             values = constants.values(constant)
+            shape = values.shape
             if values.ndim != 2:
                 raise NotConstant("is not a matrix (Gemm.R1's finding)")
+            # The weight as read is dropped once its transpose is laid out (a weight may be large).
+            values = np.ascontiguousarray(values.T)
             # Built before any change: a refusal must leave the node as it was.
-            transposed = exact_tensor(values.T, constant.name, like=constant.tensor)
+            transposed = exact_tensor(values, constant.name, like=constant.tensor)
+            del values
         except NotConstant as exc:
             reason = f"{flag}=1 and {role} '{name}' {exc}; transpose it explicitly by hand"
             return NotFixed("Gemm.R2", reason, ref)
-        planned.append((flag, slot, role, constant, values.shape, transposed))
+        planned.append((flag, slot, role, constant, shape, transposed))
     if not planned:
         return NotFixed("Gemm.R2", "no transposition to remove (alpha and beta are already 1)", ref)
     done = []

@@ -22,7 +22,7 @@ from sonnx_check.shapes import dilated_extent
 from sonnx_check.view import ModelView
 
 
-class _Refuse(Exception):
+class Refuse(Exception):
     """Why a node is left to a person (one line)."""
 
 
@@ -33,16 +33,16 @@ def explicit_pads(view: ModelView, index: int) -> Rewrite | NotFixed:
     auto_pad = get_str(attributes_of(node), "auto_pad")
     try:
         kernel, strides, dilations, _ = _geometry(node)
-        x_shape = _static_x(view, index, len(kernel), "auto_pad's padding depends on it")
+        x_shape = static_x(view, index, len(kernel), "auto_pad's padding depends on it")
         n = len(kernel)
         pads = [0] * (2 * n)
         if auto_pad != "VALID":
             for axis in range(n):
-                pads[axis], pads[axis + n] = _same_pads(
+                pads[axis], pads[axis + n] = same_pads(
                     auto_pad or "", x_shape[2 + axis], kernel[axis], strides[axis], dilations[axis], axis
                 )
         _check_pads(pads, kernel)
-    except _Refuse as exc:
+    except Refuse as exc:
         return NotFixed("MaxPool.R3", str(exc), ref)
     set_attribute(node, "auto_pad", "NOTSET")
     set_attribute(node, "pads", pads)
@@ -61,10 +61,10 @@ def floor_mode(view: ModelView, index: int) -> Rewrite | NotFixed:
     try:
         auto_pad = get_str(attributes_of(node), "auto_pad")
         if auto_pad not in (None, "NOTSET"):
-            raise _Refuse(f"auto_pad={auto_pad!r} computes the padding; MaxPool.R3 must be fixed first")
+            raise Refuse(f"auto_pad={auto_pad!r} computes the padding; MaxPool.R3 must be fixed first")
         kernel, strides, dilations, pads = _geometry(node)
         n = len(kernel)
-        x_shape = _static_x(view, index, n, "the output size of ceil_mode depends on it")
+        x_shape = static_x(view, index, n, "the output size of ceil_mode depends on it")
         new_pads = list(pads)
         sizes = []
         for axis in range(n):
@@ -80,7 +80,7 @@ def floor_mode(view: ModelView, index: int) -> Rewrite | NotFixed:
             new_pads[axis + n] += extra
             sizes.append(size)
         _check_pads(new_pads, kernel)
-    except _Refuse as exc:
+    except Refuse as exc:
         return NotFixed("MaxPool.R4", str(exc), ref)
     set_attribute(node, "ceil_mode", 0)
     set_attribute(node, "pads", new_pads)
@@ -96,45 +96,45 @@ def floor_mode(view: ModelView, index: int) -> Rewrite | NotFixed:
 def _geometry(node: NodeProto) -> tuple[list[int], list[int], list[int], list[int]]:
     kernel = get_ints(attributes_of(node), "kernel_shape")
     if not kernel or min(kernel) <= 0:
-        raise _Refuse("kernel_shape is missing or invalid")
+        raise Refuse("kernel_shape is missing or invalid")
     n = len(kernel)
-    strides = _ints_or(node, "strides", [1] * n)
-    dilations = _ints_or(node, "dilations", [1] * n)
-    pads = _ints_or(node, "pads", [0] * (2 * n))
+    strides = ints_or(node, "strides", [1] * n)
+    dilations = ints_or(node, "dilations", [1] * n)
+    pads = ints_or(node, "pads", [0] * (2 * n))
     if len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
-        raise _Refuse("strides, dilations or pads do not have one value per spatial axis")
+        raise Refuse("strides, dilations or pads do not have one value per spatial axis")
     if min(strides) <= 0 or min(dilations) <= 0 or min(pads) < 0:
-        raise _Refuse("strides, dilations or pads hold invalid values")
+        raise Refuse("strides, dilations or pads hold invalid values")
     return kernel, strides, dilations, pads
 
 
-def _ints_or(node: NodeProto, name: str, default: list[int]) -> list[int]:
+def ints_or(node: NodeProto, name: str, default: list[int]) -> list[int]:
     if not any(a.name == name for a in node.attribute):
         return default
     value = get_ints(attributes_of(node), name)
     if value is None:
-        raise _Refuse(f"attribute {name} is not a list of integers")
+        raise Refuse(f"attribute {name} is not a list of integers")
     return value
 
 
-def _static_x(view: ModelView, index: int, n_spatial: int, why: str) -> tuple[int, ...]:
+def static_x(view: ModelView, index: int, n_spatial: int, why: str) -> tuple[int, ...]:
     node = view.nodes[index]
     shape = view.shape_of(node.input[0]) if node.input else None
     if shape is None or len(shape) != n_spatial + 2:
-        raise _Refuse(f"X's shape is not static ({why}); declare a static input shape first")
+        raise Refuse(f"X's shape is not static ({why}); declare a static input shape first")
     return shape
 
 
-def _same_pads(
+def same_pads(
     auto_pad: str, size: int, kernel: int, stride: int, dilation: int, axis: int
 ) -> tuple[int, int]:
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise _Refuse(f"auto_pad={auto_pad!r} is not a value ONNX defines (MaxPool.auto_pad.C1)")
+        raise Refuse(f"auto_pad={auto_pad!r} is not a value ONNX defines (MaxPool.auto_pad.C1)")
     out = -(-size // stride)
     onnx_total = max(0, (out - 1) * stride + dilated_extent(kernel, dilation) - size)
     ort_total = (out - 1) * stride + kernel - size
     if onnx_total != ort_total:
-        raise _Refuse(
+        raise Refuse(
             f"on spatial axis {axis}, ONNX pads {onnx_total} in total and onnxruntime {ort_total} "
             "(dilated kernel or stride larger than the kernel); choose the explicit pads by hand"
         )
@@ -149,11 +149,11 @@ def _floor_equivalent(
     extent = dilated_extent(kernel, dilation)
     span = size + begin + end
     if span < extent:
-        raise _Refuse(f"on spatial axis {axis} the padded input is smaller than the kernel")
+        raise Refuse(f"on spatial axis {axis} the padded input is smaller than the kernel")
     out = -(-(span - extent) // stride) + 1
     if (out - 1) * stride >= size + begin:
         # ONNX drops a last window that starts in the end padding; onnxruntime versions differ on it.
-        raise _Refuse(
+        raise Refuse(
             f"on spatial axis {axis} the last ceil_mode window starts in the end padding, where ONNX and "
             "onnxruntime versions disagree on the output size; choose the padding by hand"
         )
@@ -164,7 +164,7 @@ def _check_pads(pads: list[int], kernel: list[int]) -> None:
     n = len(kernel)
     for i, pad in enumerate(pads):
         if pad >= kernel[i % n]:
-            raise _Refuse(
+            raise Refuse(
                 f"the explicit pads would be {pads}: pad {pad} is not smaller than the kernel "
                 f"{kernel[i % n]} (onnxruntime refuses such a model and SONNX pads.C2 forbids it)"
             )

@@ -64,17 +64,19 @@ class NotFixed:
 
 @dataclass(frozen=True)
 class FixOutcome:
-    """``output`` is the fixed model's path, or None when nothing could be rewritten (no file written)."""
+    """``output`` is the fixed model's path, or None when nothing could be rewritten (no file written);
+    ``data`` its own external-data file, when it keeps weights outside the model."""
 
     source: str
     output: str | None
     rewrites: tuple[Rewrite, ...] = ()
     not_fixed: tuple[NotFixed, ...] = field(default=())
+    data: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "output": self.output,
-            "rewrites": [r.to_json() for r in self.rewrites],
-            "not_fixed": [n.to_json() for n in self.not_fixed],
-        }
+        out: dict[str, Any] = {"source": self.source, "output": self.output}
+        if self.data is not None:
+            out["data"] = self.data
+        out["rewrites"] = [r.to_json() for r in self.rewrites]
+        out["not_fixed"] = [n.to_json() for n in self.not_fixed]
+        return out

@@ -89,6 +89,8 @@ def _fix_block(console: Console, fix: FixOutcome, result: ModelResult) -> None:
         head = Text.assemble(
             (fix.source, "bold"), f": --fix wrote {fix.output} ({len(fix.rewrites)} rewrite(s))"
         )
+        if fix.data is not None:
+            head.append(f", its external data to {fix.data}")
     else:
         head = Text.assemble((fix.source, "bold"), ": --fix found nothing it can rewrite; no file written")
     console.print(head)
