@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from sonnx_check.children import die_with_parent, kill
 from sonnx_check.compare import ort_worker
 from sonnx_check.config import Settings
-from sonnx_check.discovery import Target
+from sonnx_check.discovery import FIXED_SUFFIX, Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
 from sonnx_check.findings import ModelResult
 from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
@@ -215,7 +215,9 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
     rules = settings.rules_for(target.path)
     waivers = settings.waivers_for(target.path)
     try:
-        checked, model, compare_error = _check(target.path, rules, settings, keep=settings.fix is not None)
+        # An earlier --fix output named on the command line is checked, never fixed again (*.fixed.fixed.onnx)
+        fixing = settings.fix is not None and not target.path.endswith(FIXED_SUFFIX)
+        checked, model, compare_error = _check(target.path, rules, settings, keep=fixing)
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
     result = _mark_fixable(apply_waivers(checked, waivers))
