@@ -29,6 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ from sonnx_check.compare import ort_worker
 from sonnx_check.config import Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
+from sonnx_check.external_data import external_tensors, judge, shown
 from sonnx_check.findings import ModelResult
 from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
 
@@ -290,7 +292,7 @@ def _unchanged(source: ModelFile) -> None:
 def _compare_into(
     result: ModelResult, model: onnx.ModelProto, settings: Settings, rules: frozenset[str]
 ) -> None:
-    from sonnx_check.compare import CompareOptions, compare_loaded
+    from sonnx_check.compare import CompareOptions, compare_loaded, refusal
 
     options = CompareOptions(
         datasets=settings.compare.inputs,
@@ -304,10 +306,26 @@ def _compare_into(
         max_memory=settings.compare.max_memory,
         accuracy=dict(settings.compare.accuracy),
     )
-    # The weights of an external-data model are read for the comparison only: --fix writes the model with
-    # its external-data entries as they were.
-    with external_weights_loaded(model, result.path):
-        outcome = compare_loaded(model, options)
+    # The weights of an external-data model are judged before any is read (a location outside the folder or
+    # bytes the file does not hold: the comparison does not start, the static findings stand), count
+    # against --max-memory, and are read for the comparison only: --fix writes the model with its
+    # external-data entries as they were.
+    issues, segments = judge(external_tensors(model), Path(result.path).parent)
+    if issues:
+        issue = issues[0]
+        raise UserError(
+            f"external data of tensor '{issue.tensor}' ({shown(issue.location)}) {issue.problem}; "
+            "the model was not compared"
+        )
+    refused = refusal(model, options, sum(s.size for s in segments))
+    if refused is not None:
+        outcome = refused
+    else:
+        try:
+            with external_weights_loaded(model, result.path):
+                outcome = compare_loaded(model, options)
+        except ModelLoadError as exc:
+            raise UserError(f"{exc.cause}; the model was not compared") from None
     result.findings.extend(f for f in outcome.findings if f.rule in rules)
     result.comparison = outcome.comparison
 

@@ -18,8 +18,8 @@ import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
+from sonnx_check.external_data import external_tensors
 from sonnx_check.findings import NodeRef
-from sonnx_check.loading import external_tensors
 
 if TYPE_CHECKING:
     from sonnx_check.checks.model import CheckerVerdict

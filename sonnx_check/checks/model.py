@@ -12,15 +12,15 @@ from pathlib import Path
 
 import onnx
 
+from sonnx_check.external_data import external_data_issues, shown
 from sonnx_check.isolation import Crashed, call_isolated
-from sonnx_check.loading import external_data_issues
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
 
 # onnx.checker names the node of a schema error in a trailing context line ...
 _CONTEXT = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")
 # ... and strict shape inference joins one "(op_type:X, node name: Y): [Kind] message" per failing node.
-_EXTERNAL_DATA_MESSAGE = "Data of TensorProto"
+_EXTERNAL_DATA_MESSAGES = ("Data of TensorProto", "external TensorProto")
 # The key of an external-data entry (onnx.proto: TensorProto.external_data), as it stands in the file's bytes.
 _EXTERNAL_LOCATION_KEY = b"location"
 _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=\s*\(op_type:|\Z)", re.S)
@@ -111,7 +111,8 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
         return
     if verdict.kind == "validation":
         folder = Path(view.path).parent
-        if _EXTERNAL_DATA_MESSAGE in verdict.message and external_data_issues(view.model, folder):
+        about_external_data = any(m in verdict.message for m in _EXTERNAL_DATA_MESSAGES)
+        if about_external_data and external_data_issues(view.model, folder):
             return  # MODEL.external-data reports the location, with the reason
         yield from _violations(view, verdict.message)
     elif verdict.kind == "inference":
@@ -157,7 +158,7 @@ def external_data_inside_folder(view: ModelView) -> Iterator[Violation]:
         return  # most models: no external data to look for
     for issue in external_data_issues(view.model, Path(view.path).parent):
         yield Violation(
-            f"external data of tensor '{issue.tensor}' at {issue.location!r} {issue.problem}",
+            f"external data of tensor '{issue.tensor}' at {shown(issue.location)} {issue.problem}",
             tensor=issue.tensor,
             actual=issue.location,
         )
