@@ -256,12 +256,19 @@ def _check(
 
     try:
         source = read_model_file(path)
-        verdict = checker_verdict_before_parse(source, rules)
+        verdict = checker_verdict_before_parse(source, rules, settings.compare.timeout)
         # The skeleton first: once the whole model is parsed, the skeleton is that model (no second parse).
         skeleton = source.skeleton()
         whole = source.model() if settings.compare.enabled or keep else None
         source.release()  # every parse this model needs is done: the file's bytes go
-        result = check_model(skeleton, path, rules, elided=source.elided, checker_verdict=verdict)
+        result = check_model(
+            skeleton,
+            path,
+            rules,
+            elided=source.elided,
+            checker_verdict=verdict,
+            timeout=settings.compare.timeout,
+        )
         del skeleton
         _unchanged(source)
         if whole is None or result.load_error:

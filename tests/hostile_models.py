@@ -82,3 +82,18 @@ def relu_chain_named(x: str = "x", t: str = "t", graph: str = "g") -> onnx.Model
     nodes = [h.make_node("Relu", [x], [t], name="r1"), h.make_node("Relu", [t], ["y"], name="r2")]
     g = h.make_graph(nodes, graph, [vi(x)], [vi("y")], value_info=[vi(t)])
     return _model(g)
+
+
+def if_chain(count: int) -> onnx.ModelProto:
+    """``count`` chained If nodes whose branches read the previous If's output from the outer scope: onnx's
+    checker and shape inference are quadratic in them (6 MB: about 40 minutes)."""
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    nodes, previous = [], "x"
+    for i in range(count):
+        then = h.make_graph([h.make_node("Relu", [previous], [f"t{i}"])], f"then{i}", [], [vi(f"t{i}")])
+        other = h.make_graph([h.make_node("Neg", [previous], [f"e{i}"])], f"else{i}", [], [vi(f"e{i}")])
+        nodes.append(
+            h.make_node("If", ["cond"], [f"y{i}"], name=f"if{i}", then_branch=then, else_branch=other)
+        )
+        previous = f"y{i}"
+    return _model(h.make_graph(nodes, "g", [vi("x")], [vi(previous)], [cond]))
