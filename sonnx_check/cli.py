@@ -298,7 +298,8 @@ class _Size(click.ParamType):
     type=_Timeout(),
     default=None,
     metavar="SECONDS",
-    help="Stop onnxruntime after SECONDS per model (default 300; 0 or 'none': no limit).",
+    help="Stop onnx's checker, the static rules and onnxruntime after SECONDS each per model (default 300; "
+    "0 or 'none': no limit).",
 )
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")

@@ -189,6 +189,7 @@ CASES: dict[str, tuple[Factory, Factory]] = {
 TESTED_ELSEWHERE = {
     "MODEL.load": "tests/test_loading.py",
     "MODEL.internal-error": "tests/output_safety/test_crashed_model.py",
+    "MODEL.timeout": "tests/untrusted/test_static_timeout.py",
     "RUNTIME.divergence": "tests/compare/",
     "RUNTIME.not-compared": "tests/compare/",
 }

@@ -2,8 +2,10 @@
 
 Each case starts from one of the seed models (the committed samples and two exporter outputs), applies a few
 random mutations to the protobuf (drop or retype attributes, change values, dims and element types, rewire
-inputs, duplicate names, delete or clone nodes, change operators, opsets and domains, damage weights), writes
-it, and runs ``sonnx-check --compare`` on it. A run may report anything about the model; it must not end in an
+inputs, duplicate names, delete or clone nodes, change operators, opsets and domains, damage weights; and the
+hostile shapes of hostile_mutations.py: strings that are not text in any string field, model-local
+functions, external data with any entries and files up to a sparse 1 GiB), writes it, and runs
+``sonnx-check --compare`` on it. A run may report anything about the model; it must not end in an
 internal error (exit 3) or show a traceback.
 
 The test suite runs a bounded number of cases through hypothesis (tests/robustness/test_fuzz.py). A longer
@@ -32,9 +34,14 @@ from onnx import TensorProto as T
 
 from sonnx_check.cli import main
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostile_mutations import HOSTILE_MUTATIONS, PENDING  # noqa: E402
+
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_models"
 # Small budgets: a mutated dim can ask for anything, and the fuzzer is about bugs, not about sizes.
+# --timeout: a mutation can make onnx's checker slow (a function calling itself); the fuzzer is about bugs.
 COMMAND = ["--format", "json", "--compare", "--inputs", "random", "--max-elements", "200000", "--isolated"]
+COMMAND += ["--timeout", "30"]
 _DIMS = (0, 1, 2, 3, 7, -1, -8, 2**31, 2**40)
 _INT_VALUES = (0, 1, 2, 3, -1, -5, 100, 2**31, -(2**62))
 _OPS = ("Max", "MaxPool", "Relu", "Conv", "Identity", "Loop", "NoSuchOp", "Flatten", "Gemm")
@@ -247,7 +254,7 @@ def drop_graph_io(model: onnx.ModelProto, rng: random.Random) -> bool:
 MUTATIONS: tuple[Mutation, ...] = (
     drop_attribute, retype_attribute, change_attribute_value, change_dim, change_rank, change_elem_type,
     rewire_input, duplicate_name, delete_node, clone_node, change_operator, change_opset, change_domain,
-    damage_weights, drop_graph_io,
+    damage_weights, drop_graph_io, *HOSTILE_MUTATIONS,
 )  # fmt: skip
 
 
@@ -268,12 +275,23 @@ class Outcome:
 def mutate(source: Path, folder: Path, rng: random.Random, count: int) -> tuple[Path, tuple[str, ...]]:
     """Write a mutated copy of ``source`` (and its external-data files) into ``folder``."""
     model = onnx.load(str(source), load_external_data=False)
+    PENDING.replacements.clear()
+    PENDING.files.clear()
     chosen = [rng.choice(MUTATIONS) for _ in range(count)]
     applied = tuple(m.__name__ if m(model, rng) else "noop" for m in chosen)
     for sibling in source.parent.glob(source.name + ".data"):
         shutil.copyfile(sibling, folder / sibling.name)
+    for name, size in PENDING.files.items():
+        with open(folder / name, "wb") as handle:
+            handle.truncate(size)  # sparse: a 1 GiB data file costs no disk
+    data = model.SerializeToString()
+    for (
+        placeholder,
+        raw,
+    ) in PENDING.replacements:  # strings protobuf would refuse to hold (see hostile_mutations)
+        data = data.replace(placeholder, raw)
     target = folder / source.name
-    target.write_bytes(model.SerializeToString())
+    target.write_bytes(data)
     return target, applied
 
 

@@ -40,3 +40,5 @@ def test_the_fuzzer_reaches_every_mutation_and_many_rules() -> None:
     assert len(SEEDS) >= 20
     assert {m.__name__ for m in MUTATIONS} <= set(applied)
     assert len(rules) >= 15, rules
+    # the hostile shapes reach the rules that judge them
+    assert {"GRAPH.function", "MODEL.external-data", "MODEL.load"} <= set(rules), rules
