@@ -21,6 +21,7 @@ from pathlib import Path
 import onnx
 
 _TENSOR_ATTRIBUTES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
+_SPARSE_ATTRIBUTES = (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS)
 _GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 # Element types packed below a byte: bits per element (onnx.proto packs them, low bits first).
 _PACKED_BITS = {
@@ -50,27 +51,39 @@ class Segment:
 def external_tensors(
     model: onnx.ModelProto, attribute_lists: Iterable[Sequence[onnx.AttributeProto]] | None = None
 ) -> Iterator[onnx.TensorProto]:
-    """Tensors stored outside the file: initializers and tensor attributes, in subgraphs and in the model's
-    local functions too (onnx's loader reads those as well). ``attribute_lists``: the main graph's nodes'
-    attributes, when the caller has read them out of the protobuf already (every access to a protobuf
-    field builds new Python objects); initializers are always the model's own."""
+    """Tensors stored outside the file: initializers (sparse ones' values and indices too) and tensor
+    attributes, in subgraphs and in the model's local functions too (onnx's loader reads those as well).
+    ``attribute_lists``: the main graph's nodes' attributes, when the caller has read them out of the
+    protobuf already (every access to a protobuf field builds new Python objects); initializers are always
+    the model's own."""
     if attribute_lists is None:
         attribute_lists = (node.attribute for node in model.graph.node)
-    pending: list[tuple[Iterable[onnx.TensorProto], Iterable[Sequence[onnx.AttributeProto]]]] = [
-        (model.graph.initializer, attribute_lists)
+    pending: list[tuple[list[onnx.TensorProto], Iterable[Sequence[onnx.AttributeProto]]]] = [
+        (_initializers(model.graph), attribute_lists)
     ]
-    pending.extend(((), (n.attribute for n in f.node)) for f in model.functions)
+    pending.extend(([], (n.attribute for n in f.node)) for f in model.functions)
     while pending:
-        initializers, nodes_attributes = pending.pop()
-        tensors: list[onnx.TensorProto] = list(initializers)
+        tensors, nodes_attributes = pending.pop()
         for attributes in nodes_attributes:
             for a in attributes:
                 if a.type in _TENSOR_ATTRIBUTES:
                     tensors.extend([a.t] if a.type == onnx.AttributeProto.TENSOR else a.tensors)
+                elif a.type in _SPARSE_ATTRIBUTES:
+                    sparse = (
+                        [a.sparse_tensor] if a.type == onnx.AttributeProto.SPARSE_TENSOR else a.sparse_tensors
+                    )
+                    tensors.extend(t for s in sparse for t in (s.values, s.indices))
                 elif a.type in _GRAPH_ATTRIBUTES:
                     graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs
-                    pending.extend((g.initializer, (n.attribute for n in g.node)) for g in graphs)
+                    pending.extend((_initializers(g), (n.attribute for n in g.node)) for g in graphs)
         yield from (t for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL)
+
+
+def _initializers(graph: onnx.GraphProto) -> list[onnx.TensorProto]:
+    tensors = list(graph.initializer)
+    if graph.sparse_initializer:  # rare: most graphs pay nothing for them
+        tensors.extend(t for s in graph.sparse_initializer for t in (s.values, s.indices))
+    return tensors
 
 
 def text(value: str | bytes) -> str:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from clikit import run_cli
-from hostile_models import add_external, with_bytes
+from hostile_models import add_external, external, with_bytes
+from onnx import numpy_helper
 
 
 def _external_findings(path: Path) -> list[str]:
@@ -64,3 +66,17 @@ def test_exact_entries_conform(tmp_path: Path) -> None:
     (tmp_path / "w.data").write_bytes(bytes(64))
     result = run_cli(["--isolated", "--format", "json", str(path)])
     assert "MODEL.external-data" not in result.stdout and "MODEL.onnx" not in result.stdout
+
+
+def test_sparse_initializers_in_external_data_are_confined(tmp_path: Path) -> None:
+    values = external(numpy_helper.from_array(np.ones(1, np.float32), "v"), "../secret.bin")
+    indices = numpy_helper.from_array(np.array([0], np.int64), "i")
+    model = add_external("w.data")
+    model.graph.sparse_initializer.append(onnx.helper.make_sparse_tensor(values, indices, [4]))
+    (tmp_path / "w.data").write_bytes(bytes(16))
+    (tmp_path / "m").mkdir()
+    path = tmp_path / "m" / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    (tmp_path / "m" / "w.data").write_bytes(bytes(16))
+    [message] = _external_findings(path)
+    assert "'v' at '../secret.bin' resolves outside the model's folder" in message
