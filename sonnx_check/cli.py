@@ -291,7 +291,8 @@ class _Size(click.ParamType):
     type=_Size(),
     default=None,
     metavar="SIZE",
-    help="Memory one model's comparison may use beyond the model, e.g. 512MiB (default 4GiB; 0: no limit).",
+    help="Memory one model's comparison may use beyond the model (its external weights count), e.g. 512MiB "
+    "(default 4GiB; 0: no limit).",
 )
 @click.option(
     "--timeout",

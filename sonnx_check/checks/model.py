@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -112,7 +113,10 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
         # The proto form keeps weights unread: they are not loaded for static checks. The path form
         # resolves external-data locations against the model's folder (and only stats them, never opens
         # them); the proto form would resolve them against the working directory.
+        started = time.monotonic()
         verdict = onnx_verdict(view.path if view.external_tensors else view.model, view.time_limit)
+        if view.deadline is not None:  # the checker has a --timeout of its own, not taken from the rules'
+            view.deadline += time.monotonic() - started
     if verdict.kind is None:
         return
     if verdict.kind == "validation":

@@ -263,7 +263,8 @@ class Outcome:
     seed_model: str
     mutations: tuple[str, ...]
     exit_code: int
-    output: str
+    output: str  # stdout and stderr
+    report: str = ""  # stdout: the JSON report
 
     @property
     def is_bug(self) -> bool:
@@ -302,7 +303,7 @@ def run_case(source: Path, folder: Path, rng: random.Random, count: int, *, comp
     output = result.output
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         output += f"\nTraceback: {type(result.exception).__name__}: {result.exception}"
-    return Outcome(str(source.relative_to(SAMPLES)), applied, result.exit_code, output)
+    return Outcome(str(source.relative_to(SAMPLES)), applied, result.exit_code, output, result.stdout)
 
 
 def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
