@@ -306,7 +306,7 @@ def run_case(source: Path, folder: Path, rng: random.Random, count: int, *, comp
     return Outcome(str(source.relative_to(SAMPLES)), applied, result.exit_code, output, result.stdout)
 
 
-def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
+def long_run(cases: int, seed: int, keep: Path | None = None, minutes: float | None = None) -> int:
     seeds = seed_models()
     rng = random.Random(seed)
     exits: Counter[int] = Counter()
@@ -314,7 +314,11 @@ def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
     bugs: list[tuple[int, Outcome]] = []
     crashes = 0
     started = time.perf_counter()
+    done = 0
     for case in range(cases):
+        if minutes is not None and time.perf_counter() - started > minutes * 60:
+            break
+        done += 1
         case_rng = random.Random(rng.getrandbits(64))
         source = case_rng.choice(seeds)
         if case % 500 == 0:
@@ -334,8 +338,8 @@ def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
             print(f"case {case}: BUG on {outcome.seed_model} after {outcome.mutations}", flush=True)
             print("  " + outcome.output.strip().replace("\n", "\n  ")[:2000], flush=True)
     elapsed = time.perf_counter() - started
-    per_case = elapsed / max(cases, 1) * 1000
-    print(f"{cases} cases from {len(seeds)} seed models in {elapsed:.0f} s ({per_case:.0f} ms per case)")
+    per_case = elapsed / max(done, 1) * 1000
+    print(f"{done} cases (seed {seed}) from {len(seeds)} seed models in {elapsed:.0f} s ({per_case:.0f} ms per case)")
     print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(exits.items())))
     print("mutations applied: " + ", ".join(f"{name} {n}" for name, n in sorted(mutations.items())))
     print(f"onnxruntime crashes contained (reported as RUNTIME.not-compared): {crashes}")
@@ -350,5 +354,6 @@ if __name__ == "__main__":
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, help="copy the models onnxruntime crashed on into this folder")
+    parser.add_argument("--minutes", type=float, help="stop after this many minutes (at most --cases cases)")
     args = parser.parse_args()
-    sys.exit(long_run(args.cases, args.seed, args.keep))
+    sys.exit(long_run(args.cases, args.seed, args.keep, args.minutes))
