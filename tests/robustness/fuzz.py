@@ -339,7 +339,8 @@ def long_run(cases: int, seed: int, keep: Path | None = None, minutes: float | N
             print("  " + outcome.output.strip().replace("\n", "\n  ")[:2000], flush=True)
     elapsed = time.perf_counter() - started
     per_case = elapsed / max(done, 1) * 1000
-    print(f"{done} cases (seed {seed}) from {len(seeds)} seed models in {elapsed:.0f} s ({per_case:.0f} ms per case)")
+    print(f"{done} cases (seed {seed}) from {len(seeds)} seed models in {elapsed:.0f} s", end=" ")
+    print(f"({per_case:.0f} ms per case)")
     print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(exits.items())))
     print("mutations applied: " + ", ".join(f"{name} {n}" for name, n in sorted(mutations.items())))
     print(f"onnxruntime crashes contained (reported as RUNTIME.not-compared): {crashes}")
