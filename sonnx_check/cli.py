@@ -177,8 +177,8 @@ class _Size(click.ParamType):
 @click.option(
     "--force-exclude",
     is_flag=True,
-    help="Skip files named on the command line that a folder scan would skip (exclude, .gitignore, "
-    "*.fixed.onnx); the pre-commit hook passes it.",
+    help="Skip files named on the command line that the configuration's exclude matches (.gitignore and "
+    "*.fixed.onnx apply to folder scans only); the pre-commit hook passes it.",
 )
 @click.option(
     "--format",
@@ -291,14 +291,16 @@ class _Size(click.ParamType):
     type=_Size(),
     default=None,
     metavar="SIZE",
-    help="Memory one model's comparison may use beyond the model, e.g. 512MiB (default 4GiB; 0: no limit).",
+    help="Memory one model's comparison may use beyond the model (its external weights count), e.g. 512MiB "
+    "(default 4GiB; 0: no limit).",
 )
 @click.option(
     "--timeout",
     type=_Timeout(),
     default=None,
     metavar="SECONDS",
-    help="Stop onnxruntime after SECONDS per model (default 300; 0 or 'none': no limit).",
+    help="Stop onnx's checker, the static rules and onnxruntime after SECONDS each per model (default 300; "
+    "0 or 'none': no limit).",
 )
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")
@@ -453,6 +455,8 @@ def run(
         force_exclude=force_exclude,
     )
     targets = _targets(found, settings, fix_output, outputs)
+    if not targets:
+        _say_nothing_checked(found)
     per_model = [configs.settings_for(t.path) for t in targets]
     _prepare_outputs(outputs, targets, configs, per_model)
 
@@ -590,28 +594,36 @@ def _run_groups(targets: list[Target], per_model: list[Settings]) -> list[ModelO
 def _targets(
     found: Discovery, settings: Settings, fix_output: str | None, outputs: list[Output]
 ) -> list[Target]:
-    """The models to process. With --fix, earlier outputs (*.fixed.onnx) are skipped even when named: fixing
-    them again would write *.fixed.fixed.onnx, and reading one while another worker rewrites it would race."""
+    """The models to process. With --fix, an earlier output (*.fixed.onnx) named on the command line is
+    checked but not fixed again (that would write *.fixed.fixed.onnx); a folder scan skips it."""
     if settings.fix is None:
         return found.targets
     for path, why in found.skipped:
         if why == "it is a --fix output":
             say(f"note: {path}: skipped, it is a --fix output")
-    kept = []
+    fixable = []
     for target in found.targets:
         if target.error is None and target.path.endswith(FIXED_SUFFIX):
-            say(f"note: {target.path}: skipped, it is a --fix output")
+            say(f"note: {target.path}: checked, not fixed again (it is a --fix output)")
         else:
-            kept.append(target)
+            fixable.append(target)
     if fix_output is not None:
-        if len(kept) != 1:
-            raise UsageError(f"--fix-output {fix_output}: needs exactly one model, got {len(kept)}")
+        if len(fixable) != 1:
+            raise UsageError(f"--fix-output {fix_output}: needs exactly one model, got {len(fixable)}")
         if not fix_output.endswith(".onnx"):
             raise UsageError(f"--fix-output {fix_output}: the fixed model's name must end in .onnx")
         for out in outputs:
             if out.path is not None and os.path.abspath(out.path) == os.path.abspath(fix_output):
                 raise UsageError(f"--fix-output {fix_output}: is also the report's {out.option.split()[0]}")
-    return kept
+    return found.targets
+
+
+def _say_nothing_checked(found: Discovery) -> None:
+    """A run that was given paths and checks no model says so and why: a pre-commit hook that reports
+    "Passed" on a commit whose every model was skipped must not look like a check that ran."""
+    reasons = sorted({why for _, why in found.skipped})
+    detail = f": every path given was skipped ({'; '.join(reasons)})" if reasons else ""
+    say(f"warning: 0 models checked{detail}")
 
 
 # -- where reports go -------------------------------------------------------------------------------------

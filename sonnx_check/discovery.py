@@ -3,8 +3,10 @@
 A folder scan skips what is not a model under review: hidden folders, earlier ``--fix`` outputs
 (``*.fixed.onnx``), paths ignored by git (``.gitignore`` files and ``.git/info/exclude`` of the work tree,
 read by sonnx-check itself, as ruff does), and the configuration's ``exclude`` patterns. A file named on the
-command line is always checked, unless ``force_exclude`` applies the same rules to it (the pre-commit hook
-does: pre-commit names every file).
+command line is always checked, unless ``force_exclude`` and the user's own ``exclude`` patterns skip it (the
+pre-commit hook passes it: pre-commit names every file). Hidden folders, ``.gitignore`` and ``*.fixed.onnx``
+never skip a named file: a violating model force-added under an ignored folder, or named ``x.fixed.onnx``,
+must not pass a gate that was handed it by name.
 
 The walk is iterative (a folder tree thousands of levels deep cannot exhaust Python's stack), never follows
 a symlinked folder (a loop must not hang a CI gate), and reports a model file that is a symlink pointing
@@ -97,27 +99,24 @@ class _Walker:
         return None
 
     def explicit_exclusion(self, raw: str) -> str | None:
-        """``force_exclude``: the file, or a folder on its path below the working directory, matches what a
-        scan would skip (folders above the working directory are not the project's to judge)."""
+        """``force_exclude``: the file, or a folder on its path below the working directory, matches one of
+        the user's own ``exclude`` patterns (folders above the working directory are not the project's to
+        judge). Only those: what git ignores or what looks like a --fix output is still a file someone
+        asked to have checked."""
+        if self.exclude is None:
+            return None
         relative = os.path.normpath(raw)
         if os.path.isabs(relative):
             inside = os.path.relpath(relative)
             relative = inside if not inside.startswith("..") else os.path.basename(relative)
         parts = relative.split(os.sep)[:-1] if not relative.startswith("..") else []
-        start = os.path.dirname(os.path.abspath(raw))
-        for _ in parts:
-            start = os.path.dirname(start)
-        context: _Context = () if self.gitignores is None else self.gitignores.context(start)
         folder = ""
         for part in parts:
             folder = os.path.join(folder, part)
-            why = self.excluded(folder, True, context)
+            why = self.exclude(folder, True)
             if why is not None:
                 return why
-            if self.gitignores is not None:
-                absolute = os.path.join(start, folder)
-                context = _extend(context, absolute, False) if context else self.gitignores.context(absolute)
-        return self.excluded(raw, False, context)
+        return self.exclude(raw, False)
 
     def scan(self, folder: str, skipped: list[tuple[str, str]]) -> list[Target]:
         root = os.path.realpath(folder)

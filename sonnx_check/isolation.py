@@ -9,8 +9,11 @@ parent's memory copy-on-write; it holds onnx's copy of the model alone and costs
 from __future__ import annotations
 
 import faulthandler
+import math
 import os
+import selectors
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
@@ -27,9 +30,25 @@ class Crashed:
     cause: str
 
 
-def call_isolated(func: Callable[[], str]) -> str | Crashed:
+@dataclass(frozen=True)
+class TimedOut:
+    """The child was still running at the time limit and was killed."""
+
+    seconds: float
+
+
+def call_isolated(func: Callable[[], str], *, timeout: float | None = None) -> str | Crashed | TimedOut:
     """``func()`` in a forked child, its text result passed back through a pipe; in this process where the
-    system cannot fork. A signal that interrupts the wait (Ctrl-C, SIGTERM) kills the child first."""
+    system cannot fork. A child still running after ``timeout`` seconds is killed (TimedOut). A signal that
+    interrupts the wait (Ctrl-C, SIGTERM) kills the child first."""
+    result = call_isolated_bytes(lambda: func().encode("utf-8", "surrogateescape"), timeout=timeout)
+    return result.decode("utf-8", "surrogateescape") if isinstance(result, bytes) else result
+
+
+def call_isolated_bytes(
+    func: Callable[[], bytes], *, timeout: float | None = None
+) -> bytes | Crashed | TimedOut:
+    """call_isolated for a result in bytes."""
     if not hasattr(os, "fork"):
         return func()
     parent = os.getpid()
@@ -44,22 +63,47 @@ def call_isolated(func: Callable[[], str]) -> str | Crashed:
         _run_child(func, parent, read_end, write_end)
     os.close(write_end)
     status = None
+    deadline = None if timeout is None or not math.isfinite(timeout) else time.monotonic() + timeout
     try:
-        with open(read_end, "rb") as pipe:
-            payload = pipe.read()
+        payload = _read_until(read_end, deadline)
+        if payload is None:  # the time limit: killed below, before the wait
+            kill(pid)
         status = os.waitpid(pid, 0)[1]
     finally:
         if status is None:  # interrupted: the child must not outlive the wait
             kill(pid)
             os.waitpid(pid, 0)
+    if payload is None:
+        return TimedOut(timeout or 0.0)
     if os.WIFSIGNALED(status):
         return Crashed(f"killed by {_signal_name(os.WTERMSIG(status))}")
     if os.WEXITSTATUS(status) != 0:
         return Crashed(f"exited with code {os.WEXITSTATUS(status)}")
-    return payload.decode("utf-8", "surrogateescape")
+    return payload
 
 
-def _run_child(func: Callable[[], str], parent: int, read_end: int, write_end: int) -> NoReturn:
+def _read_until(read_end: int, deadline: float | None) -> bytes | None:
+    """Everything the child writes, until it closes the pipe; None when ``deadline`` passes first."""
+    chunks: list[bytes] = []
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(read_end, selectors.EVENT_READ)
+            while True:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not selector.select(min(left, 60.0)):  # select refuses huge timeouts
+                        if time.monotonic() >= deadline:
+                            return None
+                        continue
+                chunk = os.read(read_end, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+    finally:
+        os.close(read_end)
+
+
+def _run_child(func: Callable[[], bytes], parent: int, read_end: int, write_end: int) -> NoReturn:
     code = _FAILED
     try:
         os.close(read_end)
@@ -69,7 +113,7 @@ def _run_child(func: Callable[[], str], parent: int, read_end: int, write_end: i
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         faulthandler.disable()  # a crash here is reported as the model's finding, not as a Python dump
         die_with_parent(parent)
-        data = func().encode("utf-8", "surrogateescape")
+        data = func()
         with open(write_end, "wb") as pipe:
             pipe.write(data)
         code = 0

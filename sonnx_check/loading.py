@@ -11,7 +11,7 @@ import math
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,17 +20,18 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from sonnx_check.errors import ModelLoadError, first_line
+from sonnx_check.external_data import (  # noqa: F401 - re-exported: where callers look for them
+    ExternalDataIssue,
+    external_data_issues,
+    external_tensors,
+    judge,
+    read_segments,
+    shown,
+)
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 MODEL_SUFFIX = ".onnx"
 PROTOBUF_LIMIT = 2**31 - 1  # bytes: the most a serialised protobuf message can be
-
-
-@dataclass(frozen=True)
-class ExternalDataIssue:
-    tensor: str
-    location: str
-    problem: str  # one line: why the location cannot be used
 
 
 def read_model(path: str | os.PathLike[str]) -> onnx.ModelProto:
@@ -47,19 +48,25 @@ def load_model(path: str | os.PathLike[str], *, load_weights: bool = False) -> o
     return model
 
 
-def load_external_weights(model: onnx.ModelProto, path: str) -> None:
-    """Read the external weights of ``model`` (the file at ``path``) into it, when every location is a
-    regular file inside the model's folder; ModelLoadError otherwise."""
-    issues = external_data_issues(model, Path(path).parent)
+def load_external_weights(model: onnx.ModelProto, path: str, *, max_bytes: int | None = None) -> None:
+    """Read the external weights of ``model`` (the file at ``path``) into it: exactly the bytes each tensor
+    declares, and only when every tensor passes MODEL.external-data's judgement (see external_data);
+    ModelLoadError otherwise, or when they come to more than ``max_bytes``."""
+    issues, segments = judge(external_tensors(model), Path(path).parent)
     if issues:
         issue = issues[0]
         raise ModelLoadError(
-            path, f"external data of tensor '{issue.tensor}' ({issue.location!r}) {issue.problem}"
+            path, f"external data of tensor '{issue.tensor}' ({shown(issue.location)}) {issue.problem}"
+        )
+    total = sum(s.size for s in segments)
+    if max_bytes is not None and total > max_bytes:
+        raise ModelLoadError(
+            path, f"its external weights are {total} bytes, over the {max_bytes} bytes allowed to read"
         )
     try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(Path(path).parent))
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(path, f"cannot read external data: {first_line(exc)}") from None
+        read_segments(segments)
+    except OSError as exc:
+        raise ModelLoadError(path, f"cannot read external data: {exc.strerror or exc}") from None
 
 
 @contextmanager
@@ -415,57 +422,3 @@ def _encode_varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
-
-
-_TENSOR_ATTRIBUTES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
-_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-
-
-def external_tensors(
-    model: onnx.ModelProto, attribute_lists: Iterable[Sequence[onnx.AttributeProto]] | None = None
-) -> Iterator[onnx.TensorProto]:
-    """Tensors stored outside the file: initializers and tensor attributes, subgraphs included.
-    ``attribute_lists``: the main graph's nodes' attributes, when the caller has read them out of the
-    protobuf already (every access to a protobuf field builds new Python objects)."""
-    if attribute_lists is None:
-        attribute_lists = (node.attribute for node in model.graph.node)
-    pending = [(model.graph.initializer, attribute_lists)]
-    while pending:
-        initializers, nodes_attributes = pending.pop()
-        tensors: list[onnx.TensorProto] = list(initializers)
-        for attributes in nodes_attributes:
-            for a in attributes:
-                if a.type in _TENSOR_ATTRIBUTES:
-                    tensors.extend([a.t] if a.type == onnx.AttributeProto.TENSOR else a.tensors)
-                elif a.type in _GRAPH_ATTRIBUTES:
-                    graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs
-                    pending.extend((g.initializer, (n.attribute for n in g.node)) for g in graphs)
-        yield from (t for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL)
-
-
-def external_data_issues(model: onnx.ModelProto, base_dir: Path) -> list[ExternalDataIssue]:
-    """Every external-data location that is absent, malformed, or resolves outside ``base_dir``."""
-    base = os.path.realpath(base_dir)
-    issues: list[ExternalDataIssue] = []
-    for tensor in external_tensors(model):
-        entries = {e.key: e.value for e in tensor.external_data}
-        location = entries.get("location", "")
-        problem = _location_problem(location, base)
-        if problem:
-            issues.append(ExternalDataIssue(tensor.name, location, problem))
-    return issues
-
-
-def _location_problem(location: str, base: str) -> str | None:
-    if not location:
-        return "has no location"
-    if os.path.isabs(location) or location.startswith(("\\", "/")) or ":" in location[:3]:
-        return "is an absolute path; SONNX-checked models keep weights inside the model's folder"
-    resolved = os.path.realpath(os.path.join(base, location))
-    if os.path.commonpath([resolved, base]) != base:
-        return "resolves outside the model's folder; it was not read"
-    if not os.path.exists(resolved):
-        return "does not exist"
-    if not os.path.isfile(resolved):
-        return "is not a regular file"
-    return None

@@ -29,14 +29,16 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 from sonnx_check.children import die_with_parent, kill
 from sonnx_check.compare import ort_worker
 from sonnx_check.config import Settings
-from sonnx_check.discovery import Target
+from sonnx_check.discovery import FIXED_SUFFIX, Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
+from sonnx_check.external_data import external_tensors, judge, shown
 from sonnx_check.findings import ModelResult
 from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
 
@@ -215,7 +217,9 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
     rules = settings.rules_for(target.path)
     waivers = settings.waivers_for(target.path)
     try:
-        checked, model, compare_error = _check(target.path, rules, settings, keep=settings.fix is not None)
+        # An earlier --fix output named on the command line is checked, never fixed again (*.fixed.fixed.onnx)
+        fixing = settings.fix is not None and not target.path.endswith(FIXED_SUFFIX)
+        checked, model, compare_error = _check(target.path, rules, settings, keep=fixing)
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
     result = _mark_fixable(apply_waivers(checked, waivers))
@@ -252,12 +256,19 @@ def _check(
 
     try:
         source = read_model_file(path)
-        verdict = checker_verdict_before_parse(source, rules)
+        verdict = checker_verdict_before_parse(source, rules, settings.compare.timeout)
         # The skeleton first: once the whole model is parsed, the skeleton is that model (no second parse).
         skeleton = source.skeleton()
         whole = source.model() if settings.compare.enabled or keep else None
         source.release()  # every parse this model needs is done: the file's bytes go
-        result = check_model(skeleton, path, rules, elided=source.elided, checker_verdict=verdict)
+        result = check_model(
+            skeleton,
+            path,
+            rules,
+            elided=source.elided,
+            checker_verdict=verdict,
+            timeout=settings.compare.timeout,
+        )
         del skeleton
         _unchanged(source)
         if whole is None or result.load_error:
@@ -288,7 +299,7 @@ def _unchanged(source: ModelFile) -> None:
 def _compare_into(
     result: ModelResult, model: onnx.ModelProto, settings: Settings, rules: frozenset[str]
 ) -> None:
-    from sonnx_check.compare import CompareOptions, compare_loaded
+    from sonnx_check.compare import CompareOptions, compare_loaded, refusal
 
     options = CompareOptions(
         datasets=settings.compare.inputs,
@@ -302,10 +313,26 @@ def _compare_into(
         max_memory=settings.compare.max_memory,
         accuracy=dict(settings.compare.accuracy),
     )
-    # The weights of an external-data model are read for the comparison only: --fix writes the model with
-    # its external-data entries as they were.
-    with external_weights_loaded(model, result.path):
-        outcome = compare_loaded(model, options)
+    # The weights of an external-data model are judged before any is read (a location outside the folder or
+    # bytes the file does not hold: the comparison does not start, the static findings stand), count
+    # against --max-memory, and are read for the comparison only: --fix writes the model with its
+    # external-data entries as they were.
+    issues, segments = judge(external_tensors(model), Path(result.path).parent)
+    if issues:
+        issue = issues[0]
+        raise UserError(
+            f"external data of tensor '{issue.tensor}' ({shown(issue.location)}) {issue.problem}; "
+            "the model was not compared"
+        )
+    refused = refusal(model, options, sum(s.size for s in segments))
+    if refused is not None:
+        outcome = refused
+    else:
+        try:
+            with external_weights_loaded(model, result.path):
+                outcome = compare_loaded(model, options)
+        except ModelLoadError as exc:
+            raise UserError(f"{exc.cause}; the model was not compared") from None
     result.findings.extend(f for f in outcome.findings if f.rule in rules)
     result.comparison = outcome.comparison
 

@@ -8,6 +8,7 @@ Inferred types come from onnx shape inference, run once and lazily (many rules n
 from __future__ import annotations
 
 import functools
+import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
+from sonnx_check.external_data import external_tensors
 from sonnx_check.findings import NodeRef
-from sonnx_check.loading import external_tensors
+from sonnx_check.isolation import TimedOut, call_isolated_bytes
 
 if TYPE_CHECKING:
     from sonnx_check.checks.model import CheckerVerdict
@@ -165,6 +167,27 @@ def _header_only(value: onnx.ValueInfoProto) -> onnx.TensorProto:
     return tensor
 
 
+class PhaseTimedOut(Exception):
+    """A phase of the static check ran past its time limit (--timeout); ``phase`` names it."""
+
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+        super().__init__(phase)
+
+
+def _inferred_values(model: onnx.ModelProto) -> bytes:
+    """In the child: the inferred model's inputs, value_info and outputs (all the view reads of it)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False)
+    except Exception:  # noqa: BLE001 - inference failures are MODEL.onnx's business, not the view's
+        return b""
+    graph = onnx.GraphProto()
+    graph.input.extend(inferred.graph.input)
+    graph.value_info.extend(inferred.graph.value_info)
+    graph.output.extend(inferred.graph.output)
+    return graph.SerializeToString()
+
+
 class ModelView:
     """Read-only, indexed access to the main graph of a model. ``op_types``, ``domains`` (normalised),
     ``inputs``, ``outputs`` and ``attribute_lists`` hold each node's fields by node index."""
@@ -219,6 +242,9 @@ class ModelView:
                 initializer_types[key] = TensorType(*key)
             self.declared[name] = initializer_types[key]
         self._inferred: dict[str, TensorType] | None = None
+        # The static check's time limit (--timeout): the engine sets both; None means no limit.
+        self.time_limit: float | None = None
+        self.deadline: float | None = None  # time.monotonic() at which the rules stop
         self._schemas: dict[tuple[str, str], defs.OpSchema | None] = {}
         self._attributes: list[dict[str, onnx.AttributeProto] | None] = [None] * len(self.nodes)
         self._constants: dict[str, np.ndarray | None] = {}
@@ -281,14 +307,19 @@ class ModelView:
     # -- tensors ----------------------------------------------------------------------------------------
     @property
     def inferred(self) -> dict[str, TensorType]:
-        """Types and shapes from onnx shape inference (non-strict, so it never raises on a broken model)."""
+        """Types and shapes from onnx shape inference (non-strict, so it never raises on a broken model).
+        onnx's inference is native code and can take minutes on a hostile model (quadratic on If nodes that
+        read outer names), so it runs in a child process, stopped at ``deadline`` (PhaseTimedOut)."""
         if self._inferred is None:
-            try:
-                inferred_model = onnx.shape_inference.infer_shapes(self.model, check_type=False)
-            except Exception:  # noqa: BLE001 - inference failures are MODEL.onnx's business, not the view's
-                inferred_model = None
-            self.use_inferred_model(inferred_model)
-        return self._inferred  # type: ignore[return-value]
+            left = None if self.deadline is None else max(self.deadline - time.monotonic(), 0.001)
+            result = call_isolated_bytes(functools.partial(_inferred_values, self.model), timeout=left)
+            if isinstance(result, TimedOut):
+                raise PhaseTimedOut("onnx's shape inference")
+            graph = onnx.GraphProto()
+            if isinstance(result, bytes) and result:
+                graph.ParseFromString(result)
+            self._inferred = declared_types(chain(graph.input, graph.value_info, graph.output))
+        return self._inferred
 
     def use_inferred_model(self, inferred_model: onnx.ModelProto | None) -> None:
         """Adopt an already inferred copy of the model (MODEL.onnx infers strictly; no second inference)."""

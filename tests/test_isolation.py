@@ -15,7 +15,7 @@ from builders import maxpool_model, save
 from click.testing import CliRunner
 
 from sonnx_check.cli import main
-from sonnx_check.isolation import Crashed, call_isolated
+from sonnx_check.isolation import Crashed, TimedOut, call_isolated
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system: checked in process")
 
@@ -28,6 +28,19 @@ def test_a_child_killed_by_a_signal_is_a_crash_naming_it() -> None:
     assert call_isolated(lambda: os.kill(os.getpid(), signal.SIGFPE) or "never") == Crashed(
         "killed by SIGFPE"
     )
+
+
+def test_a_child_still_running_at_the_time_limit_is_killed() -> None:
+    started = time.monotonic()
+    assert call_isolated(lambda: time.sleep(60) or "never", timeout=0.3) == TimedOut(0.3)
+    assert time.monotonic() - started < 10
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # reaped: no zombie left behind
+
+
+def test_a_child_within_the_time_limit_answers() -> None:
+    assert call_isolated(lambda: "x" * 3_000_000, timeout=60) == "x" * 3_000_000
+    assert call_isolated(lambda: "ok", timeout=float("inf")) == "ok"
 
 
 def test_without_a_process_to_spare_the_call_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,15 +13,15 @@ from pathlib import Path
 
 import onnx
 
-from sonnx_check.isolation import Crashed, call_isolated
-from sonnx_check.loading import external_data_issues
+from sonnx_check.external_data import external_data_issues, shown
+from sonnx_check.isolation import Crashed, TimedOut, call_isolated
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
 
 # onnx.checker names the node of a schema error in a trailing context line ...
 _CONTEXT = re.compile(r"==> Context: Bad node spec for node\. Name: (.*?) OpType: (\S+)")
 # ... and strict shape inference joins one "(op_type:X, node name: Y): [Kind] message" per failing node.
-_EXTERNAL_DATA_MESSAGE = "Data of TensorProto"
+_EXTERNAL_DATA_MESSAGES = ("Data of TensorProto", "external TensorProto")
 # The key of an external-data entry (onnx.proto: TensorProto.external_data), as it stands in the file's bytes.
 _EXTERNAL_LOCATION_KEY = b"location"
 _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=\s*\(op_type:|\Z)", re.S)
@@ -30,19 +31,24 @@ _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=
 class CheckerVerdict:
     """What onnx's full check (structure, then strict shape inference) said of a model. ``kind`` is None when
     the model passed, else "validation" (the checker refused it), "inference" (strict shape inference
-    refused it), "unchecked" (onnx could not read it) or "crashed" (onnx's native code died on it);
-    ``message`` is onnx's text, or for a crash how the checker's process ended."""
+    refused it), "unchecked" (onnx could not read it), "crashed" (onnx's native code died on it) or
+    "timeout" (still running at the time limit, then stopped); ``message`` is onnx's text, for a crash how
+    the checker's process ended, for a timeout the limit in seconds."""
 
     kind: str | None
     message: str = ""
 
 
-def onnx_verdict(model: onnx.ModelProto | bytes | str) -> CheckerVerdict:
+def onnx_verdict(model: onnx.ModelProto | bytes | str, timeout: float | None = None) -> CheckerVerdict:
     """onnx's full check of a parsed model, of its serialised bytes, or of the file at a path, in a child
-    process: a crash of onnx's native code on a hostile model is that model's finding, not the run's end."""
-    result = call_isolated(lambda: json.dumps(_checked(model)))
+    process: a crash of onnx's native code on a hostile model is that model's finding, not the run's end,
+    and so is a check still running after ``timeout`` seconds (onnx's checker is quadratic on If nodes
+    that read outer names: minutes for a 2 MB model)."""
+    result = call_isolated(lambda: json.dumps(_checked(model)), timeout=timeout)
     if isinstance(result, Crashed):
         return CheckerVerdict("crashed", result.cause)
+    if isinstance(result, TimedOut):
+        return CheckerVerdict("timeout", f"{result.seconds:g}")
     kind, message = json.loads(result)
     return CheckerVerdict(kind, message)
 
@@ -59,7 +65,7 @@ def _checked(model: onnx.ModelProto | bytes | str) -> tuple[str | None, str]:
     return None, ""
 
 
-def verdict_before_parse(skeleton: bytes) -> CheckerVerdict | None:
+def verdict_before_parse(skeleton: bytes, timeout: float | None = None) -> CheckerVerdict | None:
     """onnx's verdict on the bytes the static check is about to parse (see ModelFile.skeleton_bytes), so
     that its C++ model and the Python parse never hold memory at once; None when the verdict must wait for
     the parse: external-data locations resolve against the model's folder only in the path form, and bytes
@@ -70,10 +76,11 @@ def verdict_before_parse(skeleton: bytes) -> CheckerVerdict | None:
         # onnx checks a file in place but copies a model given as bytes before inferring its shapes: at 100k
         # nodes the copy is 40 % of the check's time and 220 MB.
         if path is not None:
-            verdict = onnx_verdict(path)
+            verdict = onnx_verdict(path, timeout)
             if path not in verdict.message:
                 return verdict
-    return onnx_verdict(skeleton)  # no in-memory files here, or a message that names one instead of the model
+    # no in-memory files here, or a message that names one instead of the model
+    return onnx_verdict(skeleton, timeout)
 
 
 @contextmanager
@@ -106,22 +113,33 @@ def valid_onnx(view: ModelView) -> Iterator[Violation]:
         # The proto form keeps weights unread: they are not loaded for static checks. The path form
         # resolves external-data locations against the model's folder (and only stats them, never opens
         # them); the proto form would resolve them against the working directory.
-        verdict = onnx_verdict(view.path if view.external_tensors else view.model)
+        started = time.monotonic()
+        verdict = onnx_verdict(view.path if view.external_tensors else view.model, view.time_limit)
+        if view.deadline is not None:  # the checker has a --timeout of its own, not taken from the rules'
+            view.deadline += time.monotonic() - started
     if verdict.kind is None:
         return
     if verdict.kind == "validation":
         folder = Path(view.path).parent
-        if _EXTERNAL_DATA_MESSAGE in verdict.message and external_data_issues(view.model, folder):
+        about_external_data = any(m in verdict.message for m in _EXTERNAL_DATA_MESSAGES)
+        if about_external_data and external_data_issues(view.model, folder):
             return  # MODEL.external-data reports the location, with the reason
         yield from _violations(view, verdict.message)
     elif verdict.kind == "inference":
         yield from _violations(view, verdict.message)
+    elif verdict.kind == "timeout":
+        yield Violation(
+            f"onnx.checker was stopped at the --timeout of {verdict.message} s, so the model's validity is "
+            "not established; the other rules and models were still checked",
+            data={"phase": "onnx.checker", "timeout": float(verdict.message)},
+        )
     elif verdict.kind == "crashed":
         yield Violation(
             f"onnx.checker crashed on this model ({verdict.message}), so its validity is not established; "
             "the other rules and models were still checked"
         )
-    else:
+    elif not (view.external_tensors and external_data_issues(view.model, Path(view.path).parent)):
+        # onnx cannot read a model whose external-data entries are not text: MODEL.external-data says why
         yield Violation(f"onnx.checker could not check the model: {_one_line(verdict.message)}")
 
 
@@ -157,7 +175,7 @@ def external_data_inside_folder(view: ModelView) -> Iterator[Violation]:
         return  # most models: no external data to look for
     for issue in external_data_issues(view.model, Path(view.path).parent):
         yield Violation(
-            f"external data of tensor '{issue.tensor}' at {issue.location!r} {issue.problem}",
+            f"external data of tensor '{issue.tensor}' at {shown(issue.location)} {issue.problem}",
             tensor=issue.tensor,
             actual=issue.location,
         )

@@ -113,8 +113,78 @@ def compare_model(path: Path, options: CompareOptions) -> CompareResult:
 
 def compare_loaded(model: onnx.ModelProto, options: CompareOptions) -> CompareResult:
     """Compare a model already in memory (with its weights)."""
+    refused = refusal(model, options)
+    if refused is not None:
+        return refused
     with nan_policy.maxpool_reading(options.maxpool_nan):
         return _Comparison(model, options).run()
+
+
+def refusal(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0) -> CompareResult | None:
+    """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
+    them) are read: None when it may be.
+
+    A model-local function is never compared: onnxruntime runs a built-in operator of the same name and
+    domain instead of the function's body (a default-domain function ``Relu`` whose body is ``Neg`` runs as
+    Relu), while onnx's inliner expands the body, so which function the model computes is ambiguous, and a
+    comparison of either reading would certify the other. GRAPH.function reports every function."""
+    reason = None
+    not_text = _name_not_text(model)
+    if not_text is not None:
+        reason = (
+            f"the model's {not_text} is not UTF-8 text: ONNX requires UTF-8 strings, and neither onnxruntime "
+            "nor the reference can be given it"
+        )
+        stage = "load"
+    elif model.functions:
+        names = ", ".join(_function_name(f) for f in model.functions[:5])
+        more = f" and {len(model.functions) - 5} more" if len(model.functions) > 5 else ""
+        reason = (
+            f"the model defines local functions ({names}{more}): onnxruntime may run a built-in operator "
+            "instead of a function's body, so what it computes is not the model's function (GRAPH.function)"
+        )
+        stage = "functions"
+    elif options.max_memory is not None and weight_bytes > options.max_memory:
+        reason = (
+            f"its external weights ({memory.text(weight_bytes)}) are over --max-memory "
+            f"({memory.text(options.max_memory)}); they were not read"
+        )
+        stage = "budget"
+    if reason is None:
+        return None
+    return _Comparison(model, options)._nothing_compared(reason, {"stage": stage})
+
+
+def _name_not_text(model: onnx.ModelProto) -> str | None:
+    """Which name of the main graph protobuf handed back as bytes (invalid UTF-8), if any: every step of the
+    comparison builds protobuf messages from these names, and protobuf refuses bytes that are not UTF-8."""
+    graph = model.graph
+    if type(graph.name) is not str:
+        return f"graph name {_shown(graph.name)}"
+    for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+        for value in values:
+            if type(value.name) is not str:
+                return f"{kind} name {_shown(value.name)}"
+    for tensor in graph.initializer:
+        if type(tensor.name) is not str:
+            return f"initializer name {_shown(tensor.name)}"
+    for index, node in enumerate(graph.node):
+        names = [node.name, *node.input, *node.output, *(a.name for a in node.attribute)]
+        for name in names:
+            if type(name) is not str:
+                return f"node #{index}'s name or tensor name {_shown(name)}"
+    return None
+
+
+def _shown(value: str | bytes) -> str:
+    return repr(value)[1:] if isinstance(value, bytes) else repr(value)
+
+
+def _function_name(function: onnx.FunctionProto) -> str:
+    domain, name = function.domain, function.name
+    domain = domain if isinstance(domain, str) else domain.decode("utf-8", "surrogateescape")
+    name = name if isinstance(name, str) else name.decode("utf-8", "surrogateescape")
+    return f"{domain}::{name}" if domain else name
 
 
 _STOPPED_BEFORE = "onnxruntime was stopped by the time limit (--timeout) before it was compared"

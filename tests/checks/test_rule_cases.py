@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from builders import MAXPOOL_ALL, check, external_data_model, max_model, maxpool_model, model, rules_of, vi
+from hostile_models import shadowing_relu
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
@@ -110,6 +111,7 @@ CASES: dict[str, tuple[Factory, Factory]] = {
     ),
     "GRAPH.domain": (_custom_domain, CONFORMING),
     "GRAPH.control-flow": (_if_model, CONFORMING),
+    "GRAPH.function": (_const(shadowing_relu()), _const(_relu_chain())),
     "GRAPH.acyclic": (_cycle, _const(_relu_chain())),
     "GRAPH.ssa": (_ssa, _const(_relu_chain())),
     "GRAPH.undefined-input": (_undefined, _const(max_model([(1, 1, 8, 8)] * 2, (1, 1, 8, 8)))),
@@ -187,6 +189,7 @@ CASES: dict[str, tuple[Factory, Factory]] = {
 TESTED_ELSEWHERE = {
     "MODEL.load": "tests/test_loading.py",
     "MODEL.internal-error": "tests/output_safety/test_crashed_model.py",
+    "MODEL.timeout": "tests/untrusted/test_static_timeout.py",
     "RUNTIME.divergence": "tests/compare/",
     "RUNTIME.not-compared": "tests/compare/",
 }

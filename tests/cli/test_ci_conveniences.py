@@ -203,6 +203,16 @@ def test_the_pre_commit_hook_with_args_fix_fails_the_commit(tmp_path: Path) -> N
     assert "--fix wrote m.fixed.onnx" in result.stdout and "m.fixed.fixed.onnx" not in result.stdout
 
 
+def test_the_hook_with_args_fix_checks_a_staged_fixed_model(tmp_path: Path) -> None:
+    # a violating model named like a --fix output is checked (not fixed again), so the commit fails
+    save(maxpool_r2(), tmp_path / "x.fixed.onnx")
+    hook = ["--force-exclude", "--exit-non-zero-on-fix", "--fix", "--format", "json"]
+    result = run_cli([*hook, "x.fixed.onnx"], cwd=tmp_path)
+    assert result.code == 1, result.stderr
+    assert "x.fixed.onnx: checked, not fixed again" in result.stderr
+    assert not list(tmp_path.glob("*.fixed.fixed.onnx"))
+
+
 # -- logs -----------------------------------------------------------------------------------------------
 
 

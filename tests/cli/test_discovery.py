@@ -1,5 +1,6 @@
 """Which files a folder scan checks: sorted *.onnx files, minus hidden folders, earlier --fix outputs,
-what git ignores and the configuration's `exclude`; named files always, unless --force-exclude; a tree a
+what git ignores and the configuration's `exclude`; named files always, unless --force-exclude and the
+user's own `exclude` skip them; a tree a
 thousand folders deep is walked without exhausting Python's stack."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from clikit import conforming_maxpool, run_cli, save, write_pyproject
+from clikit import conforming_maxpool, maxpool_r2, run_cli, save, write_pyproject
 
 from sonnx_check.discovery import discover
 
@@ -39,54 +40,55 @@ def test_scan_is_sorted_and_skips_hidden_folders_and_fix_outputs(tmp_path: Path)
     assert found.scanned_folder
 
 
-def test_named_files_are_checked_unless_force_exclude(tmp_path: Path) -> None:
-    _touch(tmp_path, "m.fixed.onnx")
-    named = str(tmp_path / "m.fixed.onnx")
-    assert [t.path for t in discover([named]).targets] == [named]
-    forced = discover([named], force_exclude=True)
-    assert forced.targets == [] and forced.skipped == [(named, "it is a --fix output")]
+def test_named_files_are_checked_even_with_force_exclude(tmp_path: Path) -> None:
+    # *.fixed.onnx is a folder walk's rule: a model handed over by name (as pre-commit does) is checked
+    _touch(tmp_path, "m.fixed.onnx", ".hidden/h.onnx")
+    named = [str(tmp_path / "m.fixed.onnx"), str(tmp_path / ".hidden" / "h.onnx")]
+    assert [t.path for t in discover(named).targets] == named
+    forced = discover(named, force_exclude=True)
+    assert [t.path for t in forced.targets] == named and forced.skipped == []
     assert not forced.scanned_folder
 
 
-def test_gitignore_is_respected_inside_a_work_tree(tmp_path: Path) -> None:
-    (tmp_path / ".git" / "info").mkdir(parents=True)
-    (tmp_path / ".git" / "info" / "exclude").write_text("local/\n", encoding="utf-8")
-    (tmp_path / ".gitignore").write_text("# generated\nbuild/\n*.tmp.onnx\n/top.onnx\n", encoding="utf-8")
-    (tmp_path / "models").mkdir()
-    (tmp_path / "models" / ".gitignore").write_text("scratch*\n!scratch_keep.onnx\n", encoding="utf-8")
-    _touch(
-        tmp_path,
-        "top.onnx",
-        "models/top.onnx",
-        "build/out.onnx",
-        "models/build/deep.onnx",
-        "models/a.tmp.onnx",
-        "models/scratch1.onnx",
-        "models/scratch_keep.onnx",
-        "local/x.onnx",
-        "models/ok.onnx",
-    )
-    assert _found(tmp_path) == ["models/ok.onnx", "models/scratch_keep.onnx", "models/top.onnx"]
-    assert len(_found(tmp_path, respect_gitignore=False)) == 9
-    # outside a work tree, .gitignore files mean nothing
-    (tmp_path / ".git" / "info" / "exclude").unlink()
-    (tmp_path / ".git" / "info").rmdir()
-    (tmp_path / ".git").rmdir()
-    assert len(_found(tmp_path)) == 9
-
-
-def test_force_exclude_applies_gitignore_to_named_files(tmp_path: Path) -> None:
+def test_force_exclude_does_not_apply_gitignore_to_named_files(tmp_path: Path) -> None:
+    # a model force-added (git add -f) under an ignored folder is in the commit: the hook must check it
     (tmp_path / ".git").mkdir()
-    (tmp_path / ".gitignore").write_text("vendor/\n", encoding="utf-8")
-    _touch(tmp_path, "vendor/v.onnx", "m.onnx")
+    (tmp_path / ".gitignore").write_text("vendor/\n*.tmp.onnx\n", encoding="utf-8")
+    _touch(tmp_path, "vendor/v.onnx", "m.tmp.onnx", "m.onnx")
     previous = os.getcwd()
     os.chdir(tmp_path)
     try:
-        found = discover(["vendor/v.onnx", "m.onnx"], force_exclude=True)
+        found = discover(["vendor/v.onnx", "m.tmp.onnx", "m.onnx"], force_exclude=True)
+        scanned = discover(["."])
     finally:
         os.chdir(previous)
-    assert [t.path for t in found.targets] == ["m.onnx"]
-    assert found.skipped == [("vendor/v.onnx", "ignored by git (.gitignore)")]
+    assert [t.path for t in found.targets] == ["vendor/v.onnx", "m.tmp.onnx", "m.onnx"]
+    assert [t.path for t in scanned.targets] == ["./m.onnx"]  # a folder walk still follows .gitignore
+
+
+def test_named_violating_models_fail_the_hook(tmp_path: Path) -> None:
+    """What pre-commit runs (``--force-exclude --exit-non-zero-on-fix`` and the staged names) on a violating
+    model named ``x.fixed.onnx`` and on one force-added under a .gitignore'd folder: both checked, exit 1."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("build/\n", encoding="utf-8")
+    save(maxpool_r2(), tmp_path / "x.fixed.onnx")
+    save(maxpool_r2(), tmp_path / "build" / "b.onnx")
+    hook = ["--force-exclude", "--exit-non-zero-on-fix", "--format", "json"]
+    for name in ("x.fixed.onnx", "build/b.onnx"):
+        result = run_cli([*hook, name], cwd=tmp_path)
+        assert result.code == 1, (name, result.stdout, result.stderr)
+        assert [m["path"] for m in json.loads(result.stdout)["models"]] == [name]
+
+
+def test_a_run_that_checks_no_model_says_so(tmp_path: Path) -> None:
+    write_pyproject(tmp_path, '[tool.sonnx-check]\nexclude = ["legacy"]\n')
+    save(maxpool_r2(), tmp_path / "legacy" / "old.onnx")
+    result = run_cli(["--force-exclude", "legacy/old.onnx"], cwd=tmp_path)
+    assert result.code == 0
+    assert "warning: 0 models checked: every path given was skipped (excluded by" in result.stderr
+    assert 'exclude "legacy"' in result.stderr
+    checked = run_cli(["legacy/old.onnx"], cwd=tmp_path)  # without --force-exclude: named, so checked
+    assert checked.code == 1 and "0 models checked" not in checked.stderr
 
 
 def test_exclude_in_the_configuration(tmp_path: Path) -> None:

@@ -2,8 +2,10 @@
 
 Each case starts from one of the seed models (the committed samples and two exporter outputs), applies a few
 random mutations to the protobuf (drop or retype attributes, change values, dims and element types, rewire
-inputs, duplicate names, delete or clone nodes, change operators, opsets and domains, damage weights), writes
-it, and runs ``sonnx-check --compare`` on it. A run may report anything about the model; it must not end in an
+inputs, duplicate names, delete or clone nodes, change operators, opsets and domains, damage weights; and the
+hostile shapes of hostile_mutations.py: strings that are not text in any string field, model-local
+functions, external data with any entries and files up to a sparse 1 GiB), writes it, and runs
+``sonnx-check --compare`` on it. A run may report anything about the model; it must not end in an
 internal error (exit 3) or show a traceback.
 
 The test suite runs a bounded number of cases through hypothesis (tests/robustness/test_fuzz.py). A longer
@@ -32,9 +34,14 @@ from onnx import TensorProto as T
 
 from sonnx_check.cli import main
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostile_mutations import HOSTILE_MUTATIONS, PENDING  # noqa: E402
+
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_models"
 # Small budgets: a mutated dim can ask for anything, and the fuzzer is about bugs, not about sizes.
+# --timeout: a mutation can make onnx's checker slow (a function calling itself); the fuzzer is about bugs.
 COMMAND = ["--format", "json", "--compare", "--inputs", "random", "--max-elements", "200000", "--isolated"]
+COMMAND += ["--timeout", "30"]
 _DIMS = (0, 1, 2, 3, 7, -1, -8, 2**31, 2**40)
 _INT_VALUES = (0, 1, 2, 3, -1, -5, 100, 2**31, -(2**62))
 _OPS = ("Max", "MaxPool", "Relu", "Conv", "Identity", "Loop", "NoSuchOp", "Flatten", "Gemm")
@@ -247,7 +254,7 @@ def drop_graph_io(model: onnx.ModelProto, rng: random.Random) -> bool:
 MUTATIONS: tuple[Mutation, ...] = (
     drop_attribute, retype_attribute, change_attribute_value, change_dim, change_rank, change_elem_type,
     rewire_input, duplicate_name, delete_node, clone_node, change_operator, change_opset, change_domain,
-    damage_weights, drop_graph_io,
+    damage_weights, drop_graph_io, *HOSTILE_MUTATIONS,
 )  # fmt: skip
 
 
@@ -256,7 +263,8 @@ class Outcome:
     seed_model: str
     mutations: tuple[str, ...]
     exit_code: int
-    output: str
+    output: str  # stdout and stderr
+    report: str = ""  # stdout: the JSON report
 
     @property
     def is_bug(self) -> bool:
@@ -268,12 +276,23 @@ class Outcome:
 def mutate(source: Path, folder: Path, rng: random.Random, count: int) -> tuple[Path, tuple[str, ...]]:
     """Write a mutated copy of ``source`` (and its external-data files) into ``folder``."""
     model = onnx.load(str(source), load_external_data=False)
+    PENDING.replacements.clear()
+    PENDING.files.clear()
     chosen = [rng.choice(MUTATIONS) for _ in range(count)]
     applied = tuple(m.__name__ if m(model, rng) else "noop" for m in chosen)
     for sibling in source.parent.glob(source.name + ".data"):
         shutil.copyfile(sibling, folder / sibling.name)
+    for name, size in PENDING.files.items():
+        with open(folder / name, "wb") as handle:
+            handle.truncate(size)  # sparse: a 1 GiB data file costs no disk
+    data = model.SerializeToString()
+    for (
+        placeholder,
+        raw,
+    ) in PENDING.replacements:  # strings protobuf would refuse to hold (see hostile_mutations)
+        data = data.replace(placeholder, raw)
     target = folder / source.name
-    target.write_bytes(model.SerializeToString())
+    target.write_bytes(data)
     return target, applied
 
 
@@ -284,10 +303,10 @@ def run_case(source: Path, folder: Path, rng: random.Random, count: int, *, comp
     output = result.output
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         output += f"\nTraceback: {type(result.exception).__name__}: {result.exception}"
-    return Outcome(str(source.relative_to(SAMPLES)), applied, result.exit_code, output)
+    return Outcome(str(source.relative_to(SAMPLES)), applied, result.exit_code, output, result.stdout)
 
 
-def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
+def long_run(cases: int, seed: int, keep: Path | None = None, minutes: float | None = None) -> int:
     seeds = seed_models()
     rng = random.Random(seed)
     exits: Counter[int] = Counter()
@@ -295,7 +314,11 @@ def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
     bugs: list[tuple[int, Outcome]] = []
     crashes = 0
     started = time.perf_counter()
+    done = 0
     for case in range(cases):
+        if minutes is not None and time.perf_counter() - started > minutes * 60:
+            break
+        done += 1
         case_rng = random.Random(rng.getrandbits(64))
         source = case_rng.choice(seeds)
         if case % 500 == 0:
@@ -315,8 +338,9 @@ def long_run(cases: int, seed: int, keep: Path | None = None) -> int:
             print(f"case {case}: BUG on {outcome.seed_model} after {outcome.mutations}", flush=True)
             print("  " + outcome.output.strip().replace("\n", "\n  ")[:2000], flush=True)
     elapsed = time.perf_counter() - started
-    per_case = elapsed / max(cases, 1) * 1000
-    print(f"{cases} cases from {len(seeds)} seed models in {elapsed:.0f} s ({per_case:.0f} ms per case)")
+    per_case = elapsed / max(done, 1) * 1000
+    print(f"{done} cases (seed {seed}) from {len(seeds)} seed models in {elapsed:.0f} s", end=" ")
+    print(f"({per_case:.0f} ms per case)")
     print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(exits.items())))
     print("mutations applied: " + ", ".join(f"{name} {n}" for name, n in sorted(mutations.items())))
     print(f"onnxruntime crashes contained (reported as RUNTIME.not-compared): {crashes}")
@@ -331,5 +355,6 @@ if __name__ == "__main__":
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, help="copy the models onnxruntime crashed on into this folder")
+    parser.add_argument("--minutes", type=float, help="stop after this many minutes (at most --cases cases)")
     args = parser.parse_args()
-    sys.exit(long_run(args.cases, args.seed, args.keep))
+    sys.exit(long_run(args.cases, args.seed, args.keep, args.minutes))

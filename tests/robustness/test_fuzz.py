@@ -36,7 +36,9 @@ def test_the_fuzzer_reaches_every_mutation_and_many_rules() -> None:
         with tempfile.TemporaryDirectory() as folder:
             outcome = run_case(rng.choice(SEEDS), Path(folder), rng, 3, compare=False)
         applied.update(outcome.mutations)
-        rules.update({f["rule"] for m in json.loads(outcome.output)["models"] for f in m["findings"]})
+        rules.update({f["rule"] for m in json.loads(outcome.report)["models"] for f in m["findings"]})
     assert len(SEEDS) >= 20
     assert {m.__name__ for m in MUTATIONS} <= set(applied)
     assert len(rules) >= 15, rules
+    # the hostile shapes reach the rules that judge them
+    assert {"GRAPH.function", "MODEL.external-data", "MODEL.load"} <= set(rules), rules
