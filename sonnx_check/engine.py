@@ -109,12 +109,7 @@ def run_checks(view: ModelView, selected: frozenset[str] | None = None) -> list[
             findings.extend(_finding(check, view, v, None) for v in check.func(view))
         except Exception as exc:  # noqa: BLE001 - a crashing check is a bug, reported with its rule
             raise InternalError(check.rule, view.path, exc) from exc
-    node_checks = [c for c in active if c.scope == "node"]
-    generic = tuple(c for c in node_checks if c.op_type is None)
-    by_op: dict[str, tuple[Check, ...]] = {}
-    for c in node_checks:
-        if c.op_type is not None:
-            by_op[c.op_type] = (*by_op.get(c.op_type, generic), c)
+    generic, by_op = node_dispatch(active)
     # The hot loop (rules x nodes): no call or allocation beyond the check itself unless it finds something.
     for index, op_type in enumerate(view.op_types):
         for check in by_op.get(op_type, generic) if not view.domain(index) else generic:
@@ -126,6 +121,19 @@ def run_checks(view: ModelView, selected: frozenset[str] | None = None) -> list[
     order = {rule: i for i, rule in enumerate(catalogue())}
     findings.sort(key=lambda f: (f.node.index if f.node else -1, order.get(f.rule, len(order))))
     return findings
+
+
+def node_dispatch(active: list[Check]) -> tuple[tuple[Check, ...], dict[str, tuple[Check, ...]]]:
+    """The node checks a node runs: ``by_op[op_type]`` for a default-domain node of an operator with rules,
+    else ``generic``. The one statement of which rule applies to which node (the evidence record's verdicts
+    read it too)."""
+    node_checks = [c for c in active if c.scope == "node"]
+    generic = tuple(c for c in node_checks if c.op_type is None)
+    by_op: dict[str, tuple[Check, ...]] = {}
+    for c in node_checks:
+        if c.op_type is not None:
+            by_op[c.op_type] = (*by_op.get(c.op_type, generic), c)
+    return generic, by_op
 
 
 def _finding(check: Check, view: ModelView, v: Violation, default_node: int | None) -> Finding:
