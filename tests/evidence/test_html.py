@@ -65,8 +65,8 @@ def test_the_report_shows_identity_classes_matrix_and_plots(cnn_report: tuple[Pa
     _, page, record = cnn_report
     model = record["models"][0]
     assert model["sha256"] in page
-    for section in ('id="verdict-classes"', 'id="environment"', 'class="matrix"', 'id="margin-plot"',
-                    'id="distribution-plot"', 'id="coverage-plot"', 'id="datasets"', 'id="known-departures"'):
+    for section in ('id="verdict-classes"', 'id="environment"', 'class="matrix"', 'id="margin-plot-1"',
+                    'id="distribution-plot-1"', 'id="coverage-plot-1"', 'id="datasets-1"', 'id="known-departures-1"'):
         assert section in page, section
     for cls in ("profile-violation", "unexplained-divergence", "known-departure", "not-compared"):
         assert f"<td>{cls}</td>" in page
@@ -134,7 +134,7 @@ def test_the_report_renders_in_headless_chromium(cnn_report: tuple[Path, str, di
     html = dom.stdout
     assert record["models"][0]["sha256"] in html
     assert "Traceability matrix" in html and 'class="matrix"' in html
-    assert re.search(r'id="margin-plot">\s*<svg', html)
+    assert re.search(r'id="margin-plot-1">\s*<svg', html)
     assert "unexplained-divergence" in html
     shot = tmp_path / "shot.png"
     result = chromium(
