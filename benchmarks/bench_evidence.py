@@ -66,15 +66,27 @@ def main() -> None:
             "check + --evidence": [*base, "--evidence", str(record)],
         }
         if args.html:
-            variants["check + --evidence + html"] = [*base, "--evidence", str(record), "--output-format", f"html:{page}"]
+            variants["check + --evidence + html"] = [
+                *base,
+                "--evidence",
+                str(record),
+                "--output-format",
+                f"html:{page}",
+            ]
         results = {name: best(args.repeat, command) for name, command in variants.items()}
         size = record.stat().st_size
         html_size = page.stat().st_size if page.exists() else None
         model_size = os.path.getsize(model)
-    print(f"model: mixed, {args.nodes} nodes, {model_size / 1e6:.1f} MB; best of {args.repeat} fresh processes")
+    print(
+        f"model: mixed, {args.nodes} nodes, {model_size / 1e6:.1f} MB; best of {args.repeat} fresh processes"
+    )
     check_wall, check_cpu = results["check"]
     for name, (wall, cpu) in results.items():
-        extra = "" if name == "check" else f"   beyond the check: {wall - check_wall:+.2f} s wall, {cpu - check_cpu:+.2f} s CPU"
+        extra = (
+            ""
+            if name == "check"
+            else f"   beyond the check: {wall - check_wall:+.2f} s wall, {cpu - check_cpu:+.2f} s CPU"
+        )
         print(f"{name:<28} {wall:6.2f} s wall {cpu:6.2f} s CPU{extra}")
     print(f"record: {size / 1e6:.2f} MB (target < 20 MB)")
     if html_size is not None:

@@ -510,6 +510,7 @@ def run(
         per_model=per_model,
         argv=_argv(),
         started_utc=started_utc,
+        sources=[t.path for t in targets],
     )
     unwritten = _write_reports(report, outputs)
     user_errors += unwritten
@@ -795,6 +796,7 @@ class _Report:
     per_model: list[Settings] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     started_utc: datetime.datetime | None = None
+    sources: list[str] = field(default_factory=list)  # the model each result stands for (--fix: the original)
     _display: tuple[list[ModelResult], list[FixOutcome | None] | None] | None = None
     _record: dict[str, Any] | None = None
     _identities: dict[str, ModelIdentity] = field(default_factory=dict)
@@ -804,11 +806,9 @@ class _Report:
         if self._record is None:
             from sonnx_check.evidence.record import RunFacts, build
 
-            facts = RunFacts(
-                self.argv, self.started_utc or datetime.datetime.now(datetime.UTC), self.seconds
-            )
+            facts = RunFacts(self.argv, self.started_utc or datetime.datetime.now(datetime.UTC), self.seconds)
             per_model = self.per_model or [self.settings] * len(self.results)
-            self._record = build(self.results, per_model, facts, self._identities)
+            self._record = build(self.results, per_model, facts, self._identities, self.sources or None)
         return self._record
 
     def identities(self) -> dict[str, ModelIdentity]:

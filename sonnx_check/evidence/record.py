@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sonnx_check import __version__, sanitise
 from sonnx_check.evidence import comparison as compared
 from sonnx_check.evidence.classes import CLASSES, class_totals, verdict_class
@@ -47,49 +49,60 @@ def build(
     per_model: Sequence[Settings],
     facts: RunFacts,
     identities: dict[str, ModelIdentity] | None = None,
+    sources: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The record. ``results``: as checked (not yet sanitised); ``per_model[i]``: results[i]'s settings;
-    ``identities``: models already identified (by path), filled in as models are identified."""
+    ``identities``: models already identified (by path), filled in as models are identified;
+    ``sources[i]``: the model results[i] stands for (with --fix, the original of a fixed model), whose path
+    the configuration's rules and waivers were matched against."""
     identities = identities if identities is not None else {}
+    sources = sources if sources is not None else [r.path for r in results]
     data_results, _ = sanitise.for_data(list(results), None)
     models = []
-    for result, shown, settings in zip(results, data_results, per_model, strict=True):
+    for result, shown, settings, source in zip(results, data_results, per_model, sources, strict=True):
         identity = identities.get(result.path)
         if identity is None or not identity.structured:
             identity = model_identity(result.path)
             identities[result.path] = identity
-        models.append(_model(shown, settings, identity))
+        entry = _model(shown, settings, identity, settings.rules_for(source))
+        if source != result.path:
+            entry["source"] = sanitise.data(source)
+        models.append(entry)
     totals = class_totals(f for r in results for f in r.findings)
-    return {
-        "record": {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_NAME},
-        "tool": {"name": "sonnx-check", "version": __version__},
-        "specification": revision(),
-        "environment": environment(),
-        "run": {
-            "timestamp": facts.started.astimezone(datetime.UTC).isoformat(timespec="seconds"),
-            "seconds": round(facts.seconds, 3),
-            "command_line": shlex.join(["sonnx-check", *facts.argv]),
-            "arguments": list(facts.argv),
-        },
-        "configuration": _configuration(results, per_model),
-        "models": models,
-        "summary": {
-            "models": len(results),
-            "unreadable": sum(r.load_error for r in results),
-            "findings": sum(len(r.findings) for r in results),
-            "classes": totals,
-            "verdict": _verdict(totals, results),
-        },
-    }
+    return _finite(
+        {
+            "record": {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_NAME},
+            "tool": {"name": "sonnx-check", "version": __version__},
+            "specification": revision(),
+            "environment": environment(),
+            "run": {
+                "timestamp": facts.started.astimezone(datetime.UTC).isoformat(timespec="seconds"),
+                "seconds": round(facts.seconds, 3),
+                "command_line": shlex.join(["sonnx-check", *facts.argv]),
+                "arguments": list(facts.argv),
+            },
+            "configuration": _configuration(results, per_model),
+            "models": models,
+            "summary": {
+                "models": len(results),
+                "unreadable": sum(r.load_error for r in results),
+                "findings": sum(len(r.findings) for r in results),
+                "classes": totals,
+                "verdict": _verdict(totals, results),
+            },
+        }
+    )
 
 
 def render(record: dict[str, Any]) -> str:
-    return json.dumps(_finite(record), indent=1, ensure_ascii=True, allow_nan=False, default=_fallback) + "\n"
+    return json.dumps(record, indent=1, ensure_ascii=True, allow_nan=False, default=_fallback) + "\n"
 
 
 def _finite(value: Any) -> Any:
     """JSON has no NaN or infinity: a non-finite number is written as text ("nan", "inf", "-inf"), as the
-    comparison's own data does."""
+    comparison's own data does. numpy scalars become Python numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, dict):
@@ -106,7 +119,9 @@ def _verdict(totals: dict[str, Any], results: Sequence[ModelResult]) -> str:
     return "findings" if any(totals["active"].values()) else "conforms"
 
 
-def _model(result: ModelResult, settings: Settings, identity: ModelIdentity) -> dict[str, Any]:
+def _model(
+    result: ModelResult, settings: Settings, identity: ModelIdentity, selected: frozenset[str]
+) -> dict[str, Any]:
     d = sanitise.data
     findings = [{**f.to_json(), "class": verdict_class(f)} for f in result.findings]
     nodes = [
@@ -129,7 +144,6 @@ def _model(result: ModelResult, settings: Settings, identity: ModelIdentity) -> 
     if result.load_error or any(f.rule == "MODEL.internal-error" for f in result.findings):
         rules: list = []
     else:
-        selected = settings.rules_for(result.path)
         rules = verdicts(identity.nodes, selected, result.findings, result.comparison)
     entry["rules"] = [r.summary_json() for r in rules]
     entry["verdicts"] = [r.verdict_json() for r in rules]

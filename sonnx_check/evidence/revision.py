@@ -22,7 +22,7 @@ def revision() -> dict[str, Any]:
 
 
 def _text_paths() -> dict[str, str]:
-    """A text's file name -> its path in the working group's folder (``conv2.md`` -> ``ops/conv/conv2.md``)."""
+    """A text's file name -> its path in the working group's folder (conv2.md -> ops/conv/conv2.md)."""
     return {Path(t["path"]).name: t["path"] for t in revision()["texts"]}
 
 

@@ -36,7 +36,7 @@ def missing_extra() -> str | None:
         return None
     return (
         f"the HTML report needs {' and '.join(missing)}: install the report extra "
-        "(pip install \"sonnx-check[report]\")"
+        '(pip install "sonnx-check[report]")'
     )
 
 
@@ -129,7 +129,9 @@ def _model_view(model: Mapping[str, Any], plots: Any) -> dict[str, Any]:
     comparison = model.get("comparison")
     outputs = comparison.get("outputs", []) if comparison else []
     margin = plots.margin_plot([o for o in outputs if o["scope"] != "node-edges"]) if outputs else None
-    distribution = plots.distribution_plot([o for o in outputs if o["scope"] != "node-edges"]) if outputs else None
+    distribution = (
+        plots.distribution_plot([o for o in outputs if o["scope"] != "node-edges"]) if outputs else None
+    )
     for output in outputs:
         output["where"] = ", ".join(node_label(n) for n in output["nodes"]) or "graph output"
     return {

@@ -23,11 +23,10 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from sonnx_check import __version__
-
 from sonnx_check.findings import Finding, ModelResult, Severity
-from sonnx_check.sanitise import display
 from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import INTERNAL_RULE, class_counts
+from sonnx_check.sanitise import display
 
 if TYPE_CHECKING:
     from sonnx_check.evidence.identity import ModelIdentity

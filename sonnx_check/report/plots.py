@@ -37,7 +37,7 @@ COVERAGE_COLOURS = {
 def _figure(rows: int) -> Any:
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(8.0, max(1.6, 0.28 * rows + 1.1)), layout="constrained")
+    return Figure(figsize=(9.0, max(1.6, 0.28 * rows + 1.1)), layout="constrained")
 
 
 def _svg(figure: Any) -> str:
@@ -61,25 +61,30 @@ def _labels(axes: Any, labels: Sequence[str]) -> None:
 
 
 def margin_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
-    """Bars of error/bound per compared output with a bound (the largest MAX_BARS), the bound at 1.
-    Returns (svg, number of outputs plotted) or None when no output has a margin."""
+    """Bars of error/bound per compared output with a bound (the largest MAX_BARS), on a log scale (margins
+    of a correct runtime lie orders of magnitude below the bound), the bound at 1. An exact match (margin 0)
+    is drawn at the axis' floor. Returns (svg, outputs plotted) or None when no output has a bound."""
     rows = [(_output_label(o), _number(o.get("margin"))) for o in outputs if o.get("bound")]
     if not rows:
         return None
     rows.sort(key=lambda r: -r[1])
     shown = rows[:MAX_BARS]
+    finite = [m for _, m in shown if 0 < m < float("inf")]
+    floor = min([1e-4, *finite]) / 3
+    cap = max([2.0, *finite]) * 2
+    values = [min(max(m, floor), cap) for _, m in shown]
     figure = _figure(len(shown))
     axes = figure.add_subplot()
-    finite = [m for _, m in shown if m != float("inf")]
-    cap = max([1.2, *finite]) * 1.05
-    values = [min(m, cap) for _, m in shown]
+    axes.set_xscale("log")
     colours = ["#c62828" if m > 1 else "#2e7d32" for _, m in shown]
-    axes.barh(range(len(shown)), values, color=colours)
+    axes.barh(range(len(shown)), [v - floor for v in values], left=floor, color=colours)
     axes.axvline(1.0, color="#333333", linestyle="--", linewidth=1)
     axes.text(1.0, -0.6, " bound", va="bottom", fontsize=8, parse_math=False)
     _labels(axes, [label for label, _ in shown])
-    axes.set_xlabel("margin: largest |onnxruntime − reference| / allowed error (≤ 1 holds)", parse_math=False)
-    axes.set_xlim(0, cap)
+    axes.set_xlabel(
+        "margin = largest |onnxruntime − reference| / allowed error (log scale; ≤ 1 holds)", parse_math=False
+    )
+    axes.set_xlim(floor, cap)
     return _svg(figure), len(shown)
 
 
@@ -102,7 +107,9 @@ def distribution_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] |
     _labels(axes, [_output_label(o) for o, _ in shown])
     axes.set_xlim(0, 1)
     axes.set_xlabel("share of the output's elements, by accuracy outcome (every dataset)", parse_math=False)
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 / max(1, len(shown)) - 0.12), ncols=3, fontsize=8)
+    axes.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.35 / max(1, len(shown)) - 0.12), ncols=3, fontsize=8
+    )
     return _svg(figure), len(shown)
 
 
@@ -140,6 +147,7 @@ def _output_label(output: Mapping[str, Any]) -> str:
 
 def _number(value: Any) -> float:
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return 0.0
+    return number if number == number else float("inf")  # a NaN margin is no evidence of holding

@@ -12,7 +12,6 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from sonnx_check import __version__
-
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import readings_text
 from sonnx_check.report.summary import class_counts, is_internal, summarise

@@ -52,7 +52,15 @@ def cnn_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dic
     folder = tmp_path_factory.mktemp("report")
     shutil.copy(SAMPLES / "conforming" / "small_cnn.onnx", folder / "small_cnn.onnx")
     result = run_cli(
-        ["--isolated", "--compare", "--output-format", "html:report.html", "--evidence", "e.json", "small_cnn.onnx"],
+        [
+            "--isolated",
+            "--compare",
+            "--output-format",
+            "html:report.html",
+            "--evidence",
+            "e.json",
+            "small_cnn.onnx",
+        ],
         cwd=folder,
     )
     assert result.code == 1, result.stderr
@@ -65,8 +73,16 @@ def test_the_report_shows_identity_classes_matrix_and_plots(cnn_report: tuple[Pa
     _, page, record = cnn_report
     model = record["models"][0]
     assert model["sha256"] in page
-    for section in ('id="verdict-classes"', 'id="environment"', 'class="matrix"', 'id="margin-plot-1"',
-                    'id="distribution-plot-1"', 'id="coverage-plot-1"', 'id="datasets-1"', 'id="known-departures-1"'):
+    for section in (
+        'id="verdict-classes"',
+        'id="environment"',
+        'class="matrix"',
+        'id="margin-plot-1"',
+        'id="distribution-plot-1"',
+        'id="coverage-plot-1"',
+        'id="datasets-1"',
+        'id="known-departures-1"',
+    ):
         assert section in page, section
     for cls in ("profile-violation", "unexplained-divergence", "known-departure", "not-compared"):
         assert f"<td>{cls}</td>" in page
@@ -121,8 +137,14 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
         "--proxy-server=127.0.0.1:9",
         *args,
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "HOME": str(profile)})
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "HOME": str(profile)},
+    )
 
 
 @needs_extra
@@ -138,7 +160,10 @@ def test_the_report_renders_in_headless_chromium(cnn_report: tuple[Path, str, di
     assert "unexplained-divergence" in html
     shot = tmp_path / "shot.png"
     result = chromium(
-        "--hide-scrollbars", "--window-size=1280,2000", f"--screenshot={shot}", path.as_uri(),
+        "--hide-scrollbars",
+        "--window-size=1280,2000",
+        f"--screenshot={shot}",
+        path.as_uri(),
         profile=tmp_path / "profile-shot",
     )
     assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]

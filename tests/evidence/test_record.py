@@ -135,7 +135,9 @@ def test_an_external_data_location_outside_the_folder_is_named_not_read(tmp_path
     assert "outside the model's folder" in external["problem"]
 
 
-def test_an_unreadable_model_keeps_its_hash_and_has_no_verdicts(repo_record: dict[str, Any], repo: Path) -> None:
+def test_an_unreadable_model_keeps_its_hash_and_has_no_verdicts(
+    repo_record: dict[str, Any], repo: Path
+) -> None:
     broken = model(repo_record, "models/broken.onnx")
     assert broken["readable"] is False
     assert broken["sha256"] == sha256(repo / "models" / "broken.onnx")
@@ -174,7 +176,11 @@ def test_each_rule_is_held_violated_or_waived_at_the_node_it_applies_to(repo_rec
     assert violated["result"] == "violated" and violated["violated"][0]["node"] == 0
     assert older["findings"][violated["violated"][0]["findings"][0]]["rule"] == "MaxPool.R2"
     assert verdict(clean, "MaxPool.R2") == {
-        "rule": "MaxPool.R2", "result": "held", "held": [0], "violated": [], "waived": []
+        "rule": "MaxPool.R2",
+        "result": "held",
+        "held": [0],
+        "violated": [],
+        "waived": [],
     }
     assert verdict(clean, "Conv.R1")["result"] == "not-applicable"  # no Conv in the model
     assert verdict(clean, "GRAPH.outputs")["held"] == [None]  # a graph rule holds for the model
@@ -246,7 +252,9 @@ def test_the_configuration_file_and_each_waiver_are_recorded_with_what_they_cove
     assert configuration["sha256"] == sha256(repo / "pyproject.toml")
     (waiver,) = configuration["waivers"]
     assert waiver["reason"] == REASON and waiver["rules"] == ["MaxPool.R2"]
-    assert waiver["covered"] == [{"model": "models/legacy/old.onnx", "finding": 0, "rule": "MaxPool.R2", "node": 0}]
+    assert waiver["covered"] == [
+        {"model": "models/legacy/old.onnx", "finding": 0, "rule": "MaxPool.R2", "node": 0}
+    ]
     assert repo_record["run"]["arguments"] == ["models", "--evidence", "evidence.json"]
     assert repo_record["run"]["command_line"] == "sonnx-check models --evidence evidence.json"
 
@@ -352,3 +360,20 @@ def test_model_strings_are_exact_in_the_record(tmp_path: Path) -> None:
     assert record["models"][0]["nodes"][0]["name"] == "pool\u202e<script>\x1b[31m"
     raw = (tmp_path / "evidence.json").read_bytes()
     assert raw.isascii() and b"\x1b" not in raw
+
+
+def test_with_fix_the_record_is_of_the_fixed_model_and_names_its_original(tmp_path: Path) -> None:
+    shutil.copy(SAMPLES / "torch" / "torchscript_cnn.onnx", tmp_path / "net.onnx")
+    _, record = record_of(["--isolated", "--fix", "net.onnx"], tmp_path)
+    validate(record)
+    (entry,) = record["models"]
+    assert entry["path"] == "net.fixed.onnx" and entry["source"] == "net.onnx"
+    assert entry["sha256"] == sha256(tmp_path / "net.fixed.onnx")
+
+
+def test_numpy_and_non_finite_numbers_become_valid_json() -> None:
+    from sonnx_check.evidence.record import _finite
+
+    value = _finite({"a": [np.float32("nan"), np.float64(2.5), float("-inf")], "b": np.int64(3)})
+    assert value == {"a": ["nan", 2.5, "-inf"], "b": 3}
+    assert json.dumps(value, allow_nan=False)
