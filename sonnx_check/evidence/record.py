@@ -26,7 +26,7 @@ from sonnx_check.evidence.environment import environment
 from sonnx_check.evidence.identity import ModelIdentity, file_sha256, model_identity
 from sonnx_check.evidence.revision import revision
 from sonnx_check.evidence.verdicts import verdicts
-from sonnx_check.findings import ModelResult
+from sonnx_check.findings import ModelResult, Severity
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings, Waiver
@@ -88,7 +88,7 @@ def build(
                 "unreadable": sum(r.load_error for r in results),
                 "findings": sum(len(r.findings) for r in results),
                 "classes": totals,
-                "verdict": _verdict(totals, results),
+                "verdict": _verdict(results, per_model[0].fail_on if per_model else None),
             },
         }
     )
@@ -112,11 +112,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _verdict(totals: dict[str, Any], results: Sequence[ModelResult]) -> str:
-    """One word: ``conforms`` when no active finding remains and every model was read."""
+def _verdict(results: Sequence[ModelResult], fail_on: Severity | None) -> str:
+    """The run's verdict, as its exit code has it: ``unreadable`` (a model could not be read), ``fails`` (an
+    active finding at or above --fail-on), ``passes-with-findings`` (active findings below it only) or
+    ``conforms`` (no active finding)."""
     if any(r.load_error for r in results):
         return "unreadable"
-    return "findings" if any(totals["active"].values()) else "conforms"
+    active = [f for r in results for f in r.findings if f.waived is None]
+    threshold = (fail_on or Severity.ERROR).rank
+    if any(f.severity.rank >= threshold for f in active):
+        return "fails"
+    return "passes-with-findings" if active else "conforms"
 
 
 def _model(

@@ -89,6 +89,7 @@ def test_the_report_shows_identity_classes_matrix_and_plots(cnn_report: tuple[Pa
     assert page.count("<svg") == 3
     assert "https://github.com/onnx/working-groups/blob/652b76b8a6611585f4aaa9c1be56699b8629b0c0/" in page
     assert "How to fix:" in page
+    assert "Fails: findings at or above --fail-on error" in page
 
 
 @needs_extra
@@ -174,4 +175,4 @@ def test_the_report_renders_in_headless_chromium(cnn_report: tuple[Path, str, di
     rgb = pixels[..., :3]
     assert rgb.std() > 0.05  # not a blank page
     red = (rgb[..., 0] > 0.6) & (rgb[..., 1] < 0.3) & (rgb[..., 2] < 0.3)
-    assert red.sum() > 200  # the verdict ("Findings: the run does not conform") is drawn in red
+    assert red.sum() > 200  # the verdict ("Fails: findings at or above --fail-on error") is drawn in red

@@ -294,6 +294,7 @@ def test_the_comparison_records_datasets_margins_and_known_departures(
     departures = comparison["known_departures"]
     assert {d["id"] for d in departures} >= {"ORT-MAXPOOL-NAN"}
     assert all(d["disposition"] == "reported" and d["class"] == "known-departure" for d in departures)
+    assert record["summary"]["verdict"] == "fails"
     classes = record["summary"]["classes"]["active"]
     assert classes["known-departure"] == len({d["finding"] for d in departures})
 
@@ -377,3 +378,14 @@ def test_numpy_and_non_finite_numbers_become_valid_json() -> None:
     value = _finite({"a": [np.float32("nan"), np.float64(2.5), float("-inf")], "b": np.int64(3)})
     assert value == {"a": ["nan", 2.5, "-inf"], "b": 3}
     assert json.dumps(value, allow_nan=False)
+
+
+def test_the_verdict_follows_fail_on(tmp_path: Path) -> None:
+    save(conforming_maxpool(), tmp_path / "clean.onnx")
+    shutil.copy(SAMPLES / "torch" / "torchscript_cnn.onnx", tmp_path / "net.onnx")
+    _, clean = record_of(["--isolated", "clean.onnx"], tmp_path, "clean.json")
+    assert clean["summary"]["verdict"] == "conforms"
+    _, warned = record_of(["--isolated", "--select", "Gemm.R2", "net.onnx"], tmp_path, "warned.json")
+    assert warned["models"][0]["findings"] and warned["summary"]["verdict"] == "passes-with-findings"
+    _, failed = record_of(["--isolated", "--fail-on", "warning", "--select", "Gemm.R2", "net.onnx"], tmp_path)
+    assert failed["summary"]["verdict"] == "fails" and failed["configuration"]["fail_on"] == "warning"
