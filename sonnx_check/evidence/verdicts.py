@@ -94,6 +94,9 @@ def verdicts(
         for check in by_op.get(op_type, generic) if not domain else generic:
             applies[check.rule].append(index)
     compared = [int(n["index"]) for n in (comparison or {}).get("nodes", ()) if "index" in n]
+    numbered: dict[str, list[tuple[int, Finding]]] = {}  # a rule's findings with their positions
+    for k, finding in enumerate(findings):
+        numbered.setdefault(finding.rule, []).append((k, finding))
     for rule, verdict in by_rule.items():
         if verdict.scope == "node":
             places: list[int | None] = list(applies[rule])
@@ -103,17 +106,19 @@ def verdicts(
             verdict.not_applicable = len(nodes) - len(places)
         else:
             places = [None]
-        _judge(verdict, places, findings)
+        _judge(verdict, places, numbered.get(rule, []))
     return [by_rule[r] for r in rules]
 
 
-def _judge(verdict: RuleVerdict, places: list[int | None], findings: Sequence[Finding]) -> None:
+def _judge(verdict: RuleVerdict, places: list[int | None], numbered: list[tuple[int, Finding]]) -> None:
     at: dict[int | None, list[int]] = {}
-    for k, finding in enumerate(findings):
-        if finding.rule == verdict.rule:
-            # A model-scope rule may name a node (a dead node): the place is the model, which it violates.
-            place = finding.node.index if finding.node is not None and verdict.scope != "model" else None
-            at.setdefault(place, []).append(k)
+    waived: set[int] = set()
+    for k, finding in numbered:
+        # A model-scope rule may name a node (a dead node): the place is the model, which it violates.
+        place = finding.node.index if finding.node is not None and verdict.scope != "model" else None
+        at.setdefault(place, []).append(k)
+        if finding.waived is not None:
+            waived.add(k)
     known = set(places)
     for place in at:
         if place not in known:  # a finding where the rule was not planned (an end-to-end output)
@@ -124,7 +129,7 @@ def _judge(verdict: RuleVerdict, places: list[int | None], findings: Sequence[Fi
         ks = at.get(place)
         if not ks:
             verdict.held.append(place)
-        elif any(findings[k].waived is None for k in ks):
+        elif any(k not in waived for k in ks):
             verdict.violated[place] = ks
         else:
             verdict.waived[place] = ks
