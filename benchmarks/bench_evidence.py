@@ -1,14 +1,17 @@
 """The evidence record of a large model: its size and what writing it costs beyond the check.
 
-Run: python benchmarks/bench_evidence.py [--nodes 10000] [--repeat 3] [--html]
+Run: python benchmarks/bench_evidence.py [--nodes 10000] [--repeat 3] [--model mixed|violating] [--html]
 
-Builds bench_static's ``mixed`` model (every operator of the profile with rules, each node its declaration's
-conforming example, wired as a network) and times, each the best of ``--repeat`` fresh processes (as a
-command-line run checks it), ``sonnx-check --isolated -q MODEL`` against the same command with ``--evidence``
-(and, with ``--html``, ``--output-format html:PATH`` too, which needs the [report] extra). Prints the wall
-and CPU seconds of each, the difference (what the record costs: hashing the file, reading its nodes again,
-the verdicts and the JSON) and the record's size. Targets (issue 20): a 10k-node record under 20 MB,
-written in under 2 s beyond the check.
+Models: bench_static's ``mixed`` (every operator of the profile with rules, each node its declaration's
+conforming example, wired as a network), or ``violating``: a chain of MaxPool nodes each without auto_pad
+and storage_order (one MaxPool.R2 finding per node, the record's worst case).
+
+Times, each the best of ``--repeat`` fresh processes (as a command-line run checks it), ``sonnx-check
+--isolated -q MODEL`` against the same command with ``--evidence`` (and, with ``--html``,
+``--output-format html:PATH`` too, which needs the [report] extra). Prints the wall and CPU seconds of each,
+the difference (what the record costs: hashing the file, reading its nodes again, the verdicts and the
+JSON) and the record's size. Targets (issue 20): a 10k-node record under 20 MB, written in under 2 s beyond
+the check.
 """
 
 from __future__ import annotations
@@ -23,11 +26,46 @@ import time
 from pathlib import Path
 
 import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_static import mixed  # noqa: E402 - the benchmark models are built in one place
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def violating(n_nodes: int) -> onnx.ModelProto:
+    nodes, previous = [], "x"
+    for i in range(n_nodes):
+        nodes.append(
+            h.make_node(
+                "MaxPool",
+                [previous],
+                [f"t{i}"],
+                name=f"/block{i}/pool",
+                ceil_mode=0,
+                dilations=[1, 1],
+                kernel_shape=[1, 1],
+                pads=[0, 0, 0, 0],
+                strides=[1, 1],
+            )
+        )
+        previous = f"t{i}"
+    declared = [h.make_tensor_value_info(f"t{i}", T.FLOAT, [1, 1, 4, 4]) for i in range(n_nodes - 1)]
+    graph = h.make_graph(
+        nodes,
+        "violating",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 4, 4])],
+        [h.make_tensor_value_info(previous, T.FLOAT, [1, 1, 4, 4])],
+        value_info=declared,
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+    model.ir_version = 10
+    return model
+
+
+MODELS = {"mixed": mixed, "violating": violating}
 
 
 def timed(command: list[str]) -> tuple[float, float]:
@@ -52,12 +90,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--model", choices=sorted(MODELS), default="mixed")
     parser.add_argument("--html", action="store_true", help="also time the HTML report (needs [report])")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sonnx-check-evidence-") as temporary:
         folder = Path(temporary)
-        model = folder / "mixed.onnx"
-        onnx.save(mixed(args.nodes), model)
+        model = folder / f"{args.model}.onnx"
+        onnx.save(MODELS[args.model](args.nodes), model)
         record = folder / "record.json"
         page = folder / "report.html"
         base = [sys.executable, "-m", "sonnx_check", "--isolated", "-q", str(model)]
@@ -78,7 +117,8 @@ def main() -> None:
         html_size = page.stat().st_size if page.exists() else None
         model_size = os.path.getsize(model)
     print(
-        f"model: mixed, {args.nodes} nodes, {model_size / 1e6:.1f} MB; best of {args.repeat} fresh processes"
+        f"model: {args.model}, {args.nodes} nodes, {model_size / 1e6:.1f} MB; "
+        f"best of {args.repeat} fresh processes"
     )
     check_wall, check_cpu = results["check"]
     for name, (wall, cpu) in results.items():
