@@ -129,7 +129,8 @@ def _verdict(results: Sequence[ModelResult], fail_on: Severity | None) -> str:
     ``conforms`` (no active finding)."""
     if any(r.load_error for r in results):
         return "unreadable"
-    active = [f for r in results for f in r.findings if f.waived is None]
+    # Evidence below a warning (operator-level information) is no finding about the model.
+    active = [f for r in results for f in r.findings if f.waived is None and f.severity.rank >= 1]
     threshold = (fail_on or Severity.ERROR).rank
     if any(f.severity.rank >= threshold for f in active):
         return "fails"
