@@ -890,7 +890,12 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
         return sarif.render(
             results,
             identities=_shown_identities(report),
-            invocation=_invocation(report),
+            invocation=sarif.invocation(
+                report.argv,
+                report.started_utc or datetime.datetime.now(datetime.UTC),
+                report.seconds,
+                succeeded=not any(r.load_error or is_internal(r) for r in report.results),
+            ),
         )
     if fmt == "github":
         from sonnx_check.report import github
@@ -916,22 +921,6 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
 def _shown_identities(report: _Report) -> dict[str, ModelIdentity]:
     """Identities keyed by the display-sanitised path the reporters see."""
     return {sanitise.DISPLAY.path(path): ident for path, ident in report.identities().items()}
-
-
-def _invocation(report: _Report) -> dict[str, Any]:
-    """SARIF's ``invocations[0]``: the command line, when it ran and whether it could check every model."""
-    import shlex
-
-    started = report.started_utc or datetime.datetime.now(datetime.UTC)
-    ended = started + datetime.timedelta(seconds=report.seconds)
-    failed = any(r.load_error or is_internal(r) for r in report.results)
-    return {
-        "commandLine": sanitise.display(shlex.join(["sonnx-check", *report.argv]), 100_000),
-        "arguments": [sanitise.display(a, 10_000) for a in report.argv],
-        "executionSuccessful": not failed,
-        "startTimeUtc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "endTimeUtc": ended.isoformat(timespec="seconds").replace("+00:00", "Z"),
-    }
 
 
 def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:

@@ -16,9 +16,11 @@ and at level ``note``, so they are visible but never fail a code-scanning gate.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
+import shlex
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,6 +117,21 @@ def _artifacts(results: list[ModelResult], identities: dict[str, ModelIdentity])
             location = urllib.parse.quote(sanitise.display(external.location).replace(os.sep, "/"), safe="/")
             add(f"{folder}/{location}" if folder else location, external.sha256, external.size, model)
     return artifacts
+
+
+def invocation(
+    argv: Sequence[str], started: datetime.datetime, seconds: float, *, succeeded: bool
+) -> dict[str, Any]:
+    """``invocations[0]``: the command line (``argv``: the arguments after the program's name), when it ran
+    (``started``, UTC) and whether every model could be checked (``succeeded``)."""
+    ended = started + datetime.timedelta(seconds=seconds)
+    return {
+        "commandLine": sanitise.display(shlex.join(["sonnx-check", *argv]), 100_000),
+        "arguments": [sanitise.display(a, 10_000) for a in argv],
+        "executionSuccessful": succeeded,
+        "startTimeUtc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "endTimeUtc": ended.isoformat(timespec="seconds").replace("+00:00", "Z"),
+    }
 
 
 def artifact_uri(path: str) -> str:

@@ -36,8 +36,11 @@ def sha256(path: Path) -> str:
 
 
 def record_of(args: list[str], cwd: Path, name: str = "evidence.json") -> tuple[int, dict[str, Any]]:
+    """Run with ``--evidence NAME``; every record a test reads is validated against the schema first."""
     result = run_cli([*args, "--evidence", name], cwd=cwd)
-    return result.code, json.loads((cwd / name).read_text(encoding="utf-8"))
+    record = json.loads((cwd / name).read_text(encoding="utf-8"))
+    validate(record)
+    return result.code, record
 
 
 def validate(record: dict[str, Any]) -> None:
