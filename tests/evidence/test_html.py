@@ -13,8 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import onnx
 import pytest
 from clikit import maxpool_r2, run_cli, save
+from schema_check import validate
 
 from sonnx_check.report.html import missing_extra
 
@@ -65,6 +67,7 @@ def cnn_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dic
     )
     assert result.code == 1, result.stderr
     record = json.loads((folder / "e.json").read_text(encoding="utf-8"))
+    validate(record)
     return folder / "report.html", (folder / "report.html").read_text(encoding="utf-8"), record
 
 
@@ -111,11 +114,21 @@ def test_the_report_is_self_contained(cnn_report: tuple[Path, str, dict]) -> Non
 
 @needs_extra
 def test_every_model_string_is_escaped(tmp_path: Path) -> None:
-    save(maxpool_r2(HOSTILE), tmp_path / "m.onnx")
+    model = maxpool_r2(HOSTILE)
+    # an operator of a custom domain: its name is a label of the coverage plot (SVG text)
+    model.graph.node.append(
+        onnx.helper.make_node("<img src=x onerror=alert(2)>$x$", ["y"], ["z"], domain="evil")
+    )
+    model.graph.output.append(onnx.helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 1, 6, 6]))
+    model.opset_import.append(onnx.helper.make_opsetid("evil", 1))
+    save(model, tmp_path / "m.onnx")
     result = run_cli(["--isolated", "--output-format", "html:r.html", "m.onnx"], cwd=tmp_path)
-    assert result.code == 1
+    assert result.code == 1, result.stderr
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<script>alert" not in page and "\u202e" not in page and "\x1b" not in page
+    assert "<img" not in page
+    coverage = re.search(r'id="coverage-plot-1">(.*?)</figure>', page, re.S)
+    assert coverage is not None and "evil::&lt;img src=x onerror=alert(2)&gt;$x$" in coverage.group(1)
     assert "pool\\u202e&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[31m&amp;amp;" in page
     assert "\\u003cscript\\u003ealert" in page  # inside the embedded record too
 

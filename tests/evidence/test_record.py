@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto as T
 from onnx import helper as h
+from schema_check import SCHEMA, validate
 
 from sonnx_check.evidence.comparison import data_sha256
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_models"
-SCHEMA = json.loads(
-    resources.files("sonnx_check").joinpath("schemas/evidence.schema.json").read_text(encoding="utf-8")
-)
 REASON = "Frozen legacy model; auto_pad and storage_order verified by hand (ticket SAF-12)."
 
 
@@ -41,12 +38,6 @@ def record_of(args: list[str], cwd: Path, name: str = "evidence.json") -> tuple[
     record = json.loads((cwd / name).read_text(encoding="utf-8"))
     validate(record)
     return result.code, record
-
-
-def validate(record: dict[str, Any]) -> None:
-    validator = jsonschema.Draft202012Validator(SCHEMA)
-    errors = sorted(validator.iter_errors(record), key=str)
-    assert not errors, errors[0]
 
 
 @pytest.fixture(scope="module")
