@@ -1,7 +1,7 @@
 """The verdict class of a finding: what kind of problem it is, for the record's totals and the report.
 
-Stands in for ``findings.VerdictClass`` until that lands (issue 17); ``verdict_class`` is the one place to
-swap for ``Finding.verdict_class`` then.
+``Finding.verdict_class`` (issue 17) decides when the findings module has it; until then a local reading
+of the same four classes stands in (``_local_class``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ CLASSES = (PROFILE_VIOLATION, UNEXPLAINED_DIVERGENCE, KNOWN_DEPARTURE, NOT_COMPA
 
 
 def verdict_class(finding: Finding) -> str:
+    own = getattr(finding, "verdict_class", None)
+    return str(own) if own is not None else _local_class(finding)
+
+
+def _local_class(finding: Finding) -> str:
     if finding.rule == "RUNTIME.not-compared":
         return NOT_COMPARED
     if finding.rule == "RUNTIME.divergence":
