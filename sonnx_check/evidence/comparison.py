@@ -108,18 +108,24 @@ def accuracy_class(op_type: str | None) -> str | None:
 
 
 def compared_outputs(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every compared tensor: node outputs inside the model, graph outputs end to end, and each node
-    configuration of the edge battery."""
+    """Every compared tensor: node outputs inside the model, graph outputs end to end, each node
+    configuration of the edge battery, and the operator-level edge runs (evidence about the runtime's
+    operator on the profile's edge parameters, which never fails a run)."""
     out = []
     for node in comparison.get("nodes", ()):
         for output in node.get("outputs", ()):
             out.append(_output("node", [node.get("index")], node.get("op_type"), output))
     for output in comparison.get("outputs", ()):
         out.append(_output("end-to-end", [], None, output))
-    for config in (comparison.get("node_edges") or {}).get("configurations", ()):
+    edges = comparison.get("node_edges") or {}
+    configurations = [
+        *edges.get("configurations", ()),
+        *(edges.get("operator_edges") or {}).get("configurations", ()),
+    ]
+    for config in configurations:
         nodes = [n.get("index") for n in config.get("nodes", ())]
         for output in config.get("outputs", ()):
-            out.append(_output("node-edges", nodes, config.get("op_type"), output))
+            out.append(_output(config.get("scope", "node-edges"), nodes, config.get("op_type"), output))
     return out
 
 

@@ -27,6 +27,7 @@ from sonnx_check.evidence.identity import ModelIdentity, file_sha256, model_iden
 from sonnx_check.evidence.revision import revision
 from sonnx_check.evidence.verdicts import verdicts
 from sonnx_check.findings import ModelResult, Severity
+from sonnx_check.report.summary import in_verdict
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings, Waiver
@@ -129,8 +130,8 @@ def _verdict(results: Sequence[ModelResult], fail_on: Severity | None) -> str:
     ``conforms`` (no active finding)."""
     if any(r.load_error for r in results):
         return "unreadable"
-    # Evidence below a warning (operator-level information) is no finding about the model.
-    active = [f for r in results for f in r.findings if f.waived is None and f.severity.rank >= 1]
+    # Operator-level evidence (about the runtime, severity info) is reported beside the verdict.
+    active = [f for r in results for f in r.findings if in_verdict(f)]
     threshold = (fail_on or Severity.ERROR).rank
     if any(f.severity.rank >= threshold for f in active):
         return "fails"
@@ -261,6 +262,7 @@ def _settings(settings: Settings, members: list[ModelResult]) -> dict[str, Any]:
                 "models": list(w.models),
                 "node": list(w.node),
                 "op_type": list(w.op_type),
+                "known": list(w.known),
                 "reason": w.reason,
                 "covered": covered.get(id(w), []),
             }

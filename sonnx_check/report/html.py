@@ -128,10 +128,11 @@ def _model_view(model: Mapping[str, Any], plots: Any) -> dict[str, Any]:
         )
     comparison = model.get("comparison")
     outputs = comparison.get("outputs", []) if comparison else []
-    margin = plots.margin_plot([o for o in outputs if o["scope"] != "node-edges"]) if outputs else None
-    distribution = (
-        plots.distribution_plot([o for o in outputs if o["scope"] != "node-edges"]) if outputs else None
-    )
+    # The plots show the model's own run (its nodes and graph outputs on the model-level datasets); the
+    # edge batteries' outputs are in the table below them.
+    in_model = [o for o in outputs if o["scope"] in ("node", "end-to-end")]
+    margin = plots.margin_plot(in_model) if in_model else None
+    distribution = plots.distribution_plot(in_model) if in_model else None
     for output in outputs:
         output["where"] = ", ".join(node_label(n) for n in output["nodes"]) or "graph output"
     return {

@@ -284,7 +284,7 @@ def test_the_comparison_records_datasets_margins_and_known_departures(
     gemm = next(o for o in outputs if o["scope"] == "node" and o["op_type"] == "Gemm")
     assert gemm["accuracy_class"] == "sum-of-products" and gemm["bound"].startswith("γ_n")
     assert 0 <= gemm["margin"] <= 1 and sum(gemm["outcomes"].values()) == gemm["total"]
-    assert {o["scope"] for o in outputs} == {"node", "end-to-end", "node-edges"}
+    assert {o["scope"] for o in outputs} == {"node", "end-to-end", "node-edges", "operator-edges"}
     departures = comparison["known_departures"]
     assert {d["id"] for d in departures} >= {"ORT-MAXPOOL-NAN"}
     assert all(d["disposition"] == "reported" and d["class"] == "known-departure" for d in departures)
