@@ -22,7 +22,7 @@ import stat
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -45,16 +45,19 @@ from sonnx_check.report.summary import INTERNAL_RULE, is_internal, summarise
 
 if TYPE_CHECKING:
     from sonnx_check.config import Configurations
+    from sonnx_check.evidence.identity import ModelIdentity
     from sonnx_check.fix.outcome import FixOutcome
     from sonnx_check.runner import ModelOutcome
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+HTML, EVIDENCE = "html", "evidence"  # written to files only (--output-format html:PATH, --evidence PATH)
+ARGV_KEY = "sonnx_check.argv"
 UNWRAPPED = 100_000  # console width when not a terminal: a CI log line is never split
 
 # --help: options grouped by purpose (click has no groups; the command formats them itself).
 SECTIONS = (
     ("Rules", ("select", "extend_select", "ignore")),
-    ("Reports", ("output_format", "output", "output_formats", "quiet", "statistics")),
+    ("Reports", ("output_format", "output", "output_formats", "evidence", "quiet", "statistics")),
     ("Exit code", ("fail_on", "exit_zero")),
     ("Files and configuration", ("config_path", "isolated", "force_exclude")),
     ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
@@ -98,6 +101,14 @@ Exit codes:
 
 
 class _Command(click.Command):
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        arguments = list(args)  # as given, for the evidence record (parsing consumes the list)
+        ctx = super().make_context(info_name, args, parent, **extra)
+        ctx.meta[ARGV_KEY] = arguments
+        return ctx
+
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         records: dict[str, list[tuple[str, str]]] = {}
         section_of = {name: title for title, names in SECTIONS for name in names}
@@ -195,7 +206,15 @@ class _Size(click.ParamType):
     "output_formats",
     multiple=True,
     metavar="FORMAT:PATH",
-    help="Also write a report in FORMAT to PATH (repeatable), e.g. sarif:results.sarif junit:results.xml.",
+    help="Also write a report in FORMAT to PATH (repeatable), e.g. sarif:results.sarif junit:results.xml; "
+    "html:report.html writes the reviewer's report (needs the [report] extra).",
+)
+@click.option(
+    "--evidence",
+    type=click.Path(dir_okay=False, path_type=str),
+    metavar="PATH",
+    help="Write the evidence record (JSON): model and data hashes, environment, configuration, every rule's "
+    "verdict at every node, the comparison's datasets and margins.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no coverage.")
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule.")
@@ -367,6 +386,7 @@ def run(
     output_format: str | None,
     output: str | None,
     output_formats: tuple[str, ...],
+    evidence: str | None,
     quiet: bool,
     statistics: bool,
     fail_on: str | None,
@@ -395,7 +415,8 @@ def run(
     from sonnx_check.explain import list_rules as list_catalogue
 
     started = time.monotonic()
-    timestamp = datetime.datetime.now().isoformat(timespec="seconds")
+    started_utc = datetime.datetime.now(datetime.UTC)
+    timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
     if list_rules:
         if output_format == "json":
             from sonnx_check.explain import rules_json
@@ -444,7 +465,7 @@ def run(
     )
     configs = config.Configurations(cli, config_path, isolated)
     settings = configs.run
-    outputs = _outputs(settings.output_format, output, output_formats)
+    outputs = _outputs(settings.output_format, output, output_formats, evidence)
 
     from sonnx_check.discovery import discover
 
@@ -490,6 +511,10 @@ def run(
         unused=[u.to_json() for u in unused],
         seconds=time.monotonic() - started,
         timestamp=timestamp,
+        per_model=per_model,
+        argv=_argv(),
+        started_utc=started_utc,
+        sources=[t.path for t in targets],
     )
     unwritten = _write_reports(report, outputs)
     user_errors += unwritten
@@ -629,16 +654,36 @@ def _say_nothing_checked(found: Discovery) -> None:
 # -- where reports go -------------------------------------------------------------------------------------
 
 
-def _outputs(main_format: str, output: str | None, specs: Sequence[str]) -> list[Output]:
-    """The main report (``--format``/``--output``, stdout by default), then each ``--output-format``."""
+def _argv() -> list[str]:
+    """The arguments as given on the command line (after the program's name)."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ARGV_KEY not in ctx.meta:
+        ctx = ctx.parent
+    return list(ctx.meta[ARGV_KEY]) if ctx is not None else sys.argv[1:]
+
+
+def _outputs(
+    main_format: str, output: str | None, specs: Sequence[str], evidence: str | None = None
+) -> list[Output]:
+    """The main report (``--format``/``--output``, stdout by default), then each ``--output-format``, then
+    the evidence record."""
     outputs = [Output(main_format, output, f"--output {output}")]
+    file_formats = (*FORMATS, HTML)
     for spec in specs:
         fmt, sep, path = spec.partition(":")
-        if not sep or fmt not in FORMATS or not path:
+        if not sep or fmt not in file_formats or not path:
             raise UsageError(
-                f"--output-format {spec}: expected FORMAT:PATH with FORMAT one of {', '.join(FORMATS)}"
+                f"--output-format {spec}: expected FORMAT:PATH with FORMAT one of {', '.join(file_formats)}"
             )
+        if fmt == HTML:
+            from sonnx_check.report.html import missing_extra
+
+            missing = missing_extra()
+            if missing:
+                raise UsageError(f"--output-format {spec}: {missing}")
         outputs.append(Output(fmt, path, f"--output-format {spec}"))
+    if evidence is not None:
+        outputs.append(Output(EVIDENCE, evidence, f"--evidence {evidence}"))
     seen: dict[str, Output] = {}
     for out in outputs:
         if out.path is None:
@@ -760,7 +805,33 @@ class _Report:
     unused: list[dict[str, Any]]
     seconds: float
     timestamp: str
+    per_model: list[Settings] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
+    started_utc: datetime.datetime | None = None
+    sources: list[str] = field(default_factory=list)  # the model each result stands for (--fix: the original)
     _display: tuple[list[ModelResult], list[FixOutcome | None] | None] | None = None
+    _record: dict[str, Any] | None = None
+    _identities: dict[str, ModelIdentity] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The evidence record (built once: --evidence and the HTML report share it)."""
+        if self._record is None:
+            from sonnx_check.evidence.record import RunFacts, build
+
+            facts = RunFacts(self.argv, self.started_utc or datetime.datetime.now(datetime.UTC), self.seconds)
+            per_model = self.per_model or [self.settings] * len(self.results)
+            self._record = build(self.results, per_model, facts, self._identities, self.sources or None)
+        return self._record
+
+    def identities(self) -> dict[str, ModelIdentity]:
+        """Each model's identity (its file's and external data's sha256), for SARIF, JUnit and the step
+        summary; hashed once per run."""
+        from sonnx_check.evidence.identity import model_identity
+
+        for result in self.results:
+            if result.path not in self._identities:
+                self._identities[result.path] = model_identity(result.path)
+        return self._identities
 
     def display(self) -> tuple[list[ModelResult], list[FixOutcome | None] | None]:
         """Results for people (every format but JSON), sanitised once."""
@@ -787,6 +858,14 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
     """The report as text in one format. ``console``: the text format's destination (stdout), whose
     colour and terminal width the rendering follows; None renders plain text for a file."""
     settings = report.settings
+    if fmt == EVIDENCE:
+        from sonnx_check.evidence.record import render as render_record
+
+        return render_record(report.record())
+    if fmt == HTML:
+        from sonnx_check.report import html
+
+        return html.render(report.record())
     if fmt == "json":
         from sonnx_check.report import json_report
 
@@ -820,7 +899,16 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
     if fmt == "sarif":
         from sonnx_check.report import sarif
 
-        return sarif.render(results)
+        return sarif.render(
+            results,
+            identities=_shown_identities(report),
+            invocation=sarif.invocation(
+                report.argv,
+                report.started_utc or datetime.datetime.now(datetime.UTC),
+                report.seconds,
+                succeeded=not any(r.load_error or is_internal(r) for r in report.results),
+            ),
+        )
     if fmt == "github":
         from sonnx_check.report import github
 
@@ -829,13 +917,22 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
         from sonnx_check.report import junit
 
         return junit.render(
-            results, fail_on=settings.fail_on, seconds=report.seconds, timestamp=report.timestamp
+            results,
+            fail_on=settings.fail_on,
+            seconds=report.seconds,
+            timestamp=report.timestamp,
+            identities=_shown_identities(report),
         )
     if fmt == "gitlab":
         from sonnx_check.report import gitlab
 
         return gitlab.render(results)
     raise AssertionError(f"no renderer for {fmt}")
+
+
+def _shown_identities(report: _Report) -> dict[str, ModelIdentity]:
+    """Identities keyed by the display-sanitised path the reporters see."""
+    return {sanitise.DISPLAY.path(path): ident for path, ident in report.identities().items()}
 
 
 def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:
@@ -890,7 +987,10 @@ def _step_summary(report: _Report) -> None:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(
                 step_summary.render(
-                    results, configuration=report.configuration, fail_on=report.settings.fail_on
+                    results,
+                    configuration=report.configuration,
+                    fail_on=report.settings.fail_on,
+                    identities=_shown_identities(report),
                 )
             )
     except OSError as exc:

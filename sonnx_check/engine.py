@@ -151,12 +151,7 @@ def _run_checks(view: ModelView, selected: frozenset[str] | None, findings: list
             raise PhaseTimedOut(f"{exc.phase} (asked by {check.rule})") from None
         except Exception as exc:  # noqa: BLE001 - a crashing check is a bug, reported with its rule
             raise InternalError(check.rule, view.path, exc) from exc
-    node_checks = [c for c in active if c.scope == "node"]
-    generic = tuple(c for c in node_checks if c.op_type is None)
-    by_op: dict[str, tuple[Check, ...]] = {}
-    for c in node_checks:
-        if c.op_type is not None:
-            by_op[c.op_type] = (*by_op.get(c.op_type, generic), c)
+    generic, by_op = node_dispatch(active)
     # The hot loop (rules x nodes): no call or allocation beyond the check itself unless it finds something.
     for index, op_type in enumerate(view.op_types):
         if deadline is not None and not index & 1023 and time.monotonic() > deadline:
@@ -169,6 +164,19 @@ def _run_checks(view: ModelView, selected: frozenset[str] | None, findings: list
                 raise PhaseTimedOut(f"{exc.phase} (asked by {check.rule} at node #{index})") from None
             except Exception as exc:  # noqa: BLE001 - a crashing check is a bug, reported with its rule
                 raise InternalError(check.rule, view.path, exc) from exc
+
+
+def node_dispatch(active: list[Check]) -> tuple[tuple[Check, ...], dict[str, tuple[Check, ...]]]:
+    """The node checks a node runs: ``by_op[op_type]`` for a default-domain node of an operator with rules,
+    else ``generic``. The one statement of which rule applies to which node (the evidence record's verdicts
+    read it too)."""
+    node_checks = [c for c in active if c.scope == "node"]
+    generic = tuple(c for c in node_checks if c.op_type is None)
+    by_op: dict[str, tuple[Check, ...]] = {}
+    for c in node_checks:
+        if c.op_type is not None:
+            by_op[c.op_type] = (*by_op.get(c.op_type, generic), c)
+    return generic, by_op
 
 
 def _finding(check: Check, view: ModelView, v: Violation, default_node: int | None) -> Finding:

@@ -11,16 +11,25 @@ The document is valid against the Jenkins xUnit plugin's JUnit schema (junit-10.
 tests/formats): ``file`` on the test suite (the schema has no ``file`` on a test case), no ``skipped`` on
 ``testsuites``, and ``time`` (seconds, the whole run) on ``testsuites``; per-model durations are not
 measured, so test suites carry a ``timestamp`` instead of a made-up ``time``.
+
+Each test suite's properties name the tool's version and the model's sha256 (and each external-data
+file's), so a CI dashboard shows which file a verdict is about.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
 
+from sonnx_check import __version__
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import INTERNAL_RULE, class_counts
+from sonnx_check.sanitise import display
+
+if TYPE_CHECKING:
+    from sonnx_check.evidence.identity import ModelIdentity
 
 CLEAN_CASE = "conforms"
 # XML 1.0 cannot carry most control characters, which node names from a model file may contain.
@@ -59,13 +68,14 @@ def render(
     fail_on: Severity = Severity.ERROR,
     seconds: float | None = None,
     timestamp: str | None = None,
+    identities: dict[str, ModelIdentity] | None = None,
 ) -> str:
     """``seconds``: how long the run took; ``timestamp``: when it started (ISO 8601, no time zone, as
-    the schema's consumers expect)."""
+    the schema's consumers expect); ``identities``: each model's hashes, by its path as in ``results``."""
     root = ET.Element("testsuites", name="sonnx-check")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for result in results:
-        suite = _suite(result, fail_on)
+        suite = _suite(result, fail_on, (identities or {}).get(result.path))
         if timestamp is not None:
             suite.set("timestamp", timestamp)
         root.append(suite)
@@ -79,12 +89,23 @@ def render(
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _suite(result: ModelResult, fail_on: Severity) -> ET.Element:
+def _suite(result: ModelResult, fail_on: Severity, identity: ModelIdentity | None) -> ET.Element:
     path = _clean(result.path)
     suite = ET.Element("testsuite", name=path, file=path)
     model_class = classname(result.path)
-    # the schema puts properties first in a testsuite: the verdict's classes, then the comparison's readings
+    # the schema puts properties first in a testsuite: the tool and the model's identity, the verdict's
+    # classes, then the comparison's readings
     properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="sonnx-check.version", value=__version__)
+    if identity is not None and identity.sha256 is not None:
+        ET.SubElement(properties, "property", name="sonnx-check.model.sha256", value=identity.sha256)
+    for external in identity.external_data if identity is not None else ():
+        ET.SubElement(
+            properties,
+            "property",
+            name=_clean(f"sonnx-check.external-data.sha256:{display(external.location)}"),
+            value=external.sha256 or f"not read: {external.problem}",
+        )
     for name, count in class_counts(result.findings).items():
         ET.SubElement(properties, "property", name=f"sonnx-check.class.{name}", value=str(count))
     for name, value in comparison_readings(result.comparison).items():

@@ -6,31 +6,47 @@ each result carries its own fingerprint, computed from the model path, the rule 
 (its name, or its position and operator when it has none): a finding keeps its alert across runs and
 across unrelated edits of the model.
 
+The log names what was checked: ``artifacts`` holds each model (and each external-data file it names) with
+its sha256, ``invocations`` the command line and when it ran, and each rule's ``helpUri`` the
+working-group text it comes from, at the commit the rules encode.
+
 Waived findings stay in the log with a SARIF ``suppressions`` entry (the waiver's reason as justification)
 and at level ``note``, so they are visible but never fail a code-scanning gate.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
+import shlex
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sonnx_check import __version__, sanitise
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import summarise
 
+if TYPE_CHECKING:
+    from sonnx_check.evidence.identity import ModelIdentity
+
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "sonnxCheckFinding/v1"
 REGION = {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 2}
 
 
-def render(results: list[ModelResult]) -> str:
+def render(
+    results: list[ModelResult],
+    *,
+    identities: dict[str, ModelIdentity] | None = None,
+    invocation: dict[str, Any] | None = None,
+) -> str:
+    """``identities``: each model's hashes, by its path as in ``results``; ``invocation``: SARIF's
+    invocation object for this run."""
     rule_ids = _rules_in_order(results)
     index = {rule: i for i, rule in enumerate(rule_ids)}
     occurrences: dict[str, int] = {}
@@ -57,6 +73,8 @@ def render(results: list[ModelResult]) -> str:
                         "rules": [_descriptor(rule) for rule in rule_ids],
                     }
                 },
+                **({"invocations": [invocation]} if invocation is not None else {}),
+                **({"artifacts": _artifacts(results, identities)} if identities is not None else {}),
                 "results": sarif_results,
                 "columnKind": "unicodeCodePoints",
                 "properties": {
@@ -68,6 +86,52 @@ def render(results: list[ModelResult]) -> str:
         ],
     }
     return json.dumps(log, indent=2, default=_fallback) + "\n"
+
+
+def _artifacts(results: list[ModelResult], identities: dict[str, ModelIdentity]) -> list[dict[str, Any]]:
+    """Every model and every external-data file it names, with its sha256 and length when it was read."""
+    artifacts: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+
+    def add(uri: str, sha256: str | None, size: int | None, parent: int | None) -> int:
+        if uri not in index:
+            item: dict[str, Any] = {"location": {"uri": uri}}
+            if parent is None:
+                item["roles"] = ["analysisTarget"]
+            else:
+                item["parentIndex"] = parent
+            if size is not None:
+                item["length"] = size
+            if sha256 is not None:
+                item["hashes"] = {"sha-256": sha256}
+            index[uri] = len(artifacts)
+            artifacts.append(item)
+        return index[uri]
+
+    for result in results:
+        identity = identities.get(result.path)
+        uri = artifact_uri(result.path)
+        model = add(uri, identity.sha256 if identity else None, identity.size if identity else None, None)
+        folder = uri.rpartition("/")[0]
+        for external in identity.external_data if identity else ():
+            location = urllib.parse.quote(sanitise.display(external.location).replace(os.sep, "/"), safe="/")
+            add(f"{folder}/{location}" if folder else location, external.sha256, external.size, model)
+    return artifacts
+
+
+def invocation(
+    argv: Sequence[str], started: datetime.datetime, seconds: float, *, succeeded: bool
+) -> dict[str, Any]:
+    """``invocations[0]``: the command line (``argv``: the arguments after the program's name), when it ran
+    (``started``, UTC) and whether every model could be checked (``succeeded``)."""
+    ended = started + datetime.timedelta(seconds=seconds)
+    return {
+        "commandLine": sanitise.display(shlex.join(["sonnx-check", *argv]), 100_000),
+        "arguments": [sanitise.display(a, 10_000) for a in argv],
+        "executionSuccessful": succeeded,
+        "startTimeUtc": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "endTimeUtc": ended.isoformat(timespec="seconds").replace("+00:00", "Z"),
+    }
 
 
 def artifact_uri(path: str) -> str:
@@ -122,8 +186,12 @@ def _descriptor(rule: str) -> dict[str, Any]:
         f"**{entry.id}: {entry.title}**\n\n{statement}\n\n### Why\n{rationale}\n\n### How to fix\n{fix}\n\n"
         f"### Origin\n{entry.origin}" + (f"\n\nAliases: {', '.join(entry.aliases)}" if entry.aliases else "")
     )
+    from sonnx_check.evidence.revision import text_url
+
+    url = text_url(entry.origin)
     return {
         "id": entry.id,
+        **({"helpUri": url} if url else {}),
         "shortDescription": {"text": entry.title},
         "fullDescription": {"text": statement},
         "help": {"text": help_text, "markdown": help_markdown},

@@ -9,11 +9,16 @@ backslash-escaped, so a node name can be neither a link, an image, an HTML tag n
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
+from sonnx_check import __version__
 from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.report.readings import readings_text
 from sonnx_check.report.summary import class_counts, is_internal, summarise
 from sonnx_check.sanitise import markdown as _markdown
+
+if TYPE_CHECKING:
+    from sonnx_check.evidence.identity import ModelIdentity
 
 ROWS = 200  # findings listed
 
@@ -24,11 +29,17 @@ def markdown(text: str) -> str:
 
 
 def render(
-    results: list[ModelResult], *, configuration: str | None = None, fail_on: Severity = Severity.ERROR
+    results: list[ModelResult],
+    *,
+    configuration: str | None = None,
+    fail_on: Severity = Severity.ERROR,
+    identities: dict[str, ModelIdentity] | None = None,
 ) -> str:
     """``fail_on``: the run's failing severity, so that "conforms" means here what the exit code and the
-    JUnit report mean by it: no unwaived finding at or above it."""
+    JUnit report mean by it: no unwaived finding at or above it. ``identities``: each model's hashes, by its
+    path as in ``results`` (the sha256 column)."""
     s = summarise(results)
+    identities = identities or {}
     lines = ["## sonnx-check", ""]
     failing = any(_failing(r, fail_on) for r in results)
     verdict = "failed" if failing or s.unreadable or s.internal_errors else "passed"
@@ -37,20 +48,24 @@ def render(
     lines.append(f"{markdown(s.classes_line())}; {markdown(s.fixable_line())}")
     if configuration:
         lines.append(f"(configuration: {markdown(configuration)})")
+    lines.append(f"Checked by sonnx-check {__version__}.")
     lines += [
         "",
         "| model | status | errors | warnings | waived | profile violations | unexplained divergences "
-        "| known departures | not compared | rules |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| known departures | not compared | rules | sha256 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for result in results:
         active = [f for f in result.findings if f.waived is None]
         counts = Counter(f.severity.value for f in active)
         classes = " | ".join(str(n) for n in class_counts(result.findings).values())
         rules = ", ".join(f"{rule} ×{n}" for rule, n in Counter(f.rule for f in active).items())
+        identity = identities.get(result.path)
+        digest = f"`{identity.sha256}`" if identity is not None and identity.sha256 else "not read"
         lines.append(
             f"| {markdown(result.path)} | {_status(result, active, fail_on)} | {counts['error']} | "
-            f"{counts['warning']} | {len(result.findings) - len(active)} | {classes} | {markdown(rules)} |"
+            f"{counts['warning']} | {len(result.findings) - len(active)} | {classes} | {markdown(rules)} | "
+            f"{digest} |"
         )
     compared = [(r.path, readings_text(r.comparison)) for r in results if r.comparison]
     if compared:

@@ -1,0 +1,171 @@
+"""The comparison part of a model's record: the datasets (kind, seed, shapes and the sha256 of their data),
+every compared node output with its accuracy class, bound, margin and outcome counts, and the known
+departures met with how each was dispositioned.
+
+The model-level datasets are rebuilt here with the comparison's own function and the recorded seed (they are
+generated deterministically, or read from the user's files), and hashed input by input: the comparison never
+keeps them, and hashing them there would cost every run. The node edge battery's data is generated per node
+configuration from the same seed; the record names each configuration and its inputs' shapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sonnx_check.errors import UserError
+from sonnx_check.evidence.classes import verdict_class
+from sonnx_check.findings import Finding
+from sonnx_check.profile import profile_operators
+
+if TYPE_CHECKING:
+    import onnx
+
+    from sonnx_check.config import CompareSettings
+
+GENERATED = ("random", "edge")
+
+
+def settings_json(settings: CompareSettings) -> dict[str, Any]:
+    return {
+        "inputs": list(settings.inputs),
+        "seed": settings.seed,
+        "node_edges": settings.node_edges,
+        "maxpool_nan": settings.maxpool_nan,
+        "ort_opt_level": settings.ort_opt_level,
+        "shapes": {name: list(shape) for name, shape in settings.shapes},
+        "max_elements": settings.max_elements,
+        "max_memory": settings.max_memory,
+        "timeout": settings.timeout,
+        "accuracy": dict(settings.accuracy),
+    }
+
+
+def data_sha256(feeds: Mapping[str, Any], order: Sequence[str]) -> str:
+    """sha256 over the inputs in feed order, each as its name, dtype, shape and C-order bytes (NUL apart)."""
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for name in order:
+        array = np.ascontiguousarray(feeds[name])
+        shape = ",".join(str(d) for d in array.shape)
+        digest.update(f"{name}\0{array.dtype.str}\0{shape}\0".encode("utf-8", "surrogateescape"))
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def datasets_json(model: onnx.ModelProto | None, settings: CompareSettings, recorded: Sequence[Any]) -> list:
+    """The comparison's datasets as recorded, each with its kind, seed and the sha256 of its data."""
+    hashes: dict[str, str] = {}
+    problem = None
+    if model is not None:
+        try:
+            hashes = _hashes(model, settings)
+        except UserError as exc:
+            problem = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a hash that cannot be had is said, never a crash
+            problem = f"{type(exc).__name__}: {exc}"
+    out = []
+    for entry in recorded:
+        source = str(entry.get("source", ""))
+        item: dict[str, Any] = {
+            "name": entry.get("name", ""),
+            "kind": source if source in GENERATED else "file",
+            "source": source,
+            "seed": settings.seed if source in GENERATED else None,
+            "inputs": entry.get("inputs", {}),
+            "status": entry.get("status", ""),
+            "sha256": hashes.get(str(entry.get("name", ""))),
+        }
+        if item["sha256"] is None:
+            item["problem"] = problem or "the data could not be rebuilt"
+        out.append(item)
+    return out
+
+
+def _hashes(model: onnx.ModelProto, settings: CompareSettings) -> dict[str, str]:
+    from sonnx_check.compare.datasets import build_datasets, input_specs
+
+    specs = input_specs(model, dict(settings.shapes))
+    datasets = build_datasets(
+        settings.inputs,
+        specs,
+        seed=settings.seed,
+        max_elements=settings.max_elements,
+        feedable=[v.name for v in model.graph.input],
+    )
+    hashes = {}
+    for dataset in datasets:
+        order = [name for name, _, _ in dataset.inputs]
+        hashes[dataset.name] = data_sha256(dataset.feeds, order)
+    return hashes
+
+
+def accuracy_class(op_type: str | None) -> str | None:
+    operator = profile_operators().get(op_type or "")
+    return getattr(operator, "accuracy", None) or None
+
+
+def compared_outputs(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every compared tensor: node outputs inside the model, graph outputs end to end, each node
+    configuration of the edge battery, and the operator-level edge runs (evidence about the runtime's
+    operator on the profile's edge parameters, which never fails a run)."""
+    out = []
+    for node in comparison.get("nodes", ()):
+        for output in node.get("outputs", ()):
+            out.append(_output("node", [node.get("index")], node.get("op_type"), output))
+    for output in comparison.get("outputs", ()):
+        out.append(_output("end-to-end", [], None, output))
+    edges = comparison.get("node_edges") or {}
+    configurations = [
+        *edges.get("configurations", ()),
+        *(edges.get("operator_edges") or {}).get("configurations", ()),
+    ]
+    for config in configurations:
+        nodes = [n.get("index") for n in config.get("nodes", ())]
+        for output in config.get("outputs", ()):
+            out.append(_output(config.get("scope", "node-edges"), nodes, config.get("op_type"), output))
+    return out
+
+
+def _output(scope: str, nodes: list[Any], op_type: str | None, output: Mapping[str, Any]) -> dict[str, Any]:
+    accuracy = output.get("accuracy") or {}
+    return {
+        "scope": scope,
+        "nodes": [int(n) for n in nodes if isinstance(n, int)],
+        "op_type": op_type,
+        "output": output.get("output", ""),
+        "status": output.get("status", ""),
+        "accuracy_class": accuracy_class(op_type),
+        "bound": accuracy.get("bound"),
+        "margin": accuracy.get("margin"),
+        "outcomes": accuracy.get("outcomes", {}),
+        "mismatches": output.get("mismatches", 0),
+        "total": output.get("total", 0),
+        "known_departures": [k.get("id", "") for k in output.get("known_divergence", ())],
+    }
+
+
+def known_departures(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    """Each known onnxruntime departure a finding met, and its disposition: waived (with the reason), or
+    reported (a known departure still fails the run until a waiver accepts it)."""
+    out = []
+    for k, finding in enumerate(findings):
+        for known in (finding.data or {}).get("known_divergence", ()):
+            out.append(
+                {
+                    "id": known.get("id", ""),
+                    "summary": known.get("summary", ""),
+                    "finding": k,
+                    "node": finding.node.index if finding.node is not None else None,
+                    "output": (finding.data or {}).get("output", finding.tensor),
+                    "explained": known.get("explained", 0),
+                    "unexplained": (finding.data or {}).get("unexplained", 0),
+                    "seen_in_this_version": known.get("seen_in_this_version"),
+                    "class": verdict_class(finding),
+                    "disposition": "waived" if finding.waived is not None else "reported",
+                    "waiver_reason": finding.waived,
+                }
+            )
+    return out

@@ -1,0 +1,65 @@
+"""The environment a run's verdict depends on: Python, platform, CPU and the versions of the libraries that
+read the model (onnx), run it (onnxruntime) and compute the reference (numpy).
+
+Versions come from the installed distributions' metadata: onnxruntime is never imported here (a static run
+must not load it). No host name, user or path: the record may leave the organisation.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from sonnx_check import __version__
+
+LIBRARIES = ("onnx", "onnxruntime", "numpy", "click", "rich", "jinja2", "matplotlib")
+
+
+def environment() -> dict[str, Any]:
+    model, flags = _cpu()
+    return {
+        "sonnx_check": __version__,
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+        },
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "libc": " ".join(x for x in platform.libc_ver() if x),
+        },
+        "cpu": {"model_name": model, "count": os.cpu_count() or 0, "flags": flags},
+        "libraries": {name: library_version(name) for name in LIBRARIES},
+        "byteorder": sys.byteorder,
+    }
+
+
+def library_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu() -> tuple[str, list[str]]:
+    """The CPU's model name and every feature flag /proc/cpuinfo lists (sorted), which decide the kernels
+    onnxruntime picks; elsewhere, the processor platform reports and no flags."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return platform.processor(), []
+    model = ""
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "model name" and not model:
+            model = value.strip()
+        elif key in ("flags", "features") and not flags:
+            flags = set(value.split())
+    return model or platform.processor(), sorted(flags)
