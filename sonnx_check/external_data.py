@@ -148,21 +148,42 @@ def _segment(tensor: onnx.TensorProto, base: str) -> Segment | ExternalDataIssue
         return issue(
             f"has length {numbers['length']}, but its type and shape need {size} bytes; it was not read"
         )
-    resolved = os.path.realpath(os.path.join(base, location))
-    if os.path.commonpath([resolved, base]) != base:
-        return issue("resolves outside the model's folder; it was not read")
-    try:
-        status = os.stat(resolved)
-    except OSError:
-        return issue("does not exist")
-    if not stat.S_ISREG(status.st_mode):
-        return issue("is not a regular file")
+    found = _resolved_file(location, base)
+    if isinstance(found, str):
+        return issue(found)
+    resolved, status = found
     if offset + size > status.st_size:
         return issue(
             f"holds {status.st_size} bytes, but the tensor needs {size} bytes from offset {offset}; "
             "it was not read"
         )
     return Segment(tensor, resolved, offset, size)
+
+
+def location_problem(location: str | bytes, base: str) -> str | None:
+    """Why a location cannot be read from the model's folder ``base`` (a real path), or None: the string
+    itself (empty, not UTF-8, NUL, absolute), then the file it names (outside the folder, missing, not a
+    regular file). Judged with ``stat`` only."""
+    problem = _location_problem(location)
+    if problem is None:
+        assert isinstance(location, str)
+        found = _resolved_file(location, base)
+        problem = found if isinstance(found, str) else None
+    return problem
+
+
+def _resolved_file(location: str, base: str) -> tuple[str, os.stat_result] | str:
+    """The file a (well-formed) location names inside ``base``, with its status; or why there is none."""
+    resolved = os.path.realpath(os.path.join(base, location))
+    if os.path.commonpath([resolved, base]) != base:
+        return "resolves outside the model's folder; it was not read"
+    try:
+        status = os.stat(resolved)
+    except OSError:
+        return "does not exist"
+    if not stat.S_ISREG(status.st_mode):
+        return "is not a regular file"
+    return resolved, status
 
 
 def _location_problem(location: str | bytes) -> str | None:

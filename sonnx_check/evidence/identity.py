@@ -118,12 +118,9 @@ def model_identity(path: str, *, with_structure: bool = True) -> ModelIdentity:
 
 
 def _external(location: str, folder: str) -> ExternalFile:
-    from sonnx_check.loading import _location_problem
+    from sonnx_check.external_data import location_problem
 
-    try:
-        problem = _location_problem(location, os.path.realpath(folder))
-    except ValueError:  # a NUL in the location
-        problem = "is not a valid path"
+    problem = location_problem(location, os.path.realpath(folder))
     if problem is not None:
         return ExternalFile(location, None, None, problem)
     try:

@@ -26,8 +26,10 @@ def test_a_model_that_keeps_onnx_busy_is_stopped_at_the_timeout(tmp_path: Path) 
     by_rule = {f["rule"]: f for f in slow["findings"] if f["rule"].startswith("MODEL.")}
     assert "onnx.checker was stopped at the --timeout of 0.5 s" in by_rule["MODEL.onnx"]["message"]
     timeout = by_rule["MODEL.timeout"]
-    assert "stopped at the --timeout of 0.5 s in onnx's shape inference (asked by" in timeout["message"]
-    assert timeout["data"]["phase"].startswith("onnx's shape inference")
+    # which phase the limit falls in depends on the machine's speed and load: shape inference or a rule
+    assert "stopped at the --timeout of 0.5 s in " in timeout["message"]
+    phase = timeout["data"]["phase"]
+    assert phase.startswith(("onnx's shape inference", "the rules")) and phase in timeout["message"]
     assert elapsed < 15, elapsed
 
 
