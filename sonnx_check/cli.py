@@ -619,14 +619,20 @@ def _targets(
 
 def _outputs(main_format: str, output: str | None, specs: Sequence[str]) -> list[Output]:
     """The main report (``--format``/``--output``, stdout by default), then each ``--output-format``."""
-    outputs = [Output(main_format, output, f"--output {output}")]
+    from sonnx_check.output_target import STDOUT
+
+    outputs = [Output(main_format, None if output == STDOUT else output, f"--output {output}")]
     for spec in specs:
         fmt, sep, path = spec.partition(":")
         if not sep or fmt not in FORMATS or not path:
             raise UsageError(
                 f"--output-format {spec}: expected FORMAT:PATH with FORMAT one of {', '.join(FORMATS)}"
             )
-        outputs.append(Output(fmt, path, f"--output-format {spec}"))
+        outputs.append(Output(fmt, None if path == STDOUT else path, f"--output-format {spec}"))
+    on_stdout = [out for out in outputs if out.path is None]
+    if len(on_stdout) > 1:
+        first = on_stdout[0].option if output is not None else "the main report (--format)"
+        raise UsageError(f"{on_stdout[1].option}: stdout already carries {first}")
     seen: dict[str, Output] = {}
     for out in outputs:
         if out.path is None:
@@ -654,17 +660,22 @@ def _prepare_outputs(
         read[os.path.realpath(file)] = "a configuration file"
     for target in targets:
         read[os.path.realpath(target.path)] = "a model file"
+    from sonnx_check.output_target import is_in_place, refusal
+
     for out in outputs:
         if out.path is None:
             continue
+        problem = refusal(out.path)
+        if problem is not None:
+            raise UsageError(f"{out.option}: {problem}")
         real = os.path.realpath(out.path)
         if out.path.endswith(".onnx") or read.get(real) == "a model file":
             raise UsageError(f"{out.option}: refusing to write a report over a model file")
         what = read.get(real) or _inside_dataset(real, read) or _external_data_of(real, targets)
         if what is not None:
             raise UsageError(f"{out.option}: refusing to write a report over {what} this run reads")
-        if os.path.isdir(out.path):
-            raise UsageError(f"{out.option}: is a folder")
+        if is_in_place(out.path):
+            continue  # a FIFO, a device or a descriptor: written into, never created or replaced
         folder = os.path.dirname(os.path.abspath(out.path))
         try:
             os.makedirs(folder, exist_ok=True)
@@ -829,7 +840,7 @@ def render_report(report: _Report, fmt: str, *, console: Console | None = None) 
 def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:
     """Print or write every report; the reports that could not be written, as error messages (the others
     are still written, and the run still reports its internal errors before exiting 2)."""
-    from sonnx_check.report.files import write_atomic
+    from sonnx_check.output_target import write_output
 
     main = outputs[0]
     written: list[Output] = []
@@ -840,10 +851,12 @@ def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:
             click.echo(render_report(report, out.fmt, console=console), nl=False, color=colour_kept(console))
             continue
         try:
-            write_atomic(out.path, render_report(report, out.fmt))
+            write_output(out.path, render_report(report, out.fmt))
             written.append(out)
         except OSError as exc:
             failures.append(f"{out.option}: {exc.strerror or exc}")
+        except UserError as exc:  # the target changed kind since the run started
+            failures.append(f"{out.option}: {str(exc).removeprefix(out.path + ': ')}")
     if report.settings.statistics and main.fmt not in ("json", "text"):
         # Machine formats stay parseable on stdout; the counts go to the log.
         from sonnx_check.report.text import render_statistics
@@ -874,13 +887,15 @@ def _step_summary(report: _Report) -> None:
     from sonnx_check.report import step_summary
 
     results, _ = report.display()
+    from sonnx_check.output_target import is_in_place, write_output
+
+    text = step_summary.render(results, configuration=report.configuration, fail_on=report.settings.fail_on)
     try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(
-                step_summary.render(
-                    results, configuration=report.configuration, fail_on=report.settings.fail_on
-                )
-            )
+        if is_in_place(path):  # a FIFO or a descriptor: written into, never replaced
+            write_output(path, text)
+        else:  # the runner's own file, appended to by every step
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(text)
     except OSError as exc:
         say(f"warning: GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}; no step summary written")
 
