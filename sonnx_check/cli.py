@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from sonnx_check import __version__, sanitise
+from sonnx_check import __version__, sanitise, stop
 from sonnx_check.config import (
     FAIL_ON,
     FORMATS,
@@ -312,7 +312,7 @@ def main(**options: Any) -> None:
     except UserError as exc:
         say(f"error: {exc}")
         code = EXIT_USAGE
-    except RunInterrupted as exc:
+    except (RunInterrupted, stop.Stopped) as exc:
         say(f"interrupted ({exc.signal_name})")
         code = EXIT_USAGE
     except KeyboardInterrupt:
@@ -392,6 +392,7 @@ def run(
     from sonnx_check.explain import explain as explain_rule
     from sonnx_check.explain import list_rules as list_catalogue
 
+    stop.check()  # a signal that arrived while the command was being imported
     started = time.monotonic()
     timestamp = datetime.datetime.now().isoformat(timespec="seconds")
     if list_rules:
@@ -455,6 +456,7 @@ def run(
     targets = _targets(found, settings, fix_output, outputs)
     per_model = [configs.settings_for(t.path) for t in targets]
     _prepare_outputs(outputs, targets, configs, per_model)
+    stop.check()
 
     outcomes = _run_groups(targets, per_model)
     results = [
@@ -487,6 +489,7 @@ def run(
         seconds=time.monotonic() - started,
         timestamp=timestamp,
     )
+    stop.check()  # interrupted: no report, rather than reports of a run the user stopped
     unwritten = _write_reports(report, outputs)
     user_errors += unwritten
     for message in user_errors:

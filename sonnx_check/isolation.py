@@ -15,9 +15,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+from sonnx_check import stop
 from sonnx_check.children import die_with_parent, kill
 
 _FAILED = 70  # the child's exit code when ``func`` raised: its result never arrived
+_children: set[int] = set()  # forked and not yet reaped: what a signal kills
+
+
+def _kill_children() -> None:
+    for pid in list(_children):
+        kill(pid)
+
+
+stop.on_signal(_kill_children)
 
 
 @dataclass(frozen=True)
@@ -29,7 +39,8 @@ class Crashed:
 
 def call_isolated(func: Callable[[], str]) -> str | Crashed:
     """``func()`` in a forked child, its text result passed back through a pipe; in this process where the
-    system cannot fork. A signal that interrupts the wait (Ctrl-C, SIGTERM) kills the child first."""
+    system cannot fork. A stop signal (Ctrl-C, SIGTERM) kills the child, and ``stop.Stopped`` is raised
+    once it is reaped."""
     if not hasattr(os, "fork"):
         return func()
     parent = os.getpid()
@@ -42,6 +53,7 @@ def call_isolated(func: Callable[[], str]) -> str | Crashed:
         return func()
     if pid == 0:
         _run_child(func, parent, read_end, write_end)
+    _children.add(pid)
     os.close(write_end)
     status = None
     try:
@@ -52,6 +64,8 @@ def call_isolated(func: Callable[[], str]) -> str | Crashed:
         if status is None:  # interrupted: the child must not outlive the wait
             kill(pid)
             os.waitpid(pid, 0)
+        _children.discard(pid)
+    stop.check()  # the handler killed the child: not a crash of onnx's checker
     if os.WIFSIGNALED(status):
         return Crashed(f"killed by {_signal_name(os.WTERMSIG(status))}")
     if os.WEXITSTATUS(status) != 0:

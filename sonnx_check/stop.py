@@ -36,6 +36,12 @@ class Stopped(BaseException):
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
+    record(signum)
+
+
+def record(signum: int) -> None:
+    """What the handler does: remember the first signal, run the kill callbacks (a pool process's own
+    SIGTERM handler calls it too)."""
     global _received
     if _received is None:
         _received = signal.Signals(signum).name
