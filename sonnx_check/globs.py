@@ -98,7 +98,7 @@ def _char_class(pattern: str, start: int, strict: bool) -> tuple[_Token, int] | 
             low, high = body[j], body[j + 2]
             if low > high:
                 if strict:
-                    raise GlobError(f"the range {low}-{high} in {pattern[start:end + 1]} is reversed")
+                    raise GlobError(f"the range {low}-{high} in {pattern[start : end + 1]} is reversed")
                 # git's reading: a reversed range matches nothing
             else:
                 ranges.append((low, high))

@@ -1,4 +1,4 @@
-"""Where a file the run was asked to write goes, and how it is written so that it never replaces the wrong thing.
+"""Where a file the run was asked to write goes, and how it is written so that it never replaces anything.
 
 A report path may be a regular file (written atomically: report/files.py), ``-`` (stdout), or something that
 already exists and is not a regular file: a FIFO, a character device (``/dev/null``, a terminal), or one of

@@ -72,7 +72,10 @@ def test_a_long_dotted_key_is_refused_before_it_costs_memory(project: Path) -> N
     _pyproject(project, ".".join(["a"] * 20_000) + " = 1\n")
     done = _limited_run(["m.onnx"], project, 1 << 30)
     assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr == "sonnx-check: error: pyproject.toml: refused: line 2: a dotted key with more than 64 parts\n"
+    assert (
+        done.stderr
+        == "sonnx-check: error: pyproject.toml: refused: line 2: a dotted key with more than 64 parts\n"
+    )
     header = "[" + ".".join(["a"] * 20_000) + "]\n"
     (project / "pyproject.toml").write_text("[tool.sonnx-check]\n" + header, encoding="utf-8")
     assert "a dotted key with more than 64 parts" in _limited_run(["m.onnx"], project, 1 << 30).stderr
@@ -89,14 +92,20 @@ def test_a_configuration_over_the_size_cap_is_refused(project: Path) -> None:
     [
         ('[tool.sonnx-check.per-model-ignores]\n"[z-a]" = ["GR4"]\n', 'per-model-ignores."[z-a]"'),
         ('exclude = ["models/[z-a]*.onnx"]\n', "exclude"),
-        ('[[tool.sonnx-check.waivers]]\nrule = "GR4"\nmodels = ["[z-a]"]\nreason = "r"\n', "waivers[1].models"),
+        (
+            '[[tool.sonnx-check.waivers]]\nrule = "GR4"\nmodels = ["[z-a]"]\nreason = "r"\n',
+            "waivers[1].models",
+        ),
         (f'exclude = ["{"x" * 2000}"]\n', "exclude"),
     ],
     ids=["per-model-ignores", "exclude", "waivers", "too long"],
 )
 def test_an_invalid_model_glob_is_a_configuration_error(project: Path, body: str, key: str) -> None:
     _pyproject(project, body)
-    _one_error(run_cli(["m.onnx"], cwd=project), f"sonnx-check: error: pyproject.toml: tool.sonnx-check.{key}: invalid glob")
+    _one_error(
+        run_cli(["m.onnx"], cwd=project),
+        f"sonnx-check: error: pyproject.toml: tool.sonnx-check.{key}: invalid glob",
+    )
 
 
 def _run_in_child(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -111,7 +120,10 @@ def test_a_backtracking_glob_is_matched_in_linear_time(tmp_path: Path) -> None:
     models = tmp_path / "models"
     models.mkdir()
     save(maxpool_r2(), models / LONG_NAME)
-    _pyproject(tmp_path, f'exclude = ["{BACKTRACKING}"]\n[tool.sonnx-check.per-model-ignores]\n"{BACKTRACKING}" = ["GR4"]\n')
+    _pyproject(
+        tmp_path,
+        f'exclude = ["{BACKTRACKING}"]\n[tool.sonnx-check.per-model-ignores]\n"{BACKTRACKING}" = ["GR4"]\n',
+    )
     done = _run_in_child(["--format", "json", "models"], tmp_path)
     assert done.returncode == 1, done.stderr
     assert LONG_NAME in done.stdout
@@ -140,7 +152,8 @@ def _nested(depth: int) -> st.SearchStrategy[Any]:
     value: st.SearchStrategy[Any] = _LEAVES
     for _ in range(depth):
         value = st.one_of(
-            st.lists(value, max_size=2), st.dictionaries(st.sampled_from(["a", "b.c", "d e"]), value, max_size=2)
+            st.lists(value, max_size=2),
+            st.dictionaries(st.sampled_from(["a", "b.c", "d e"]), value, max_size=2),
         )
     return value
 

@@ -48,7 +48,9 @@ class _Reader(threading.Thread):
             self.data = handle.read()
 
 
-def _fifo_run(fifo: Path, target: Path, model: Path, option: list[str]) -> tuple[subprocess.CompletedProcess[str], bytes]:
+def _fifo_run(
+    fifo: Path, target: Path, model: Path, option: list[str]
+) -> tuple[subprocess.CompletedProcess[str], bytes]:
     reader = _Reader(fifo)
     reader.start()
     try:
@@ -66,7 +68,9 @@ def _fifo_run(fifo: Path, target: Path, model: Path, option: list[str]) -> tuple
 
 @pytest.mark.parametrize("through_link", [False, True], ids=["a FIFO", "a link to a FIFO"])
 @pytest.mark.parametrize("option", ["--output", "--output-format"])
-def test_a_report_goes_into_a_fifo_in_place(model: Path, tmp_path: Path, through_link: bool, option: str) -> None:
+def test_a_report_goes_into_a_fifo_in_place(
+    model: Path, tmp_path: Path, through_link: bool, option: str
+) -> None:
     fifo = tmp_path / "report.fifo"
     os.mkfifo(fifo)
     target = fifo
@@ -132,9 +136,7 @@ def test_a_dash_means_stdout(model: Path, tmp_path: Path) -> None:
     assert result.code == 1
     assert json.loads(result.stdout)["models"][0]["path"] == "m.onnx"
     assert not (tmp_path / "-").exists()
-    extra = run_cli(
-        ["--isolated", "--output", "r.txt", "--output-format", "sarif:-", "m.onnx"], cwd=tmp_path
-    )
+    extra = run_cli(["--isolated", "--output", "r.txt", "--output-format", "sarif:-", "m.onnx"], cwd=tmp_path)
     assert extra.code == 1
     assert json.loads(extra.stdout)["version"] == "2.1.0"
     assert not (tmp_path / "-").exists()

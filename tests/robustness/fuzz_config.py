@@ -97,16 +97,28 @@ def _valid_table(rng: random.Random) -> str:
         lines.append("[tool.sonnx-check.per-model-ignores]")
         lines.append(f'{_toml_string(_glob(rng))} = ["GR4"]')
     if rng.random() < 0.5:
-        lines += ["[[tool.sonnx-check.waivers]]", 'rule = "MaxPool.R2"', f"models = {_toml_string(_glob(rng))}",
-                  'reason = "fuzz"']  # fmt: skip
+        models = _toml_string(_glob(rng))
+        lines += ["[[tool.sonnx-check.waivers]]", 'rule = "MaxPool.R2"', f"models = {models}"]
+        lines.append('reason = "fuzz"')
     return "\n".join(lines) + "\n"
 
 
 def configuration(rng: random.Random) -> tuple[bytes, str]:
     """A hostile pyproject.toml and the name of its shape."""
     shape = rng.choices(
-        ("valid", "deep", "deep-other-tool", "dotted-key", "dotted-header", "random-keys", "bytes",
-         "utf16", "huge", "truncated", "flipped"),
+        (
+            "valid",
+            "deep",
+            "deep-other-tool",
+            "dotted-key",
+            "dotted-header",
+            "random-keys",
+            "bytes",
+            "utf16",
+            "huge",
+            "truncated",
+            "flipped",
+        ),
         weights=(10, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1),
     )[0]  # a valid file half of the time: its globs are then matched against every model
     if shape == "deep":
@@ -133,7 +145,11 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
     data = text.encode("utf-8")
     if shape == "bytes":
         position = rng.randrange(len(data) + 1)
-        data = data[:position] + rng.choice((b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\r")) + data[position:]
+        data = (
+            data[:position]
+            + rng.choice((b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\r"))
+            + data[position:]
+        )
     elif shape == "utf16":
         data = text.encode("utf-16")
     elif shape == "truncated":
@@ -227,7 +243,12 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int, int, str]]:
             path = os.path.join(root, name)
             info = os.lstat(path)
             link = os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
-            entries[os.path.relpath(path, folder)] = (stat.S_IFMT(info.st_mode), info.st_size, info.st_mtime_ns, link)
+            entries[os.path.relpath(path, folder)] = (
+                stat.S_IFMT(info.st_mode),
+                info.st_size,
+                info.st_mtime_ns,
+                link,
+            )
     return entries
 
 
@@ -274,7 +295,11 @@ def run_case(rng: random.Random, folder: Path, *, target_kind: str | None = None
     kind = target_kind or rng.choice(TARGETS)
     target = make_target(kind, folder)
     option = rng.choice(("--output", "--output-format"))
-    args = ["--format", "json", "--output", target.path] if option == "--output" else ["--output-format", f"sarif:{target.path}"]
+    args = (
+        ["--format", "json", "--output", target.path]
+        if option == "--output"
+        else ["--output-format", f"sarif:{target.path}"]
+    )
     paths = rng.choice((["models"], ["models/m.onnx", f"models/{LONG_NAME}"], ["."]))
     before = _snapshot(folder)
     problems: list[str] = []
@@ -308,7 +333,9 @@ def run_case(rng: random.Random, folder: Path, *, target_kind: str | None = None
 
 
 def _unexpected_changes(before: dict, after: dict, target: Target, kind: str) -> list[str]:  # type: ignore[type-arg]
-    written = {"file": {"report.out"}, "missing-folder": {"new", os.path.join("new", "report.out")}}.get(kind, set())
+    written = {"file": {"report.out"}, "missing-folder": {"new", os.path.join("new", "report.out")}}.get(
+        kind, set()
+    )
     problems = []
     for name in sorted(set(before) | set(after)):
         if name in written:
@@ -341,7 +368,10 @@ def long_run(cases: int, seed: int) -> int:
         targets[outcome.target] += 1
         if outcome.is_bug:
             bugs += 1
-            print(f"case {case}: BUG ({outcome.shape}, {outcome.target}): {'; '.join(outcome.problems)}", flush=True)
+            print(
+                f"case {case}: BUG ({outcome.shape}, {outcome.target}): {'; '.join(outcome.problems)}",
+                flush=True,
+            )
             print("  " + outcome.stderr.strip().replace("\n", "\n  ")[:1500], flush=True)
         if case % 100 == 0:
             print(f"case {case}...", flush=True)
@@ -355,7 +385,9 @@ def long_run(cases: int, seed: int) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
