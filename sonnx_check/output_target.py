@@ -38,10 +38,11 @@ _FIFO_POLL = 0.05  # seconds between attempts to open a FIFO that has no reader 
 class TargetKind(Enum):
     STDOUT = "stdout"  # "-"
     DESCRIPTOR = "descriptor"  # /dev/stdout, /dev/fd/N, /proc/self/fd/N: one of this process's descriptors
-    SPECIAL = "special"  # an existing FIFO, character device or socket: written in place
+    SPECIAL = "special"  # an existing FIFO or character device: written in place
     REGULAR = "regular"  # a regular file or nothing yet: written atomically
     SYMLINK = "symlink"  # a symbolic link to a regular file (or a dangling one): refused
     FOLDER = "folder"
+    UNWRITABLE = "unwritable"  # a block device (a disk) or a socket: never a report's place
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,9 @@ def classify(path: str) -> Target:
         return Target(TargetKind.FOLDER, path)
     if stat.S_ISREG(status.st_mode):
         return Target(TargetKind.SYMLINK if linked else TargetKind.REGULAR, path)
-    return Target(TargetKind.SPECIAL, path)
+    if stat.S_ISFIFO(status.st_mode) or stat.S_ISCHR(status.st_mode):
+        return Target(TargetKind.SPECIAL, path)
+    return Target(TargetKind.UNWRITABLE, path)
 
 
 def _descriptor_of(path: str) -> int | None:
@@ -103,6 +106,8 @@ def refusal(path: str) -> str | None:
         return "is a folder"
     if target.kind is TargetKind.SYMLINK:
         return "is a symbolic link to a regular file (or to nothing); name the file itself"
+    if target.kind is TargetKind.UNWRITABLE:
+        return "is a block device or a socket"
     if target.kind is TargetKind.DESCRIPTOR:
         try:
             os.fstat(target.descriptor)  # type: ignore[arg-type]
@@ -182,7 +187,8 @@ def _write_special(path: str, payload: bytes) -> None:
             descriptor = os.open(path, flags | os.O_NONBLOCK)
             break
         except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: a FIFO nobody reads yet
+            # ENXIO from a FIFO: nobody reads it yet (from anything else it is final)
+            if exc.errno != errno.ENXIO or not stat.S_ISFIFO(os.stat(path).st_mode):
                 raise
         stop.check()
         time.sleep(_FIFO_POLL)

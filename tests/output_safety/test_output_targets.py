@@ -183,3 +183,19 @@ def test_the_step_summary_goes_into_a_fifo(model: Path, tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert b"sonnx-check" in reader.data
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_socket_is_refused_and_left_alone(model: Path, tmp_path: Path) -> None:
+    """A socket (like a block device) is never a report's place: it is neither replaced nor waited on."""
+    import socket
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = tmp_path / "report.sock"
+    try:
+        server.bind(str(path))
+        result = run_cli(["--isolated", "--output", str(path), "m.onnx"], cwd=tmp_path)
+    finally:
+        server.close()
+    assert result.code == 2
+    assert result.stderr == f"sonnx-check: error: --output {path}: is a block device or a socket\n"
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)
