@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx
 import pytest
 from models import matmul_chain
-from procs import Run, start
+from procs import Run, _cpu_seconds, start
 
 pytestmark = [
     pytest.mark.process,
@@ -126,6 +126,13 @@ def _handler_installed(pid: int) -> bool:
     return False
 
 
+def _idle(pid: int) -> bool:
+    """Whether the process has used almost no CPU for a second (done checking, waiting on something)."""
+    before = _cpu_seconds(pid)
+    time.sleep(1.0)
+    return before > 0.1 and _cpu_seconds(pid) - before < 0.1
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_while_the_command_starts_is_an_interrupted_run(
     models: list[Path], runs: list[Run], signum: int
@@ -174,15 +181,20 @@ def test_a_signal_during_a_finaliser_still_stops_the_run(monkeypatch: pytest.Mon
     assert signal.getsignal(signal.SIGTERM) is previous  # the caller's handling is back
 
 
-def test_a_signal_while_waiting_for_a_fifo_reader_stops_the_run(models: list[Path], runs: list[Run]) -> None:
+def test_a_signal_while_waiting_for_a_fifo_reader_stops_the_run(tmp_path: Path, runs: list[Run]) -> None:
     """A report into a FIFO nobody reads waits for a reader, as ``echo > fifo`` does, but a signal ends
     the wait and the FIFO stays a FIFO."""
-    folder = models[0].parent
-    fifo = folder / "report.fifo"
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), tmp_path / "m.onnx")
+    fifo = tmp_path / "report.fifo"
     os.mkfifo(fifo)
-    run = start(["--isolated", "--output", str(fifo), str(models[0])], cwd=folder)
+    run = start(["--isolated", "--output", str(fifo), "m.onnx"], cwd=tmp_path)
     runs.append(run)
-    time.sleep(4.0)  # the static check of one small model is done by then; the run waits for a reader
+    run.wait_for("the run waiting for a reader", lambda: _idle(run.process.pid), timeout=60)
 
     seconds, code, stderr = run.stop(signal.SIGTERM)
 
