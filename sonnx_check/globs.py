@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_GLOB_CHARS = 1024  # a longer glob is refused (configuration) or skipped (.gitignore)
+MAX_GLOB_CHARS = 4096  # PATH_MAX: a longer glob is refused (configuration) or skipped (.gitignore)
 _MAX_TABLE = 4096  # remembered state sets per glob; past it the table starts again (bounded memory)
 
 

@@ -96,7 +96,7 @@ def test_a_configuration_over_the_size_cap_is_refused(project: Path) -> None:
             '[[tool.sonnx-check.waivers]]\nrule = "GR4"\nmodels = ["[z-a]"]\nreason = "r"\n',
             "waivers[1].models",
         ),
-        (f'exclude = ["{"x" * 2000}"]\n', "exclude"),
+        (f'exclude = ["{"x" * 5000}"]\n', "exclude"),
     ],
     ids=["per-model-ignores", "exclude", "waivers", "too long"],
 )
@@ -133,7 +133,7 @@ def test_hostile_gitignore_patterns_are_read_as_git_reads_them(tmp_path: Path) -
     """A reversed range matches nothing (git's reading), a backtracking pattern costs nothing, a line over
     the glob limit is skipped; the rest of the file still applies."""
     (tmp_path / ".git").mkdir()
-    (tmp_path / ".gitignore").write_text(f"[z-a]\n{BACKTRACKING}\n{'y' * 5000}\nskipped/\n", encoding="utf-8")
+    (tmp_path / ".gitignore").write_text(f"[z-a]\n{BACKTRACKING}\n{'y' * 9000}\nskipped/\n", encoding="utf-8")
     for folder in ("models", "skipped"):
         (tmp_path / folder).mkdir()
         save(maxpool_r2(), tmp_path / folder / LONG_NAME)

@@ -165,7 +165,7 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
 def gitignore(rng: random.Random) -> bytes:
     lines = [_glob(rng) for _ in range(rng.randint(1, 5))]
     if rng.random() < 0.2:
-        lines.append("y" * 5000)
+        lines.append("y" * 9000)
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
