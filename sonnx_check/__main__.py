@@ -1,3 +1,3 @@
-from sonnx_check.cli import main
+from sonnx_check.entry import main
 
 main()

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from sonnx_check import __version__, sanitise
+from sonnx_check import __version__, sanitise, stop
 from sonnx_check.config import (
     FAIL_ON,
     FORMATS,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from sonnx_check.runner import ModelOutcome
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-HTML, EVIDENCE = "html", "evidence"  # written to files only (--output-format html:PATH, --evidence PATH)
+HTML, EVIDENCE = "html", "evidence"  # never the main report (--output-format html:PATH, --evidence PATH)
 ARGV_KEY = "sonnx_check.argv"
 UNWRAPPED = 100_000  # console width when not a terminal: a CI log line is never split
 
@@ -333,7 +333,7 @@ def main(**options: Any) -> None:
     except UserError as exc:
         say(f"error: {exc}")
         code = EXIT_USAGE
-    except RunInterrupted as exc:
+    except (RunInterrupted, stop.Stopped) as exc:
         say(f"interrupted ({exc.signal_name})")
         code = EXIT_USAGE
     except KeyboardInterrupt:
@@ -414,6 +414,7 @@ def run(
     from sonnx_check.explain import explain as explain_rule
     from sonnx_check.explain import list_rules as list_catalogue
 
+    stop.check()  # a signal that arrived while the command was being imported
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
@@ -480,6 +481,7 @@ def run(
         _say_nothing_checked(found)
     per_model = [configs.settings_for(t.path) for t in targets]
     _prepare_outputs(outputs, targets, configs, per_model)
+    stop.check()
 
     outcomes = _run_groups(targets, per_model)
     results = [
@@ -516,6 +518,7 @@ def run(
         started_utc=started_utc,
         sources=[t.path for t in targets],
     )
+    stop.check()  # interrupted: no report, rather than reports of a run the user stopped
     unwritten = _write_reports(report, outputs)
     user_errors += unwritten
     for message in user_errors:
@@ -666,8 +669,10 @@ def _outputs(
     main_format: str, output: str | None, specs: Sequence[str], evidence: str | None = None
 ) -> list[Output]:
     """The main report (``--format``/``--output``, stdout by default), then each ``--output-format``, then
-    the evidence record."""
-    outputs = [Output(main_format, output, f"--output {output}")]
+    the evidence record. ``-`` is stdout, which one report at most may take."""
+    from sonnx_check.output_target import STDOUT
+
+    outputs = [Output(main_format, None if output == STDOUT else output, f"--output {output}")]
     file_formats = (*FORMATS, HTML)
     for spec in specs:
         fmt, sep, path = spec.partition(":")
@@ -681,9 +686,13 @@ def _outputs(
             missing = missing_extra()
             if missing:
                 raise UsageError(f"--output-format {spec}: {missing}")
-        outputs.append(Output(fmt, path, f"--output-format {spec}"))
+        outputs.append(Output(fmt, None if path == STDOUT else path, f"--output-format {spec}"))
     if evidence is not None:
-        outputs.append(Output(EVIDENCE, evidence, f"--evidence {evidence}"))
+        outputs.append(Output(EVIDENCE, None if evidence == STDOUT else evidence, f"--evidence {evidence}"))
+    on_stdout = [out for out in outputs if out.path is None]
+    if len(on_stdout) > 1:
+        first = on_stdout[0].option if output is not None else "the main report (--format)"
+        raise UsageError(f"{on_stdout[1].option}: stdout already carries {first}")
     seen: dict[str, Output] = {}
     for out in outputs:
         if out.path is None:
@@ -711,17 +720,22 @@ def _prepare_outputs(
         read[os.path.realpath(file)] = "a configuration file"
     for target in targets:
         read[os.path.realpath(target.path)] = "a model file"
+    from sonnx_check.output_target import is_in_place, refusal
+
     for out in outputs:
         if out.path is None:
             continue
+        problem = refusal(out.path)
+        if problem is not None:
+            raise UsageError(f"{out.option}: {problem}")
         real = os.path.realpath(out.path)
         if out.path.endswith(".onnx") or read.get(real) == "a model file":
             raise UsageError(f"{out.option}: refusing to write a report over a model file")
         what = read.get(real) or _inside_dataset(real, read) or _external_data_of(real, targets)
         if what is not None:
             raise UsageError(f"{out.option}: refusing to write a report over {what} this run reads")
-        if os.path.isdir(out.path):
-            raise UsageError(f"{out.option}: is a folder")
+        if is_in_place(out.path):
+            continue  # a FIFO, a device or a descriptor: written into, never created or replaced
         folder = os.path.dirname(os.path.abspath(out.path))
         try:
             os.makedirs(folder, exist_ok=True)
@@ -938,7 +952,7 @@ def _shown_identities(report: _Report) -> dict[str, ModelIdentity]:
 def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:
     """Print or write every report; the reports that could not be written, as error messages (the others
     are still written, and the run still reports its internal errors before exiting 2)."""
-    from sonnx_check.report.files import write_atomic
+    from sonnx_check.output_target import write_output
 
     main = outputs[0]
     written: list[Output] = []
@@ -949,10 +963,12 @@ def _write_reports(report: _Report, outputs: list[Output]) -> list[str]:
             click.echo(render_report(report, out.fmt, console=console), nl=False, color=colour_kept(console))
             continue
         try:
-            write_atomic(out.path, render_report(report, out.fmt))
+            write_output(out.path, render_report(report, out.fmt))
             written.append(out)
         except OSError as exc:
             failures.append(f"{out.option}: {exc.strerror or exc}")
+        except UserError as exc:  # the target changed kind since the run started
+            failures.append(f"{out.option}: {str(exc).removeprefix(out.path + ': ')}")
     if report.settings.statistics and main.fmt not in ("json", "text"):
         # Machine formats stay parseable on stdout; the counts go to the log.
         from sonnx_check.report.text import render_statistics
@@ -983,16 +999,20 @@ def _step_summary(report: _Report) -> None:
     from sonnx_check.report import step_summary
 
     results, _ = report.display()
+    from sonnx_check.output_target import is_in_place, write_output
+
+    text = step_summary.render(
+        results,
+        configuration=report.configuration,
+        fail_on=report.settings.fail_on,
+        identities=_shown_identities(report),
+    )
     try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(
-                step_summary.render(
-                    results,
-                    configuration=report.configuration,
-                    fail_on=report.settings.fail_on,
-                    identities=_shown_identities(report),
-                )
-            )
+        if is_in_place(path):  # a FIFO or a descriptor: written into, never replaced
+            write_output(path, text)
+        else:  # the runner's own file, appended to by every step
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(text)
     except OSError as exc:
         say(f"warning: GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}; no step summary written")
 

@@ -22,15 +22,17 @@ import difflib
 import functools
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sonnx_check.errors import UsageError
+from sonnx_check import toml_limits
+from sonnx_check.errors import UsageError, first_line
 from sonnx_check.findings import Severity
-from sonnx_check.globs import glob_pattern
+from sonnx_check.globs import Glob, GlobError
 
 FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
@@ -177,9 +179,9 @@ class CliOptions:
 
 
 @functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A model glob as a regular expression on the whole '/'-separated path (case-sensitive)."""
-    return re.compile(glob_pattern(pattern) + r"\Z")
+def _glob(pattern: str) -> Glob:
+    """A model glob matched on the whole '/'-separated path (case-sensitive), never by backtracking."""
+    return Glob(pattern, strict=False)
 
 
 def _normalise(path: str) -> str:
@@ -192,7 +194,7 @@ def _normalise(path: str) -> str:
 def model_matches(pattern: str, model_path: str, root: str) -> bool:
     """Whether a model glob matches a model: against the path as given, against the path relative to
     ``root`` (the configuration file's folder), and, for a pattern without '/', against the file name."""
-    regex = _glob_regex(_normalise(pattern))
+    glob = _glob(_normalise(pattern))
     candidates = [_normalise(model_path)]
     try:
         relative = os.path.relpath(os.path.abspath(model_path), os.path.abspath(root))
@@ -202,7 +204,7 @@ def model_matches(pattern: str, model_path: str, root: str) -> bool:
         candidates.append(_normalise(relative))
     if "/" not in pattern:
         candidates.append(os.path.basename(model_path))
-    return any(regex.match(c) for c in candidates)
+    return any(glob.matches(c) for c in candidates)
 
 
 # -- discovery and reading --------------------------------------------------------------------------------
@@ -220,15 +222,20 @@ def find_config(start: str | os.PathLike[str]) -> Path | None:
 
 
 def _read_table(path: Path, shown: str) -> dict[str, Any] | None:
+    """The file's ``[tool.sonnx-check]`` table, or None. The file may be hostile (it comes with the models
+    of a pull request): its size and shape are bounded (toml_limits.py) before it is parsed, and whatever
+    goes wrong while parsing is one configuration error naming the file."""
+    raw = _read_bounded(path, shown)
+    text = _decode(raw, shown)
+    shape = toml_limits.problem(text)
+    if shape is not None:
+        raise ConfigError(f"{shown}: refused: {shape}")
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(_decode(raw, shown))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    except (RecursionError, MemoryError, ValueError) as exc:  # bounded above; never a crash regardless
+        raise ConfigError(f"{shown}: invalid TOML: {type(exc).__name__}: {first_line(exc)}") from None
     tool = data.get("tool")
     if not isinstance(tool, dict) or "sonnx-check" not in tool:
         return None
@@ -236,6 +243,24 @@ def _read_table(path: Path, shown: str) -> dict[str, Any] | None:
     if not isinstance(table, dict):
         raise ConfigError(f"{shown}: {TABLE} must be a table")
     return table
+
+
+def _read_bounded(path: Path, shown: str) -> bytes:
+    """At most MAX_BYTES of a regular file; never a FIFO or a device (opening one could block for ever)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    with open(descriptor, "rb", closefd=True) as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ConfigError(f"{shown}: not a regular file")
+        try:
+            raw = handle.read(toml_limits.MAX_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > toml_limits.MAX_BYTES:
+        raise ConfigError(f"{shown}: refused: larger than {toml_limits.MAX_BYTES >> 20} MiB")
+    return raw
 
 
 def _decode(raw: bytes, shown: str) -> str:
@@ -287,6 +312,16 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(key, "expected a list of strings")
         return tuple(value)
+
+    def globs(self, patterns: Iterable[str], key: str) -> tuple[str, ...]:
+        """Model globs, each compiled once here so that a broken one is this key's error, not a crash or a
+        silently empty match later."""
+        for pattern in patterns:
+            try:
+                Glob(_normalise(pattern))
+            except GlobError as exc:
+                raise self.fail(key, f"invalid glob {pattern!r}: {exc}") from None
+        return tuple(patterns)
 
     def string_or_strings(self, value: Any, key: str) -> tuple[str, ...]:
         if isinstance(value, str):
@@ -363,7 +398,8 @@ def parse_table(table: Mapping[str, Any], file: str, folder_of: str | None = Non
     if "waivers" in table:
         config = replace(config, waivers=_waivers(r, table["waivers"]))
     if "exclude" in table:
-        config = replace(config, exclude=r.strings(table["exclude"], key + "exclude"))
+        exclude = r.strings(table["exclude"], key + "exclude")
+        config = replace(config, exclude=r.globs(exclude, key + "exclude"))
     if "respect-gitignore" in table:
         k = key + "respect-gitignore"
         config = replace(config, respect_gitignore=r.boolean(table["respect-gitignore"], k))
@@ -377,6 +413,7 @@ def _per_model_ignores(r: _Reader, value: Any) -> tuple[tuple[str, frozenset[str
     entries = []
     for pattern, rules in value.items():
         entry_key = f'{key}."{pattern}"'
+        r.globs([pattern], entry_key)
         entries.append((pattern, r.rules(r.strings(rules, entry_key), entry_key)))
     return tuple(entries)
 
@@ -488,7 +525,7 @@ def _waivers(r: _Reader, value: Any) -> tuple[Waiver, ...]:
             raise r.fail(f"{wkey}.rule", f"expected a string, got {raw['rule']!r}")
         if "models" not in raw:
             raise r.fail(f"{wkey}.models", 'required: a model glob ("**" for every model)')
-        models = r.string_or_strings(raw["models"], f"{wkey}.models")
+        models = r.globs(r.string_or_strings(raw["models"], f"{wkey}.models"), f"{wkey}.models")
         if not models:
             raise r.fail(f"{wkey}.models", "must not be empty")
         rules = r.rules([raw["rule"]], f"{wkey}.rule")

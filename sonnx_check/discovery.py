@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sonnx_check.globs import glob_pattern
+from sonnx_check.globs import Glob, GlobError
 
 MODEL_SUFFIX = ".onnx"
 FIXED_SUFFIX = ".fixed.onnx"  # sonnx_check.fix.FIXED_SUFFIX, without importing onnx to list files
@@ -179,7 +178,7 @@ def _escapes(item: str, root: str) -> str | None:
 
 @dataclass(frozen=True)
 class _Pattern:
-    regex: re.Pattern[str]
+    glob: Glob
     negated: bool
     dir_only: bool
 
@@ -250,7 +249,7 @@ def _ignored(context: _Context, path: str, is_dir: bool) -> bool:
         for pattern in patterns:
             if pattern.dir_only and not is_dir:
                 continue
-            if pattern.regex.match(below):
+            if pattern.glob.matches(below):
                 verdict = not pattern.negated
     return verdict
 
@@ -285,7 +284,9 @@ def _parse(line: str) -> _Pattern | None:
     if not line:
         return None
     anchored = "/" in line
-    body = glob_pattern(line.lstrip("/"))
-    regex = body if anchored else f"(?:.*/)?{body}"
-    # A pattern that names a folder also matches every path inside it.
-    return _Pattern(re.compile(f"{regex}(?:/.*)?\\Z", re.DOTALL), negated, dir_only)
+    try:
+        # A pattern that names a folder also matches every path inside it.
+        glob = Glob(line.lstrip("/"), anywhere=not anchored, subpaths=True, strict=False)
+    except GlobError:  # over MAX_GLOB_CHARS: no real .gitignore line is; the path is then checked
+        return None
+    return _Pattern(glob, negated, dir_only)

@@ -18,9 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+from sonnx_check import stop
 from sonnx_check.children import die_with_parent, kill
 
 _FAILED = 70  # the child's exit code when ``func`` raised: its result never arrived
+_children: set[int] = set()  # forked and not yet reaped: what a signal kills
+
+
+def _kill_children() -> None:
+    for pid in list(_children):
+        kill(pid)
+
+
+stop.on_signal(_kill_children)
 
 
 @dataclass(frozen=True)
@@ -39,8 +49,8 @@ class TimedOut:
 
 def call_isolated(func: Callable[[], str], *, timeout: float | None = None) -> str | Crashed | TimedOut:
     """``func()`` in a forked child, its text result passed back through a pipe; in this process where the
-    system cannot fork. A child still running after ``timeout`` seconds is killed (TimedOut). A signal that
-    interrupts the wait (Ctrl-C, SIGTERM) kills the child first."""
+    system cannot fork. A child still running after ``timeout`` seconds is killed (TimedOut). A stop signal
+    (Ctrl-C, SIGTERM) kills the child, and ``stop.Stopped`` is raised once it is reaped."""
     result = call_isolated_bytes(lambda: func().encode("utf-8", "surrogateescape"), timeout=timeout)
     return result.decode("utf-8", "surrogateescape") if isinstance(result, bytes) else result
 
@@ -61,6 +71,7 @@ def call_isolated_bytes(
         return func()
     if pid == 0:
         _run_child(func, parent, read_end, write_end)
+    _children.add(pid)
     os.close(write_end)
     status = None
     deadline = None if timeout is None or not math.isfinite(timeout) else time.monotonic() + timeout
@@ -73,6 +84,8 @@ def call_isolated_bytes(
         if status is None:  # interrupted: the child must not outlive the wait
             kill(pid)
             os.waitpid(pid, 0)
+        _children.discard(pid)
+    stop.check()  # the handler killed the child: not a crash of onnx's checker
     if payload is None:
         return TimedOut(timeout or 0.0)
     if os.WIFSIGNALED(status):

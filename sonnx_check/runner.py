@@ -8,10 +8,11 @@ Each model file is read once (loading.ModelFile): the static check, the comparis
 those bytes, and the file is checked to be the same one after each phase, so a file replaced mid-run is a
 load error, never a report that mixes two models.
 
-SIGINT and SIGTERM stop the run (``run_all`` raises RunInterrupted): the onnxruntime workers are killed at
-once, the pool processes are asked to stop (they unwind, so --fix's temporary files are removed) and killed
-if they do not within a few seconds. Every child also dies with its parent (compare/children.py), so even a
-SIGKILLed sonnx-check leaves no process behind.
+SIGINT and SIGTERM stop the run (``run_all`` raises RunInterrupted): the handler (stop.py) records the
+signal and kills the onnxruntime workers at once; the loops here and in the comparison check for it and
+stop from ordinary code; the pool processes are asked to stop (they unwind, so --fix's temporary files are
+removed) and killed if they do not within a few seconds. Every child also dies with its parent
+(compare/children.py), so even a SIGKILLed sonnx-check leaves no process behind.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ import multiprocessing.context
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from sonnx_check import stop
 from sonnx_check.children import die_with_parent, kill
 from sonnx_check.compare import ort_worker
 from sonnx_check.config import Settings
@@ -47,9 +48,9 @@ if TYPE_CHECKING:
 
     from sonnx_check.fix.outcome import FixOutcome
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _POOL_GRACE = 3.0  # seconds a pool process has to unwind (remove its temporary files) before it is killed
 _STOPPED_EXIT = 128 + signal.SIGTERM  # how a pool process that was stopped exits
+_POLL = 0.1  # seconds between looks at the recorded signal while waiting for pool processes
 
 
 @dataclass(frozen=True)
@@ -63,56 +64,42 @@ class ModelOutcome:
     user_error: str | None = None
 
 
-class _Stop(BaseException):
-    """Raised by the signal handlers; a BaseException so that no ``except Exception`` on the way (a check
-    that crashed, a comparison step) mistakes it for a result."""
-
-    def __init__(self, signal_name: str) -> None:
-        self.signal_name = signal_name
-        super().__init__(signal_name)
-
-
 def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]:
     """Process every target, in parallel when ``settings.jobs > 1``, and return outcomes in input order.
     Raises RunInterrupted when SIGINT or SIGTERM stops the run, once every process it started has ended."""
     with _stopped_by_signals():
         try:
             if settings.jobs <= 1 or len(targets) <= 1:
-                return [process(t, settings) for t in targets]
+                outcomes = []
+                for target in targets:
+                    stop.check()
+                    outcomes.append(process(target, settings))
+                stop.check()
+                return outcomes
             return _run_parallel(targets, settings)
-        except _Stop as stop:
+        except stop.Stopped as stopped:
             ort_worker.kill_all()  # started after the signal, or not yet reaped
-            raise RunInterrupted(stop.signal_name) from None
-
-
-_stopping = False
-
-
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    global _stopping
-    ort_worker.kill_all()  # at once: onnxruntime may be minutes into a run
-    if _stopping:
-        return  # a second Ctrl-C while the first one is being handled: the cleanup must finish
-    _stopping = True
-    raise _Stop(signal.Signals(signum).name)
+            raise RunInterrupted(stopped.signal_name) from None
 
 
 @contextmanager
 def _stopped_by_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM raise _Stop in the main thread for the duration of the block. Elsewhere (a
-    library caller's thread) handlers cannot be installed, and the caller's own handling applies."""
-    global _stopping
-    if threading.current_thread() is not threading.main_thread():
+    """The stop handler for the duration of the block, unless the command installed it already (entry.py)
+    for the whole process. Outside the main thread (a library caller's thread) no handler can be
+    installed, and the caller's own handling applies."""
+    if stop.installed():
         yield
         return
-    previous = {s: signal.signal(s, _on_signal) for s in _STOP_SIGNALS}
-    _stopping = False
+    previous = {s: signal.getsignal(s) for s in stop.SIGNALS}
+    if not stop.install():
+        yield
+        return
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        _stopping = False
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        stop.reset()
 
 
 def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]:
@@ -127,6 +114,10 @@ def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOu
     try:
         futures = [pool.submit(_process_in_pool, t, settings) for t in targets]
         for target, future in zip(targets, futures, strict=True):
+            while not future.done():  # a wait the recorded signal can end, not one the handler must break
+                stop.check()
+                wait([future], timeout=_POLL, return_when=FIRST_COMPLETED)
+            stop.check()
             try:
                 outcomes.append(future.result())
             except BrokenProcessPool as exc:
@@ -134,7 +125,7 @@ def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOu
                 outcomes.append(
                     ModelOutcome(None, internal_message(exc, settings.show_traceback, target.path))
                 )
-    except _Stop:
+    except stop.Stopped:
         _end_pool(pool)
         raise
     pool.shutdown(wait=True)
@@ -178,6 +169,7 @@ _in_task = False
 def _pool_process_start(parent: int) -> None:
     die_with_parent(parent)
     ort_worker.forget_inherited()
+    stop.reset()
     # A Ctrl-C reaches every process of the terminal's process group; the main process decides what an
     # interrupted run does, and ends this one with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -185,9 +177,12 @@ def _pool_process_start(parent: int) -> None:
 
 
 def _on_pool_sigterm(signum: int, frame: FrameType | None) -> None:
-    ort_worker.kill_all()
     if _in_task:
-        raise _Stop("SIGTERM")  # unwinds the model being processed; _process_in_pool then exits
+        # Recorded (and the onnxruntime worker killed); the model's own code stops at its next check and
+        # unwinds (removing --fix's temporary file), then _process_in_pool exits.
+        stop.record(signum)
+        return
+    ort_worker.kill_all()
     os._exit(_STOPPED_EXIT)  # between tasks: nothing to clean up
 
 
@@ -195,8 +190,9 @@ def _process_in_pool(target: Target, settings: Settings) -> ModelOutcome:
     global _in_task
     _in_task = True
     try:
+        stop.check()
         return process(target, settings)
-    except _Stop:
+    except stop.Stopped:
         # Unwound: the onnxruntime worker is gone and --fix removed its temporary file. The pool would
         # otherwise report the stop as this task's result and start the next one.
         os._exit(_STOPPED_EXIT)
@@ -220,6 +216,7 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
         # An earlier --fix output named on the command line is checked, never fixed again (*.fixed.fixed.onnx)
         fixing = settings.fix is not None and not target.path.endswith(FIXED_SUFFIX)
         checked, model, compare_error = _check(target.path, rules, settings, keep=fixing)
+        stop.check()
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
     result = _mark_fixable(apply_waivers(checked, waivers))
@@ -261,6 +258,7 @@ def _check(
         skeleton = source.skeleton()
         whole = source.model() if settings.compare.enabled or keep else None
         source.release()  # every parse this model needs is done: the file's bytes go
+        stop.check()
         result = check_model(
             skeleton,
             path,
@@ -269,6 +267,7 @@ def _check(
             checker_verdict=verdict,
             timeout=settings.compare.timeout,
         )
+        stop.check()
         del skeleton
         _unchanged(source)
         if whole is None or result.load_error:
@@ -360,6 +359,7 @@ def _fix(source: ModelFile, result: ModelResult, rules: frozenset[str], settings
     if outcome.output is None:
         return ModelOutcome(result, fix=outcome)
     # The fixed model stands in for the original: configuration is matched against the original's path.
+    stop.check()
     try:
         rechecked, _, compare_error = _check(outcome.output, rules, settings)
     except _Internal as exc:

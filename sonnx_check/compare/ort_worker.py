@@ -29,6 +29,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from sonnx_check import stop
 from sonnx_check.children import die_with_parent, kill
 from sonnx_check.compare.runtime import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
@@ -50,6 +51,9 @@ def kill_all() -> None:
         kill(pid)
 
 
+stop.on_signal(kill_all)  # at once: onnxruntime may be minutes into a run
+
+
 def forget_inherited() -> None:
     """In a freshly forked process: the parent's workers are not this process's to kill."""
     _LIVE.clear()
@@ -60,6 +64,7 @@ class Worker:
     may allocate once the session exists (None: no limit)."""
 
     def __init__(self, memory_budget: int | None = None) -> None:
+        stop.check()  # no new worker once the run is being stopped
         self.memory_budget = memory_budget
         self._expired = False
         env = dict(os.environ)
@@ -80,6 +85,7 @@ class Worker:
         """Send one request and return the reply's value; a refusal, an unavailable runtime, a crash of
         the worker or the end of ``timeout`` (seconds) is raised as RuntimeRefusal / RuntimeUnavailable."""
         assert self._process.stdin is not None and self._process.stdout is not None
+        stop.check()
         if timeout is not None and timeout <= 0:
             self._expire()
             raise self._timed_out(stage)
@@ -93,6 +99,7 @@ class Worker:
             self._process.stdin.flush()
             reply = pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError):
+            stop.check()  # the signal handler killed the worker: not a crash of onnxruntime
             if self._expired:
                 raise self._timed_out(stage) from None
             raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None

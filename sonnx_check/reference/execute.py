@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from sonnx_check import stop
 from sonnx_check.profile import profile_operators
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
@@ -56,6 +57,7 @@ def run_node(
     node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], *, max_elements: int | None = None
 ) -> list[np.ndarray]:
     """The node's outputs in order (one per non-empty output name the operator defines)."""
+    stop.check()  # a comparison runs kernels node after node: the place a recorded signal stops it
     kernel = _kernel_for(node)
     if kernel is None:
         raise UnsupportedOperatorError([_label(node)])

@@ -3,7 +3,8 @@
 A CI job uploads whatever file it finds: a SARIF file truncated by a full disk, or by a run stopped half
 way, would be sent as it is. The report is written to a temporary file in the same folder, flushed to disk,
 then renamed over the target (``os.replace``, atomic on one file system); on any failure the temporary file
-is removed and the target is left as it was.
+is removed and the target is left as it was. Only for regular files: output_target.py decides, and writes
+FIFOs, devices and descriptors in place.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import tempfile
 
 def write_atomic(path: str, text: str) -> None:
     """Raises OSError (the caller turns it into one line naming the file)."""
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
+def write_atomic_bytes(path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file

@@ -1,0 +1,31 @@
+"""The ``sonnx-check`` command's entry point: the stop handler first, then everything else.
+
+Importing the command (click, rich, onnx, numpy) takes a good part of a second. A SIGTERM in that time used
+to kill the process with Python's default (exit 143, no message) instead of the documented interrupted
+run (exit 2): the handler is installed here, before any of that is imported, and a signal recorded at any
+point ends the run as interrupted.
+"""
+
+from __future__ import annotations
+
+from sonnx_check import stop
+
+
+def main() -> None:
+    stop.install()
+    try:
+        stop.check()
+        from sonnx_check import cli
+
+        cli.main()
+    except stop.Stopped:
+        pass  # before the command could report it: said below
+    except SystemExit as exit_:
+        if stop.received() is None or exit_.code == 2:
+            raise
+    # A signal that arrived where nothing checked for it (importing, writing the last report) still ends
+    # the run as interrupted.
+    import sys
+
+    sys.stderr.write(f"sonnx-check: interrupted ({stop.received()})\n")
+    sys.exit(2)

@@ -1,0 +1,197 @@
+"""Where a file the run was asked to write goes, and how it is written so that it never replaces anything.
+
+A report path may be a regular file (written atomically: report/files.py), ``-`` (stdout), or something that
+already exists and is not a regular file: a FIFO, a character device (``/dev/null``, a terminal), or one of
+the process's own descriptors (``/dev/stdout`` is a symbolic link to ``/proc/self/fd/1``; bash's ``>(cmd)``
+is ``/dev/fd/63``). Those are written in place. Renaming a temporary file over them, as an atomic write
+does, would replace the FIFO, the device node or the ``/dev/stdout`` link itself with a regular file: as
+root in a container, ``--output /dev/stdout`` used to replace the container's ``/dev/stdout``.
+
+A symbolic link to a regular file is refused rather than followed or replaced: following it would let a
+link planted in a repository (``results.sarif -> /etc/passwd``) aim the report at any file the run can
+write, and replacing it would destroy the link.
+
+``--fix`` writes models through the same classification (``classify``, ``write_output``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+from sonnx_check.errors import UsageError
+
+STDOUT = "-"
+# A process's own open descriptors, as /dev and /proc name them.
+_DESCRIPTOR = re.compile(r"/(?:proc/(?:self|thread-self|\d+)(?:/task/\d+)?|dev)/fd/(\d+)")
+_DEV_STD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_MAX_LINKS = 40  # as the kernel's own limit on a chain of symbolic links
+_FIFO_POLL = 0.05  # seconds between attempts to open a FIFO that has no reader yet
+
+
+class TargetKind(Enum):
+    STDOUT = "stdout"  # "-"
+    DESCRIPTOR = "descriptor"  # /dev/stdout, /dev/fd/N, /proc/self/fd/N: one of this process's descriptors
+    SPECIAL = "special"  # an existing FIFO or character device: written in place
+    REGULAR = "regular"  # a regular file or nothing yet: written atomically
+    SYMLINK = "symlink"  # a symbolic link to a regular file (or a dangling one): refused
+    FOLDER = "folder"
+    UNWRITABLE = "unwritable"  # a block device (a disk) or a socket: never a report's place
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: TargetKind
+    path: str
+    descriptor: int | None = None  # DESCRIPTOR: the descriptor number
+
+
+def classify(path: str) -> Target:
+    """What ``path`` is, looking through symbolic links without following them blindly: a link whose chain
+    passes through a descriptor name (``/dev/stdout`` -> ``/proc/self/fd/1``) is that descriptor."""
+    if path == STDOUT:
+        return Target(TargetKind.STDOUT, path)
+    current = os.path.abspath(path)
+    linked = False
+    for _ in range(_MAX_LINKS):
+        descriptor = _descriptor_of(current)
+        if descriptor is not None:
+            return Target(TargetKind.DESCRIPTOR, path, descriptor)
+        try:
+            status = os.lstat(current)
+        except OSError:
+            # Nothing there: a new regular file, unless a link led here (a dangling link is not followed).
+            return Target(TargetKind.SYMLINK if linked else TargetKind.REGULAR, path)
+        if not stat.S_ISLNK(status.st_mode):
+            break
+        linked = True
+        target = os.readlink(current)
+        current = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(current)), target))
+    else:
+        return Target(TargetKind.SYMLINK, path)
+    try:
+        status = os.stat(current)
+    except OSError:
+        return Target(TargetKind.REGULAR, path)
+    if stat.S_ISDIR(status.st_mode):
+        return Target(TargetKind.FOLDER, path)
+    if stat.S_ISREG(status.st_mode):
+        return Target(TargetKind.SYMLINK if linked else TargetKind.REGULAR, path)
+    if stat.S_ISFIFO(status.st_mode) or stat.S_ISCHR(status.st_mode):
+        return Target(TargetKind.SPECIAL, path)
+    return Target(TargetKind.UNWRITABLE, path)
+
+
+def _descriptor_of(path: str) -> int | None:
+    if path in _DEV_STD:
+        return _DEV_STD[path]
+    match = _DESCRIPTOR.fullmatch(path)
+    if match is None:
+        return None
+    if not path.startswith(("/dev/", "/proc/self/", "/proc/thread-self/", f"/proc/{os.getpid()}/")):
+        return None  # another process's descriptor: an ordinary special file, opened by its name
+    return int(match.group(1))
+
+
+def refusal(path: str) -> str | None:
+    """Why ``path`` cannot receive a file (one line), or None."""
+    target = classify(path)
+    if target.kind is TargetKind.FOLDER:
+        return "is a folder"
+    if target.kind is TargetKind.SYMLINK:
+        return "is a symbolic link to a regular file (or to nothing); name the file itself"
+    if target.kind is TargetKind.UNWRITABLE:
+        return "is a block device or a socket"
+    if target.kind is TargetKind.DESCRIPTOR:
+        try:
+            os.fstat(target.descriptor)  # type: ignore[arg-type]
+        except OSError:
+            return f"descriptor {target.descriptor} is not open"
+    return None
+
+
+def is_in_place(path: str) -> bool:
+    """Whether ``path`` is written in place (stdout, a descriptor, a FIFO or device), not atomically."""
+    return classify(path).kind in (TargetKind.STDOUT, TargetKind.DESCRIPTOR, TargetKind.SPECIAL)
+
+
+def write_output(path: str, data: str | bytes, *, append: bool = False) -> None:
+    """Write ``data`` to ``path`` as ``classify`` says: a regular file atomically (or appended to, with
+    ``append``), anything else in place. Raises OSError (the caller names the option) or UsageError for a
+    refused target."""
+    target = classify(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    if target.kind is TargetKind.STDOUT:
+        _write_descriptor(sys.stdout.fileno() if _has_fileno(sys.stdout) else None, payload)
+    elif target.kind is TargetKind.DESCRIPTOR:
+        if target.descriptor == 1:
+            _write_descriptor(sys.stdout.fileno() if _has_fileno(sys.stdout) else 1, payload)
+        else:
+            _write_descriptor(target.descriptor, payload)
+    elif target.kind is TargetKind.SPECIAL:
+        _write_special(path, payload)
+    elif target.kind is TargetKind.REGULAR:
+        if append:
+            with open(path, "ab") as handle:
+                handle.write(payload)
+        else:
+            from sonnx_check.report.files import write_atomic_bytes
+
+            write_atomic_bytes(path, payload)
+    else:
+        problem = refusal(path)
+        raise UsageError(f"{path}: {problem}")
+
+
+def _has_fileno(stream: object) -> bool:
+    try:
+        stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+def _write_descriptor(descriptor: int | None, payload: bytes) -> None:
+    """Through sys.stdout's own buffer when the descriptor is stdout (so the order of everything printed is
+    kept), else a duplicate of the descriptor (its file offset is shared, as a shell redirection expects)."""
+    if descriptor is None or (_has_fileno(sys.stdout) and descriptor == sys.stdout.fileno()):
+        stream = sys.stdout
+        buffer = getattr(stream, "buffer", None)
+        stream.flush()
+        if buffer is not None:
+            buffer.write(payload)
+            buffer.flush()
+        else:  # a text-only stream (a test's capture)
+            stream.write(payload.decode("utf-8", "surrogateescape"))
+            stream.flush()
+        return
+    duplicate = os.dup(descriptor)
+    with open(duplicate, "wb", closefd=True) as handle:
+        handle.write(payload)
+
+
+def _write_special(path: str, payload: bytes) -> None:
+    """Open without creating or truncating. A FIFO with no reader yet is waited for (as ``echo > fifo``
+    does) without blocking in the kernel, so a signal still stops the run."""
+    from sonnx_check import stop
+
+    flags = os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        try:
+            descriptor = os.open(path, flags | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            # ENXIO from a FIFO: nobody reads it yet (from anything else it is final)
+            if exc.errno != errno.ENXIO or not stat.S_ISFIFO(os.stat(path).st_mode):
+                raise
+        stop.check()
+        time.sleep(_FIFO_POLL)
+    os.set_blocking(descriptor, True)
+    with open(descriptor, "wb", closefd=True) as handle:
+        handle.write(payload)
