@@ -411,14 +411,17 @@ def run(
     show_traceback: bool,
 ) -> int:
     from sonnx_check import config
-    from sonnx_check.explain import explain as explain_rule
-    from sonnx_check.explain import list_rules as list_catalogue
 
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
-    if list_rules:
-        if output_format == "json":
+    if list_rules or explain:
+        from sonnx_check.explain import explain as explain_rule  # rich's tables: only for these two
+        from sonnx_check.explain import list_rules as list_catalogue
+
+        if not list_rules:
+            _print(stdout_console(), lambda console: explain_rule(console, explain))
+        elif output_format == "json":
             from sonnx_check.explain import rules_json
 
             click.echo(rules_json(), nl=False)
@@ -426,9 +429,6 @@ def run(
             _print(stdout_console(), list_catalogue)
         else:
             raise UsageError(f"--list-rules prints text or json, not {output_format}")
-        return EXIT_OK
-    if explain:
-        _print(stdout_console(), lambda console: explain_rule(console, explain))
         return EXIT_OK
     if not paths:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")

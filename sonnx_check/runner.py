@@ -16,8 +16,6 @@ SIGKILLed sonnx-check leaves no process behind.
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.context
 import os
 import signal
 import sys
@@ -25,16 +23,13 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from sonnx_check.children import die_with_parent, kill
-from sonnx_check.compare import ort_worker
+from sonnx_check.children import die_with_parent, forget_inherited_workers, kill, kill_live_workers
 from sonnx_check.config import Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
@@ -43,6 +38,9 @@ from sonnx_check.findings import ModelResult
 from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
 
 if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import ProcessPoolExecutor
+
     import onnx
 
     from sonnx_check.fix.outcome import FixOutcome
@@ -81,7 +79,7 @@ def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]
                 return [process(t, settings) for t in targets]
             return _run_parallel(targets, settings)
         except _Stop as stop:
-            ort_worker.kill_all()  # started after the signal, or not yet reaped
+            kill_live_workers()  # started after the signal, or not yet reaped
             raise RunInterrupted(stop.signal_name) from None
 
 
@@ -90,7 +88,7 @@ _stopping = False
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     global _stopping
-    ort_worker.kill_all()  # at once: onnxruntime may be minutes into a run
+    kill_live_workers()  # at once: onnxruntime may be minutes into a run
     if _stopping:
         return  # a second Ctrl-C while the first one is being handled: the cleanup must finish
     _stopping = True
@@ -116,6 +114,10 @@ def _stopped_by_signals() -> Iterator[None]:
 
 
 def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]:
+    # Imported here: a one-model run (pre-commit, most of CI) does not pay for the pool machinery.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     workers = min(settings.jobs, len(targets))
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -144,6 +146,8 @@ def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOu
 def _pool_context() -> multiprocessing.context.BaseContext:
     """fork on Linux, as Python up to 3.13 does by default: the pool processes must be this process's own
     children (not a fork server's) to die with it, and forking is what keeps --jobs cheap to start."""
+    import multiprocessing
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
@@ -177,7 +181,7 @@ _in_task = False
 
 def _pool_process_start(parent: int) -> None:
     die_with_parent(parent)
-    ort_worker.forget_inherited()
+    forget_inherited_workers()
     # A Ctrl-C reaches every process of the terminal's process group; the main process decides what an
     # interrupted run does, and ends this one with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -185,7 +189,7 @@ def _pool_process_start(parent: int) -> None:
 
 
 def _on_pool_sigterm(signum: int, frame: FrameType | None) -> None:
-    ort_worker.kill_all()
+    kill_live_workers()
     if _in_task:
         raise _Stop("SIGTERM")  # unwinds the model being processed; _process_in_pool then exits
     os._exit(_STOPPED_EXIT)  # between tasks: nothing to clean up

@@ -29,7 +29,13 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from sonnx_check.children import die_with_parent, kill
+from sonnx_check.children import (
+    LIVE_WORKERS,
+    die_with_parent,
+    forget_inherited_workers,
+    kill,
+    kill_live_workers,
+)
 from sonnx_check.compare.runtime import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -40,19 +46,10 @@ _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
 _SESSION_COPIES = 3
 _OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
 
-# Every worker process this process started and has not reaped yet: what an interrupted run must kill.
-_LIVE: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def kill_all() -> None:
-    """SIGKILL every worker this process started. Safe in a signal handler (``children.kill``)."""
-    for pid in list(_LIVE):
-        kill(pid)
-
-
-def forget_inherited() -> None:
-    """In a freshly forked process: the parent's workers are not this process's to kill."""
-    _LIVE.clear()
+# Every worker process this process started and has not reaped yet (the registry lives in children.py).
+_LIVE = LIVE_WORKERS
+kill_all = kill_live_workers
+forget_inherited = forget_inherited_workers
 
 
 class Worker:
