@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from sonnx_check import __version__, sanitise
+from sonnx_check import __version__, blas_threads, sanitise  # noqa: F401 - blas_threads: before numpy loads
 from sonnx_check.config import (
     FAIL_ON,
     FORMATS,

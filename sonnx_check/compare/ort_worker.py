@@ -1,7 +1,9 @@
 """The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
 
 The parent sends pickled requests on the worker's stdin and reads pickled replies from its stdout:
-``("session", model_bytes, level, memory_budget)`` then any number of ``("run", feeds, output_names)``.
+``("session", id, model_bytes, base_bytes, outputs, level, memory_budget, threads)`` (``model_bytes`` None: a
+session on the base model, sent once per worker, with ``outputs`` as its graph outputs), then any number of
+``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
 Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
 message)`` when an allocation failed under the memory limit, ``("unavailable", message)`` or ``("error",
 traceback)`` for a bug in the worker itself. The worker exits when its stdin closes.
@@ -203,8 +205,21 @@ def _limit_memory(extra: int) -> bool:
     return True
 
 
+def _with_outputs(serialized: bytes, outputs: list[str] | None) -> bytes:
+    """The model with ``outputs`` (names only: onnxruntime infers their types) as its graph outputs."""
+    if outputs is None:
+        return serialized
+    import onnx
+
+    model = onnx.ModelProto.FromString(serialized)
+    del model.graph.output[:]
+    model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in outputs)
+    return model.SerializeToString()
+
+
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    session: InProcessSession | None = None
+    sessions: dict[int, InProcessSession] = {}
+    base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
     limited = False
     while True:
         try:
@@ -214,20 +229,30 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         stage = request[0]
         try:
             if stage == "session":
-                serialized, level, budget = request[1], request[2], request[3]
+                key, own, sent_base, outputs, level, budget, threads = request[1:]
                 del request
+                if sent_base is not None:
+                    base = sent_base
+                    del sent_base
+                assert own is not None or base is not None, "a session on a base model never sent"
+                serialized = own if own is not None else _with_outputs(base, outputs)  # type: ignore[arg-type]
+                del own
                 if budget is not None:
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
                 # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = InProcessSession(serialized, level, arena=budget is None)
+                session = InProcessSession(serialized, level, arena=budget is None, threads=threads)
                 del serialized
+                sessions[key] = session
                 if budget is not None:
                     limited = _limit_memory(budget)
                 value: Any = (session.version, session.providers, session.applied_level, session.output_names)
+                del session
+            elif stage == "close":
+                sessions.pop(request[1], None)
+                value = None
             else:
-                assert session is not None, "run before session"
-                value = session.run(request[1], request[2])
+                value = sessions[request[1]].run(request[2], request[3])
             reply: tuple[Any, ...] = ("ok", value)
         except RuntimeRefusal as exc:
             over = limited and _OUT_OF_MEMORY.search(exc.full) is not None
