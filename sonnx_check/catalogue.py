@@ -53,12 +53,21 @@ def rules_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def catalogue_files() -> tuple[tuple[str, Mapping[str, Any]], ...]:
     """Every catalogue file as (stem, parsed TOML), sorted by name: read once, shared by the rule entries
-    and the operator declarations."""
-    files = []
-    for file in sorted(rules_dir().glob("*.toml")):
-        with open(file, "rb") as handle:
-            files.append((file.stem, tomllib.load(handle)))
-    return tuple(files)
+    and the operator declarations. The parse comes from the user's cache when the files and the package
+    version are those it was made from (catalogue_cache.py)."""
+    from sonnx_check import __version__, catalogue_cache
+
+    contents = [(file.name, file.read_bytes()) for file in sorted(rules_dir().glob("*.toml"))]
+    stems = [name.removesuffix(".toml") for name, _ in contents]
+    key = catalogue_cache.cache_key(__version__, contents)
+    cached = catalogue_cache.load(key, stems)
+    if cached is not None:
+        return cached
+    parsed = tuple(
+        (stem, tomllib.loads(content.decode())) for stem, (_, content) in zip(stems, contents, strict=True)
+    )
+    catalogue_cache.store(key, parsed)
+    return parsed
 
 
 @functools.lru_cache(maxsize=1)

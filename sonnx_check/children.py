@@ -14,6 +14,7 @@ import ctypes
 import os
 import signal
 import sys
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -43,3 +44,20 @@ def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# Every onnxruntime worker this process started and has not reaped yet (pid -> its Popen): what an interrupted
+# run must kill. Kept here, not in compare/ort_worker.py, so that the runner's signal handling does not import
+# the comparison package for a static check.
+LIVE_WORKERS: dict[int, Any] = {}
+
+
+def kill_live_workers() -> None:
+    """SIGKILL every onnxruntime worker this process started. Safe in a signal handler."""
+    for pid in list(LIVE_WORKERS):
+        kill(pid)
+
+
+def forget_inherited_workers() -> None:
+    """In a freshly forked process: the parent's workers are not this process's to kill."""
+    LIVE_WORKERS.clear()

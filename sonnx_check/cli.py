@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from sonnx_check import __version__, sanitise, stop
+from sonnx_check import __version__, blas_threads, sanitise, stop  # noqa: F401 - blas_threads: before numpy loads
 from sonnx_check.config import (
     FAIL_ON,
     FORMATS,
@@ -411,15 +411,18 @@ def run(
     show_traceback: bool,
 ) -> int:
     from sonnx_check import config
-    from sonnx_check.explain import explain as explain_rule
-    from sonnx_check.explain import list_rules as list_catalogue
 
     stop.check()  # a signal that arrived while the command was being imported
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
-    if list_rules:
-        if output_format == "json":
+    if list_rules or explain:
+        from sonnx_check.explain import explain as explain_rule  # rich's tables: only for these two
+        from sonnx_check.explain import list_rules as list_catalogue
+
+        if not list_rules:
+            _print(stdout_console(), lambda console: explain_rule(console, explain))
+        elif output_format == "json":
             from sonnx_check.explain import rules_json
 
             click.echo(rules_json(), nl=False)
@@ -427,9 +430,6 @@ def run(
             _print(stdout_console(), list_catalogue)
         else:
             raise UsageError(f"--list-rules prints text or json, not {output_format}")
-        return EXIT_OK
-    if explain:
-        _print(stdout_console(), lambda console: explain_rule(console, explain))
         return EXIT_OK
     if not paths:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")

@@ -15,7 +15,7 @@ from sonnx_check.errors import ModelLoadError
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
 from sonnx_check.loading import ModelFile, read_model_file
 from sonnx_check.profile import listed_operators, profile_operators
-from sonnx_check.registry import CHECKS, Check, operators_with_rules
+from sonnx_check.registry import Check, checks_for, operators_with_rules
 from sonnx_check.view import ModelView, PhaseTimedOut
 from sonnx_check.violation import Violation
 
@@ -136,7 +136,8 @@ def _timed_out(view: ModelView, phase: str) -> Finding:
 def _run_checks(view: ModelView, selected: frozenset[str] | None, findings: list[Finding]) -> None:
     """Every selected check, appending to ``findings`` as they come (a time limit keeps what was found);
     raises PhaseTimedOut when ``view.deadline`` passes."""
-    active = [c for c in CHECKS.values() if selected is None or c.rule in selected]
+    present = {op for op, domain in zip(view.op_types, view.domains, strict=True) if not domain}
+    active = [c for c in checks_for(present) if selected is None or c.rule in selected]
     deadline = view.deadline
     # Model rules first: MODEL.onnx's strict inference then serves every later rule that needs shapes.
     graph_checks = sorted(

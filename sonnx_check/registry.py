@@ -11,6 +11,7 @@ the rule ID, severity and node identity, so checks never repeat that bookkeeping
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +22,10 @@ from sonnx_check.profile import profile_operators
 from sonnx_check.violation import GraphCheck, NodeCheck, Violation
 from sonnx_check.vocabulary import VOCABULARY
 
-__all__ = ["CHECKS", "Check", "GraphCheck", "NodeCheck", "Violation", "bind", "operators_with_rules"]
+__all__ = [
+    "CHECKS", "Check", "GraphCheck", "NodeCheck", "Violation", "bind", "bind_all", "checks_for",
+    "operators_with_rules",
+]  # fmt: skip
 
 STAGES = ("engine", "compare", "cli")
 
@@ -62,13 +66,48 @@ def bind(entry: RuleEntry) -> Check | None:
     return Check(entry.id, "node", factory(profile_operators()[entry.op_type], params), entry.op_type)
 
 
-def _bind_all() -> dict[str, Check]:
-    checks = {}
-    for entry in catalogue().values():
-        check = bind(entry)
-        if check is not None:
-            checks[entry.id] = check
-    return checks
+class _Checks(dict[str, Check]):
+    """Rule ID -> its check, bound on first use: a model holding three operators imports and builds the
+    checks of those three (and the general and graph rules), not the whole catalogue's."""
+
+    def __missing__(self, rule: str) -> Check:
+        check = bind(catalogue()[rule])
+        if check is None:
+            raise KeyError(rule)  # a rule a stage produces has no check
+        self[rule] = check
+        return check
+
+    def __contains__(self, rule: object) -> bool:
+        """Every rule with a check, bound yet or not."""
+        if dict.__contains__(self, rule):
+            return True
+        entry = catalogue().get(rule) if isinstance(rule, str) else None
+        return entry is not None and "stage" not in entry.check
+
+    def get(self, rule: str, default: Check | None = None) -> Check | None:  # type: ignore[override]
+        try:
+            return self[rule]
+        except KeyError:
+            return default
+
+
+CHECKS: dict[str, Check] = _Checks()
+
+
+def checks_for(op_types: Iterable[str]) -> list[Check]:
+    """The checks that can apply to a model whose default-domain nodes have these op_types: every rule
+    that is not an operator's, and the rules of those operators; in catalogue order."""
+    present = set(op_types)
+    return [
+        CHECKS[entry.id]
+        for entry in catalogue().values()
+        if (entry.op_type is None or entry.op_type in present) and "stage" not in entry.check
+    ]
+
+
+def bind_all() -> dict[str, Check]:
+    """Every rule's check (binding them all: what validates the whole catalogue)."""
+    return {entry.id: CHECKS[entry.id] for entry in catalogue().values() if "stage" not in entry.check}
 
 
 def stage_rules() -> frozenset[str]:
@@ -76,10 +115,9 @@ def stage_rules() -> frozenset[str]:
     return frozenset(e.id for e in catalogue().values() if "stage" in e.check)
 
 
-# Bound once, explicitly, when the engine first needs the checks.
-CHECKS: dict[str, Check] = _bind_all()
-
-
+@functools.lru_cache(maxsize=1)
 def operators_with_rules() -> frozenset[str]:
     """Operators that have operator-specific rules (for the coverage statement of every report)."""
-    return frozenset(c.op_type for c in CHECKS.values() if c.op_type is not None)
+    return frozenset(
+        e.op_type for e in catalogue().values() if e.op_type is not None and "stage" not in e.check
+    )

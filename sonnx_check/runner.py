@@ -17,16 +17,12 @@ removed) and killed if they do not within a few seconds. Every child also dies w
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.context
 import os
 import signal
 import sys
 import time
 import traceback
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +30,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from sonnx_check import stop
-from sonnx_check.children import die_with_parent, kill
-from sonnx_check.compare import ort_worker
+from sonnx_check.children import die_with_parent, forget_inherited_workers, kill, kill_live_workers
 from sonnx_check.config import Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
@@ -44,6 +39,9 @@ from sonnx_check.findings import ModelResult
 from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
 
 if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import ProcessPoolExecutor
+
     import onnx
 
     from sonnx_check.fix.outcome import FixOutcome
@@ -78,7 +76,7 @@ def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]
                 return outcomes
             return _run_parallel(targets, settings)
         except stop.Stopped as stopped:
-            ort_worker.kill_all()  # started after the signal, or not yet reaped
+            kill_live_workers()  # started after the signal, or not yet reaped
             raise RunInterrupted(stopped.signal_name) from None
 
 
@@ -103,6 +101,10 @@ def _stopped_by_signals() -> Iterator[None]:
 
 
 def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]:
+    # Imported here: a one-model run (pre-commit, most of CI) does not pay for the pool machinery.
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     workers = min(settings.jobs, len(targets))
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -135,6 +137,8 @@ def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOu
 def _pool_context() -> multiprocessing.context.BaseContext:
     """fork on Linux, as Python up to 3.13 does by default: the pool processes must be this process's own
     children (not a fork server's) to die with it, and forking is what keeps --jobs cheap to start."""
+    import multiprocessing
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
@@ -168,7 +172,7 @@ _in_task = False
 
 def _pool_process_start(parent: int) -> None:
     die_with_parent(parent)
-    ort_worker.forget_inherited()
+    forget_inherited_workers()
     stop.reset()
     # A Ctrl-C reaches every process of the terminal's process group; the main process decides what an
     # interrupted run does, and ends this one with SIGTERM.
@@ -182,7 +186,7 @@ def _on_pool_sigterm(signum: int, frame: FrameType | None) -> None:
         # unwinds (removing --fix's temporary file), then _process_in_pool exits.
         stop.record(signum)
         return
-    ort_worker.kill_all()
+    kill_live_workers()
     os._exit(_STOPPED_EXIT)  # between tasks: nothing to clean up
 
 

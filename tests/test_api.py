@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,12 @@ def test_findings_carry_their_verdict_class_and_fixable_marker() -> None:
     findings = api.check(TORCH).findings
     assert {f.verdict_class for f in findings} == {api.VerdictClass.PROFILE_VIOLATION}
     assert {f.rule for f in findings if f.fixable} >= {"GR2", "GRAPH.shapes", "MaxPool.R2"}
+
+
+def test_check_imports_neither_onnxruntime_nor_the_comparison() -> None:
+    code = (
+        "import sys; from sonnx_check import api; api.check(sys.argv[1]); "
+        "print(sorted(m for m in sys.modules if m == 'onnxruntime' or m.startswith('sonnx_check.compare')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(CNN)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

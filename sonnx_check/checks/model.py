@@ -44,6 +44,9 @@ def onnx_verdict(model: onnx.ModelProto | bytes | str, timeout: float | None = N
     process: a crash of onnx's native code on a hostile model is that model's finding, not the run's end,
     and so is a check still running after ``timeout`` seconds (onnx's checker is quadratic on If nodes
     that read outer names: minutes for a 2 MB model)."""
+    # onnx builds its operator-schema registry on first use (about 9 ms); built here, the forked child
+    # inherits it instead of building its own, and the rule checks need it next anyway.
+    onnx.defs.has("Abs")
     result = call_isolated(lambda: json.dumps(_checked(model)), timeout=timeout)
     if isinstance(result, Crashed):
         return CheckerVerdict("crashed", result.cause)

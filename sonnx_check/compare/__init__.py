@@ -40,7 +40,6 @@ from sonnx_check.compare.localise import (
     compare_nodes,
     merge,
     node_inputs,
-    outputs_replaced,
     plan,
 )
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem
@@ -214,6 +213,7 @@ class _Comparison:
         self.end_to_end_spare: int | None = None
         self.sizes: dict[str, memory.Size] = {}
         self.edges: NodeEdges | None = None
+        self.host = runtime.SessionHost(self.worker_budget)  # started on the first session
         self.comparison: dict[str, Any] = {
             "status": NOT_COMPARED,
             "onnxruntime": runtime.describe_unavailable(options.ort_opt_level),
@@ -250,7 +250,14 @@ class _Comparison:
         if self.options.timeout is not None:
             self.deadline = time.monotonic() + self.options.timeout
         try:
-            plain = self._session(self.model)
+            return self._run_sessions(datasets, problem)
+        finally:
+            self.host.close()
+
+    def _run_sessions(self, datasets: list[Dataset], problem: OverBudget | None) -> CompareResult:
+        try:
+            self.host.set_base(self.model)
+            plain = self._session(None)
         except runtime.RuntimeUnavailable as exc:
             return self._nothing_compared(str(exc), {"stage": "import"})
         except _Stopped as exc:
@@ -287,7 +294,7 @@ class _Comparison:
             try:
                 batches = self._plain_pass(plain, datasets, batches, end_to_end, failed)
             finally:
-                plain.close()  # one worker at a time: the memory budget counts one
+                plain.close()  # one session at a time: the memory budget counts one
             for batch in batches:
                 self._batch_pass(batch, datasets, failed)
             if self.edges is not None:
@@ -315,13 +322,17 @@ class _Comparison:
                 _keep_larger(sizes, name, memory.Size(elements, itemsize))
         return None, sizes
 
-    def _session(self, model: onnx.ModelProto) -> runtime.OrtSession:
+    def _session(self, model: onnx.ModelProto | None, outputs: list[str] | None = None) -> runtime.OrtSession:
+        """A session in the comparison's one worker: on ``model``, or (None) on the model under comparison
+        with ``outputs`` as its graph outputs (built in the worker from the copy it already holds)."""
         try:
             return runtime.OrtSession(
                 model,
                 self.options.ort_opt_level,
                 deadline=self.deadline,
                 memory_budget=self.worker_budget,
+                host=self.host,
+                outputs=outputs,
             )
         except runtime.RuntimeRefusal as exc:
             if exc.timed_out:
@@ -402,13 +413,12 @@ class _Comparison:
     def _batch_pass(self, batch: memory.Batch, datasets: list[Dataset], failed: dict[str, str]) -> None:
         """Run a copy of the model that returns one batch's tensors, compare them dataset by dataset, and
         let them go before the next batch."""
-        with outputs_replaced(self.model, batch.tensors) as exposed:
-            try:
-                session = self._session(exposed)
-            except runtime.RuntimeRefusal as exc:
-                for entry in batch.entries:
-                    entry.reason = f"onnxruntime refused the model with intermediates exposed: {exc.reason}"
-                return
+        try:
+            session = self._session(None, outputs=list(batch.tensors))
+        except runtime.RuntimeRefusal as exc:
+            for entry in batch.entries:
+                entry.reason = f"onnxruntime refused the model with intermediates exposed: {exc.reason}"
+            return
         try:
             for dataset in datasets:
                 if dataset.name in failed:

@@ -68,6 +68,7 @@ u = 2^-p (p = 11, 24, 53 for float16, float, double), eps = 2u, min-normalized t
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -169,19 +170,24 @@ def exp_relative_error(x: np.ndarray, fmt: Format) -> np.ndarray:
     [-2^n, -1], 2.5 eps on [0, 1], (2 + (n+1)/2) eps on [1, 2^n], n the smallest integer >= 0 that holds |x|
     (the interval of the text that is the tightest for x; larger n bound it too, more loosely)."""
     x = np.asarray(x, dtype=np.float64)
-    n = _ceil_log2(np.abs(x))
-    eps = 2.0 * fmt.u
-    inner = np.abs(x) <= 1
-    negative = np.where(inner, 2.0, 2.0 + n / 2)
-    positive = np.where(inner, 2.5, 2.0 + (n + 1) / 2)
-    return np.where(x <= 0, negative, positive) * eps
+    a = np.abs(x)
+    n = _ceil_log2(a)
+    n *= 0.5
+    n += 2.0  # 2 + n/2: every term is a multiple of 1/2 below 2**10, so the sums below are exact
+    value = np.where(a <= 1, 2.0, n)
+    value += np.where(x <= 0, 0.0, 0.5)  # positive x (and NaN): 2.5, or 2 + (n + 1)/2
+    value *= 2.0 * fmt.u
+    return value
 
 
 def _ceil_log2(a: np.ndarray) -> np.ndarray:
-    """The smallest integer n >= 0 with a <= 2^n (0 for a <= 1, 1023 for inf and NaN)."""
-    a = np.where(np.isfinite(a), a, 2.0**1023)
-    fraction, exponent = np.frexp(np.maximum(a, 1.0))
-    return np.where(fraction == 0.5, exponent - 1, exponent).astype(np.float64)
+    """The smallest integer n >= 0 with a <= 2^n (0 for a <= 1, 1023 for inf and NaN). From the float64
+    fields of max(a, 1): the exponent, plus one unless the significand is exactly 1 (frexp is slow)."""
+    a = np.asarray(a, dtype=np.float64)
+    bits = np.maximum(a, 1.0).view(np.int64)
+    n = (bits >> 52) - 1023
+    n += (bits & ((1 << 52) - 1)) != 0
+    return np.where(np.isfinite(a), n, 1023).astype(np.float64)
 
 
 # -- overrides --------------------------------------------------------------------------------------------
@@ -398,13 +404,20 @@ class NodeData:
     overflow: OverflowRoom | None = None  # set by the sum-of-products rule (Tolerance.overflow)
     opposite: OppositeRoom | None = None  # set by the sum-of-products rule (Tolerance.opposite)
 
-    @property
+    @functools.cached_property
     def magnitude(self) -> np.ndarray:
         """|exact| as the bounds use it: |reference| plus the reference's half ulp (an upper bound), the
-        largest finite value for an infinite reference (the least an overflowed exact value can be)."""
-        e = np.abs(self.expected.astype(np.float64))
-        top = float(np.finfo(self.fmt.dtype).max)  # an overflowed reference: the exact value is at least that
-        return np.where(np.isfinite(e), e + 0.5 * ulp(e, self.fmt), np.where(np.isinf(e), top, e))
+        largest finite value for an infinite reference (the least an overflowed exact value can be); NaN for
+        NaN. Computed once per node (the rule and an override both read it), in place."""
+        e = np.abs(self.expected, dtype=np.float64)
+        out = ulp(e, self.fmt)
+        out *= 0.5
+        out += e  # +inf stays +inf, NaN stays NaN
+        infinite = np.isinf(out)
+        if infinite.any():
+            # an overflowed reference: the exact value is at least the largest finite value
+            out[infinite & np.isinf(e)] = float(np.finfo(self.fmt.dtype).max)
+        return out
 
     def x(self, k: int = 0) -> np.ndarray:
         value = self.inputs[k] if k < len(self.inputs) else None

@@ -1,7 +1,9 @@
 """The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
 
 The parent sends pickled requests on the worker's stdin and reads pickled replies from its stdout:
-``("session", model_bytes, level, memory_budget)`` then any number of ``("run", feeds, output_names)``.
+``("session", id, model_bytes, base_bytes, outputs, level, memory_budget, threads)`` (``model_bytes`` None: a
+session on the base model, sent once per worker, with ``outputs`` as its graph outputs), then any number of
+``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
 Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
 message)`` when an allocation failed under the memory limit, ``("unavailable", message)`` or ``("error",
 traceback)`` for a bug in the worker itself. The worker exits when its stdin closes.
@@ -30,7 +32,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from sonnx_check import stop
-from sonnx_check.children import die_with_parent, kill
+from sonnx_check.children import (
+    LIVE_WORKERS,
+    die_with_parent,
+    forget_inherited_workers,
+    kill,
+    kill_live_workers,
+)
 from sonnx_check.compare.runtime import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -41,22 +49,12 @@ _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
 _SESSION_COPIES = 3
 _OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
 
-# Every worker process this process started and has not reaped yet: what an interrupted run must kill.
-_LIVE: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def kill_all() -> None:
-    """SIGKILL every worker this process started. Safe in a signal handler (``children.kill``)."""
-    for pid in list(_LIVE):
-        kill(pid)
-
-
-stop.on_signal(kill_all)  # at once: onnxruntime may be minutes into a run
-
-
-def forget_inherited() -> None:
-    """In a freshly forked process: the parent's workers are not this process's to kill."""
-    _LIVE.clear()
+# Every worker process this process started and has not reaped yet (the registry lives in children.py,
+# so that a static run's runner needs nothing of this module).
+_LIVE = LIVE_WORKERS
+kill_all = kill_live_workers
+forget_inherited = forget_inherited_workers
+stop.on_signal(kill_live_workers)  # at once: onnxruntime may be minutes into a run
 
 
 class Worker:
@@ -213,8 +211,21 @@ def _limit_memory(extra: int) -> bool:
     return True
 
 
+def _with_outputs(serialized: bytes, outputs: list[str] | None) -> bytes:
+    """The model with ``outputs`` (names only: onnxruntime infers their types) as its graph outputs."""
+    if outputs is None:
+        return serialized
+    import onnx
+
+    model = onnx.ModelProto.FromString(serialized)
+    del model.graph.output[:]
+    model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in outputs)
+    return model.SerializeToString()
+
+
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    session: InProcessSession | None = None
+    sessions: dict[int, InProcessSession] = {}
+    base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
     limited = False
     while True:
         try:
@@ -224,20 +235,30 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         stage = request[0]
         try:
             if stage == "session":
-                serialized, level, budget = request[1], request[2], request[3]
+                key, own, sent_base, outputs, level, budget, threads = request[1:]
                 del request
+                if sent_base is not None:
+                    base = sent_base
+                    del sent_base
+                assert own is not None or base is not None, "a session on a base model never sent"
+                serialized = own if own is not None else _with_outputs(base, outputs)  # type: ignore[arg-type]
+                del own
                 if budget is not None:
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
                 # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = InProcessSession(serialized, level, arena=budget is None)
+                session = InProcessSession(serialized, level, arena=budget is None, threads=threads)
                 del serialized
+                sessions[key] = session
                 if budget is not None:
                     limited = _limit_memory(budget)
                 value: Any = (session.version, session.providers, session.applied_level, session.output_names)
+                del session
+            elif stage == "close":
+                sessions.pop(request[1], None)
+                value = None
             else:
-                assert session is not None, "run before session"
-                value = session.run(request[1], request[2])
+                value = sessions[request[1]].run(request[2], request[3])
             reply: tuple[Any, ...] = ("ok", value)
         except RuntimeRefusal as exc:
             over = limited and _OUT_OF_MEMORY.search(exc.full) is not None

@@ -40,7 +40,12 @@ OPT_LEVELS: Mapping[str, str | None] = {
 # ORT's C++ logger writes to stderr; a library must not print, and every error it logs reaches us as an
 # exception anyway. 4 = FATAL. This changes what is logged, never what is computed.
 _QUIET_LOGS = 4
-STAGES = {"session": "creating the session", "run": "running the model"}  # what onnxruntime was doing
+# what onnxruntime was doing
+STAGES = {"session": "creating the session", "run": "running the model", "close": "ending a session"}
+# onnxruntime's intra-op thread pool, set explicitly: by default it starts one thread per core, which on a
+# shared CI machine spin-waits against the reference kernels and every other job. One thread also makes
+# the run reproducible whatever machine it is on (the report records the count).
+INTRA_OP_THREADS = 1
 _REASON_LIMIT = 400
 # CPU features that select onnxruntime/MLAS kernel paths (block sizes, SIMD max semantics).
 _CPU_FLAGS = (
@@ -143,6 +148,7 @@ class RuntimeInfo:
     requested_level: str
     applied_level: str
     cpu: Mapping[str, Any]
+    intra_op_threads: int = INTRA_OP_THREADS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -150,6 +156,7 @@ class RuntimeInfo:
             "providers": list(self.providers),
             "optimization_level": self.applied_level,
             "requested_optimization_level": self.requested_level,
+            "intra_op_threads": self.intra_op_threads,
             "cpu": dict(self.cpu),
         }
 
@@ -191,11 +198,15 @@ def _check_level(level: str) -> None:
         raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
 
 
-def _session_options(ort: Any, level: str, arena: bool = True) -> tuple[Any, str]:
+def _session_options(
+    ort: Any, level: str, arena: bool = True, threads: int = INTRA_OP_THREADS
+) -> tuple[Any, str]:
     _check_level(level)
     options = ort.SessionOptions()
     options.log_severity_level = _QUIET_LOGS
     options.enable_cpu_mem_arena = arena
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1  # sequential execution: the inter-op pool is never used
     name = OPT_LEVELS[level]
     if name is not None:
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
@@ -210,10 +221,17 @@ class InProcessSession:
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
     compared), not an error of sonnx-check."""
 
-    def __init__(self, serialized: bytes, level: str = "default", *, arena: bool = True) -> None:
+    def __init__(
+        self,
+        serialized: bytes,
+        level: str = "default",
+        *,
+        arena: bool = True,
+        threads: int = INTRA_OP_THREADS,
+    ) -> None:
         ort = _import_ort()
         self._errors = _ort_errors()
-        options, self.applied_level = _session_options(ort, level, arena)
+        options, self.applied_level = _session_options(ort, level, arena, threads)
         try:
             self._session = ort.InferenceSession(serialized, options, providers=[PROVIDER])
         except self._errors as exc:
@@ -230,6 +248,86 @@ class InProcessSession:
         return {name: np.asarray(value) for name, value in zip(outputs, values, strict=True)}
 
 
+class SessionHost:
+    """The one worker process that runs every onnxruntime session of a model's comparison, one after
+    another. Starting a worker (a Python process importing onnxruntime) costs about a quarter of a second of
+    CPU, and the model is sent to it once (``set_base``): the sessions that expose intermediate tensors are
+    built from that copy inside the worker. A crash or a deadline ends the worker; the next session starts a
+    new one (and sends the model again)."""
+
+    def __init__(self, memory_budget: int | None = None, threads: int = INTRA_OP_THREADS) -> None:
+        self.memory_budget = memory_budget
+        self.threads = threads
+        self.generation = 0  # which worker: a session opened on an earlier one is gone with it
+        self._worker: Worker | None = None
+        self.base: onnx.ModelProto | None = None
+        self._base: bytes | None = None  # its bytes, serialised once
+        self._base_sent = False
+        self._next_id = 0
+
+    def set_base(self, model: onnx.ModelProto) -> None:
+        """The model that ``OrtSession(None, ..., host=self)`` sessions run (with their own outputs)."""
+        self.base = model
+        self._base = None
+        self._base_sent = False
+
+    def worker(self) -> Worker:
+        from sonnx_check.compare.ort_worker import Worker  # it imports this module
+
+        if self._worker is None:
+            self._worker = Worker(self.memory_budget)
+            self.generation += 1
+            self._base_sent = False
+        return self._worker
+
+    def base_to_send(self) -> bytes | None:
+        """The base model's bytes if the current worker does not hold them yet (sent with the next
+        session request, which then calls ``base_sent``)."""
+        assert self.base is not None, "set_base before a session on the base model"
+        if self._base_sent:
+            return None
+        if self._base is None:
+            try:
+                self._base = self.base.SerializeToString()
+            except ValueError as exc:  # protobuf refuses messages over 2 GiB
+                raise RuntimeRefusal(
+                    "session", f"the model cannot be serialised for onnxruntime: {exc}"
+                ) from None
+        return self._base
+
+    def base_sent(self) -> None:
+        self._base_sent = True
+
+    def call(self, worker: Worker, stage: str, *arguments: Any, timeout: float | None) -> Any:
+        """``worker.call``; a crash or a deadline ends the worker, and the host forgets it."""
+        try:
+            return worker.call(stage, *arguments, timeout=timeout)
+        except RuntimeRefusal as exc:
+            if exc.crashed:
+                self.lost(worker)
+            raise
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def lost(self, worker: Worker) -> None:
+        if self._worker is worker:
+            self._worker = None
+        worker.close()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> SessionHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
 class OrtSession:
     """An onnxruntime session held by a worker process.
 
@@ -237,46 +335,72 @@ class OrtSession:
     segmentation faults in session.run). In a worker, a crash ends the worker, not sonnx-check, and becomes a
     RuntimeRefusal saying so; the next run starts a new worker, so one crashing dataset does not stop the
     others. ``deadline`` (``time.monotonic()`` value) ends every call, session creation included, by killing
-    the worker; ``memory_budget`` (bytes) is what the worker may allocate beyond the model."""
+    the worker; ``memory_budget`` (bytes) is what the worker may allocate beyond the model.
+
+    ``host``: the worker shared by a comparison's sessions (SessionHost); without one the session has a
+    worker of its own. ``model`` None: the host's base model, with ``outputs`` as its graph outputs when
+    given (the outputs carry only a name: onnxruntime infers their types)."""
 
     def __init__(
         self,
-        model: onnx.ModelProto,
+        model: onnx.ModelProto | None,
         level: str = "default",
         *,
         deadline: float | None = None,
         memory_budget: int | None = None,
+        host: SessionHost | None = None,
+        outputs: Sequence[str] | None = None,
     ) -> None:
         self._worker: Worker | None = None
         _check_level(level)  # before a worker is started for nothing
-        try:
-            self._serialized = model.SerializeToString()
-        except ValueError as exc:  # protobuf refuses messages over 2 GiB
-            raise RuntimeRefusal(
-                "session", f"the model cannot be serialised for onnxruntime: {exc}"
-            ) from None
+        self._owns_host = host is None
+        self._host = host if host is not None else SessionHost(memory_budget)
+        self._serialized: bytes | None = None
+        if model is not None:
+            try:
+                self._serialized = model.SerializeToString()
+            except ValueError as exc:  # protobuf refuses messages over 2 GiB
+                raise RuntimeRefusal(
+                    "session", f"the model cannot be serialised for onnxruntime: {exc}"
+                ) from None
+        self._outputs = None if outputs is None else list(outputs)
         self.requested_level = level
         self.deadline = deadline
         self.memory_budget = memory_budget
+        self._id = 0
         self._start()
 
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
     def _start(self) -> None:
-        from sonnx_check.compare.ort_worker import Worker  # it imports this module
-
-        worker = Worker(self.memory_budget)
+        host = self._host
         try:
-            described = worker.call(
-                "session",
-                self._serialized,
-                self.requested_level,
-                self.memory_budget,
-                timeout=self._remaining(),
-            )
+            worker = host.worker()
+            base = host.base_to_send() if self._serialized is None else None
+            self._id = host.new_id()
+            try:
+                described = host.call(
+                    worker,
+                    "session",
+                    self._id,
+                    self._serialized,
+                    base,
+                    self._outputs,
+                    self.requested_level,
+                    self.memory_budget,
+                    host.threads,
+                    timeout=self._remaining(),
+                )
+            except RuntimeRefusal as exc:
+                if base is not None and not exc.crashed:
+                    host.base_sent()  # the worker keeps it even when onnxruntime refused the session
+                raise
+            if base is not None:
+                host.base_sent()
         except BaseException:
-            worker.close()
+            if self._owns_host:
+                host.close()
             raise
         self._worker = worker
         self.version, self.providers, self.applied_level, self.output_names = described
@@ -289,26 +413,40 @@ class OrtSession:
             requested_level=self.requested_level,
             applied_level=self.applied_level,
             cpu=cpu_description(),
+            intra_op_threads=self._host.threads,
         )
+
+    def _alive(self) -> bool:
+        return self._worker is not None and self._worker is self._host._worker
 
     def run(
         self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None
     ) -> dict[str, np.ndarray]:
         names = list(outputs) if outputs is not None else list(self.output_names)
-        if self._worker is None:
+        if not self._alive():
+            self._worker = None
             self._start()  # the previous run crashed the worker
         assert self._worker is not None
         try:
-            return self._worker.call("run", dict(feeds), names, timeout=self._remaining())
+            return self._host.call(
+                self._worker, "run", self._id, dict(feeds), names, timeout=self._remaining()
+            )
         except RuntimeRefusal as exc:
             if exc.crashed:
-                self.close()
+                self._worker = None
             raise
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        """End the session (in a shared worker: free what onnxruntime holds for it; the worker stays)."""
+        if self._owns_host:
+            self._host.close()
+        elif self._alive():
+            assert self._worker is not None
+            try:
+                self._host.call(self._worker, "close", self._id, timeout=self._remaining())
+            except RuntimeRefusal:
+                pass  # the worker is gone (the host forgot it): so is the session
+        self._worker = None
 
     def __enter__(self) -> OrtSession:
         return self
@@ -329,5 +467,6 @@ def describe_unavailable(level: str) -> dict[str, Any]:
         "providers": [PROVIDER],
         "optimization_level": applied,
         "requested_optimization_level": level,
+        "intra_op_threads": INTRA_OP_THREADS,
         "cpu": cpu_description(),
     }

@@ -8,6 +8,9 @@ Own error: the correctly rounded result for every input. ln(X) is evaluated in d
 error below 2**-100, ``elementwise_common.log_dd``, machine-independent: numpy's float64 log only seeds it),
 rounded at both ends of a 2**-80 error interval, and an element whose two roundings differ is recomputed from
 Python's decimal ln at 100 digits.
+
+float16 and float32 take the fast path first (``fast_float``): float64 arithmetic with a proven error bound
+and a per-element certificate; only the elements it cannot decide, and the special values, come here.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from fractions import Fraction
 import numpy as np
 import onnx
 
+from sonnx_check.reference import fast_float
 from sonnx_check.reference.elementwise_common import (
     chunked_unary,
     high_precision,
@@ -34,6 +38,14 @@ def log(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.float64:
+        return _exact_chunk(x, dtype)
+    return fast_float.certified_chunk(
+        x, dtype, fast_float.log_fast, fast_float.LOG_ERROR, _exact_chunk, _positive
+    )
+
+
+def _exact_chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     v = x.astype(np.float64)
     y = x.copy()  # NaN stays the input NaN
     regular = np.isfinite(v) & (v > 0)
@@ -47,6 +59,10 @@ def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     y[v < 0] = np.nan
     y[v == np.inf] = np.inf
     return y
+
+
+def _positive(x: np.ndarray) -> np.ndarray:
+    return np.isfinite(x) & (x > 0)
 
 
 def exact_log(x: float) -> Fraction:

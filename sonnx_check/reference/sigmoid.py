@@ -7,6 +7,9 @@ Own error: the correctly rounded result for every input. With e = e**-|X| = m * 
 so nothing overflows; the annex's split of the domain), the value is 1/(1 + e) for X >= 0 and m/(1 + e) *
 2**K for X < 0, each a dd division (relative error below 2**-97 in all), rounded at both ends of a 2**-80
 error interval; an element whose two roundings differ is recomputed from Python's decimal at 100 digits.
+
+float16 and float32 take the fast path first (``fast_float``): float64 arithmetic with a proven error bound
+and a per-element certificate; only the elements it cannot decide, and the special values, come here.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from fractions import Fraction
 import numpy as np
 import onnx
 
+from sonnx_check.reference import fast_float
 from sonnx_check.reference.elementwise_common import (
     EXP_ARG_LIMIT,
     chunked_unary,
@@ -36,6 +40,14 @@ def sigmoid(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.float64:
+        return _exact_chunk(x, dtype)
+    return fast_float.certified_chunk(
+        x, dtype, fast_float.sigmoid_fast, fast_float.SIGMOID_ERROR, _exact_chunk
+    )
+
+
+def _exact_chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     v = x.astype(np.float64)
     y = x.copy()  # NaN stays the input NaN
     finite = np.isfinite(v)

@@ -10,6 +10,9 @@ E = e**(-2|X|) - 1 in double-double (|X| capped at 40, where tanh rounds to 1 in
 -E / (2 + E) (relative error below 2**-92), rounded at both ends of a 2**-80 error interval; an element whose
 two roundings differ is recomputed from Python's decimal at 100 digits. The sign is applied last (rounding to
 nearest is symmetric).
+
+float16 and float32 take the fast path first (``fast_float``): float64 arithmetic with a proven error bound
+and a per-element certificate; only the elements it cannot decide, and the special values, come here.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from fractions import Fraction
 import numpy as np
 import onnx
 
+from sonnx_check.reference import fast_float
 from sonnx_check.reference.elementwise_common import (
     chunked_unary,
     dd_add,
@@ -41,6 +45,12 @@ def tanh(x: np.ndarray, *, max_elements: int | None = None) -> np.ndarray:
 
 
 def _chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.float64:
+        return _exact_chunk(x, dtype)
+    return fast_float.certified_chunk(x, dtype, fast_float.tanh_fast, fast_float.TANH_ERROR, _exact_chunk)
+
+
+def _exact_chunk(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     v = x.astype(np.float64)
     y = x.copy()  # NaN and |X| < 2**-28 stay the input
     computed = np.isfinite(v) & (np.abs(v) >= _TINY)

@@ -39,12 +39,27 @@ class FakeOrt:
         fake = self
 
         class Session:
-            def __init__(self, model: onnx.ModelProto, level: str = "default", **limits: object) -> None:
+            def __init__(
+                self,
+                model: onnx.ModelProto | None,
+                level: str = "default",
+                host: runtime.SessionHost | None = None,
+                outputs: list[str] | None = None,
+                **limits: object,
+            ) -> None:
                 if fake.refuse is not None:
                     raise runtime.RuntimeRefusal("session", fake.refuse)
-                # a copy, as the real session serialises the model: the comparison restores what it changed
+                # a copy, as the real session serialises the model
                 copy = onnx.ModelProto()
-                copy.CopyFrom(model)
+                if model is None:  # the comparison's model, held by the host, with these outputs
+                    assert host is not None and host.base is not None
+                    copy.CopyFrom(host.base)
+                    if outputs is not None:
+                        del copy.graph.output[:]
+                        copy.graph.output.extend(onnx.ValueInfoProto(name=name) for name in outputs)
+                else:
+                    copy.CopyFrom(model)
+                model = copy
                 self.exposed = bool(fake.sessions)  # the first session is the unmodified model's
                 fake.sessions.append(copy)
                 fake.limits.append(limits)

@@ -1,0 +1,160 @@
+"""Whole-process figures, each a ratio against its peer measured in the same run:
+
+- start-up: ``sonnx-check`` on a one-node model against ``python -c "import onnx"`` (target <= 1.3x);
+- ``--compare`` (node edges on) of a ResNet-style block (Conv-BatchNormalization-Relu, Conv, residual Add,
+  Relu, MaxPool, Reshape, Gemm, Softmax) against one ``onnx.reference.ReferenceEvaluator`` run of it in a
+  fresh interpreter (target <= 3x);
+- with ``--model PATH``: ``--compare`` of that model against a fresh interpreter running it once in
+  onnxruntime (one thread) on a random dataset.
+
+Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare] [--model PATH]
+
+The two commands of a figure run in turn, A B A B ..., each in a fresh process; a pair's ratio is A's CPU
+time over B's (user + system, children included, from wait4: what other processes take of the machine is
+not counted), and the median of the pairs is printed with their range, the load average before and after,
+and each command's largest peak memory (the largest single process). Bytecode is compiled first, as an
+installed package has it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def run(command: list[str], cwd: Path) -> tuple[float, float]:
+    """CPU seconds (user + system, reaped children included) and peak resident MiB of one run."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = 0  # reaped here
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def pairs(name: str, a: list[str], b: list[str], count: int, cwd: Path) -> str:
+    run(a, cwd), run(b, cwd)  # warm-up: the page cache, the catalogue cache
+    load = os.getloadavg()[0]
+    ratios, a_cpu, b_cpu, a_peak, b_peak = [], [], [], 0.0, 0.0
+    for _ in range(count):
+        (ta, pa), (tb, pb) = run(a, cwd), run(b, cwd)
+        ratios.append(ta / tb)
+        a_cpu.append(ta)
+        b_cpu.append(tb)
+        a_peak, b_peak = max(a_peak, pa), max(b_peak, pb)
+    return (
+        f"{name:46} {statistics.median(ratios):5.2f}x (pairs {min(ratios):.2f}-{max(ratios):.2f}) | "
+        f"CPU s {statistics.median(a_cpu):6.3f} vs {statistics.median(b_cpu):6.3f} | "
+        f"peak MiB {a_peak:5.0f} vs {b_peak:5.0f} | load {load:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+
+
+def one_node(path: Path) -> Path:
+    graph = h.make_graph(
+        [h.make_node("Relu", ["x"], ["y"])], "one",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+    )  # fmt: skip
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+    return path
+
+
+def resnet_block(path: Path, channels: int = 16, size: int = 32) -> Path:
+    rng = np.random.default_rng(0)
+
+    def weight(name: str, shape: list[int], scale: float = 0.1) -> onnx.TensorProto:
+        return nh.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    c, flat = channels, channels * (size // 2) ** 2
+    variance = nh.from_array(np.abs(rng.standard_normal(c)).astype(np.float32) + 0.5, "v1")
+    weights = [
+        weight("w1", [c, c, 3, 3]), weight("b1", [c]), weight("s1", [c], 1), weight("bb1", [c]),
+        weight("m1", [c]), variance, weight("w2", [c, c, 3, 3]), weight("b2", [c]),
+        weight("gw", [flat, 10], 0.01), weight("gb", [10]),
+        nh.from_array(np.array([1, flat], np.int64), "shape"),
+    ]  # fmt: skip
+    conv = {"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], **conv),
+        h.make_node("BatchNormalization", ["c1", "s1", "bb1", "m1", "v1"], ["n1"]),
+        h.make_node("Relu", ["n1"], ["r1"]),
+        h.make_node("Conv", ["r1", "w2", "b2"], ["c2"], **conv),
+        h.make_node("Add", ["c2", "x"], ["a"]),
+        h.make_node("Relu", ["a"], ["r2"]),
+        h.make_node("MaxPool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        h.make_node("Reshape", ["p", "shape"], ["f"]),
+        h.make_node("Gemm", ["f", "gw", "gb"], ["g"]),
+        h.make_node("Softmax", ["g"], ["y"], axis=1),
+    ]
+    graph = h.make_graph(
+        nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [1, c, size, size])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 10])], weights,
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+EVALUATOR = """
+import sys, numpy as np, onnx
+from onnx.reference import ReferenceEvaluator
+model = onnx.load(sys.argv[1])
+rng = np.random.default_rng(0)
+feeds = {}
+for value in model.graph.input:
+    shape = [d.dim_value or 1 for d in value.type.tensor_type.shape.dim]
+    feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+ReferenceEvaluator(model).run(None, feeds)
+"""
+
+ORT = EVALUATOR.replace("from onnx.reference import ReferenceEvaluator", "import onnxruntime as ort").replace(
+    "ReferenceEvaluator(model).run(None, feeds)",
+    "o = ort.SessionOptions(); o.intra_op_num_threads = 1\n"
+    "ort.InferenceSession(model.SerializeToString(), o, providers=['CPUExecutionProvider']).run(None, feeds)",
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--only", choices=["startup", "compare"])
+    parser.add_argument("--model", type=Path, help="also --compare this model against onnxruntime's run")
+    args = parser.parse_args()
+    compileall.compile_dir(ROOT / "sonnx_check", quiet=1)
+    print(f"{os.cpu_count()} CPUs; {args.pairs} pairs each, A then B; ratio = CPU time of A / B, median")
+    with tempfile.TemporaryDirectory() as folder:
+        where = Path(folder)
+        check = [PYTHON, "-m", "sonnx_check"]
+        if args.only in (None, "startup"):
+            model = one_node(where / "one.onnx")
+            print(pairs("start-up: sonnx-check / import onnx", [*check, str(model)],
+                        [PYTHON, "-c", "import onnx"], args.pairs, where))  # fmt: skip
+        if args.only in (None, "compare"):
+            block = resnet_block(where / "block.onnx")
+            print(pairs("--compare block / one ReferenceEvaluator run", [*check, "--compare", str(block)],
+                        [PYTHON, "-c", EVALUATOR, str(block)], args.pairs, where))  # fmt: skip
+        if args.model is not None:
+            model = args.model.resolve()
+            print(pairs(f"--compare {model.name} / one onnxruntime run", [*check, "--compare", str(model)],
+                        [PYTHON, "-c", ORT, str(model)], args.pairs, where))  # fmt: skip
+    print("targets: start-up <= 1.3x; --compare of the block <= 3x; of a ResNet-18 export <= 5x onnxruntime")
+
+
+if __name__ == "__main__":
+    main()
