@@ -14,14 +14,14 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from sonnx_check.loading import external_data_issues
+from sonnx_check.external_data import declared_size as shared_declared_size
+from sonnx_check.external_data import judge, shown
 
 _T = onnx.TensorProto
 _A = onnx.AttributeProto
@@ -53,51 +53,20 @@ class Extent:
 
 def declared_size(tensor: onnx.TensorProto) -> int:
     """The bytes a tensor's element type and shape need."""
-    if tensor.data_type == _T.STRING:
-        raise ExternalDataError("is a string tensor, which ONNX never stores externally")
-    count = math.prod(tensor.dims)
-    bits = _PACKED_BITS.get(tensor.data_type)
-    if bits is not None:
-        return (count * bits + 7) // 8
-    try:
-        itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-    except Exception:  # noqa: BLE001 - an unknown element type is MODEL.onnx's finding
-        raise ExternalDataError(f"has an unknown element type ({tensor.data_type})") from None
-    return count * itemsize
+    size = shared_declared_size(tensor)
+    if isinstance(size, str):
+        raise ExternalDataError(size)
+    return size
 
 
 def extent(tensor: onnx.TensorProto, folder: str) -> Extent:
-    """The checked place of an external tensor's bytes; ExternalDataError says why there is none."""
-    issues = _issues(tensor, folder)
+    """The checked place of an external tensor's bytes (external_data.judge: the static check's own rules,
+    nothing opened); ExternalDataError says why there is none."""
+    issues, segments = judge([tensor], folder)
     if issues:
-        raise ExternalDataError(f"({issues[0].location!r}) {issues[0].problem}")
-    entries = {e.key: e.value for e in tensor.external_data}
-    path = os.path.join(folder, entries["location"])
-    size = declared_size(tensor)
-    try:
-        offset = int(entries.get("offset", "0"))
-        length = int(entries["length"]) if "length" in entries else size
-    except ValueError:
-        raise ExternalDataError("has an offset or length that is not an integer") from None
-    if offset < 0 or length != size:
-        raise ExternalDataError(
-            f"declares offset {offset} and length {length}, but its type and shape need {size} bytes"
-        )
-    try:
-        file_size = os.stat(path).st_size
-    except OSError as exc:
-        raise ExternalDataError(f"cannot be examined ({exc.strerror or exc})") from None
-    if offset + size > file_size:
-        raise ExternalDataError(
-            f"needs bytes {offset} to {offset + size} of {entries['location']!r}, which holds {file_size}"
-        )
-    return Extent(path, offset, size)
-
-
-def _issues(tensor: onnx.TensorProto, folder: str) -> list:  # type: ignore[type-arg]
-    probe = onnx.ModelProto()
-    probe.graph.initializer.add().CopyFrom(tensor)
-    return external_data_issues(probe, Path(folder))
+        raise ExternalDataError(f"({shown(issues[0].location)}) {issues[0].problem}")
+    (segment,) = segments
+    return Extent(segment.path, segment.offset, segment.size)
 
 
 def read_bytes(tensor: onnx.TensorProto, folder: str, limit: int = MAX_REWRITE_BYTES) -> bytes:
