@@ -189,7 +189,8 @@ def _resolved_file(location: str, base: str) -> tuple[str, os.stat_result] | str
 def _location_problem(location: str | bytes) -> str | None:
     if not location:
         return "has no location"
-    if isinstance(location, bytes):
+    # bytes from protobuf, or a str a caller decoded with surrogateescape (the evidence record does)
+    if isinstance(location, bytes) or any("\udc80" <= c <= "\udcff" for c in location):
         return "is not UTF-8 text (ONNX requires UTF-8 strings); it was not read"
     if "\0" in location:
         return "contains a NUL byte; it was not read"
