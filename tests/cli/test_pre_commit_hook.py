@@ -111,7 +111,7 @@ def test_the_readme_snippet_pinned_at_the_tag_blocks_a_violating_model(
     _git("add", "-A", cwd=demo)
     run = _pre_commit(demo)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "MaxPool.R2 error MaxPool '/pool/MaxPool' (node #2)" in run.stdout
+    assert "MaxPool.R2 error [*] MaxPool '/pool/MaxPool' (node #2)" in run.stdout
     assert "models/clean.onnx conforms" in run.stdout and "Failed" in run.stdout
 
 
