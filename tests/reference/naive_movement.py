@@ -224,19 +224,31 @@ def naive_unsqueeze(x, axes):
 
 def neighbours(value: Fraction, dtype) -> tuple:
     """(below, above): the two floats of ``dtype`` that bracket the exact ``value`` (equal when exact),
-    found by walking from a first guess with nextafter and comparing exactly."""
+    found by walking from a first guess with nextafter and comparing exactly; never past the largest
+    float (its successor is inf, which no Fraction holds)."""
     dtype = np.dtype(dtype)
-    guess = dtype.type(float(value))
-    while Fraction(float(guess)) > value:
-        guess = np.nextafter(guess, dtype.type(-np.inf))
-    while Fraction(float(np.nextafter(guess, dtype.type(np.inf)))) <= value:
-        guess = np.nextafter(guess, dtype.type(np.inf))
-    if Fraction(float(guess)) == value:
-        return guess, guess
-    return guess, np.nextafter(guess, dtype.type(np.inf))
+    top = dtype.type(np.finfo(dtype).max)
+    with np.errstate(over="ignore"):
+        guess = dtype.type(float(value))
+        if np.isinf(guess):
+            guess = np.copysign(top, guess)
+        while Fraction(float(guess)) > value:
+            guess = np.nextafter(guess, dtype.type(-np.inf))
+        while guess != top and Fraction(float(np.nextafter(guess, dtype.type(np.inf)))) <= value:
+            guess = np.nextafter(guess, dtype.type(np.inf))
+        if Fraction(float(guess)) == value:
+            return guess, guess
+        return guess, np.nextafter(guess, dtype.type(np.inf))
 
 
 def round_nearest(value: Fraction, dtype):
+    dtype = np.dtype(dtype)
+    top = dtype.type(np.finfo(dtype).max)
+    largest = Fraction(float(top))
+    if abs(value) > largest:  # beyond the largest float: IEEE overflows from half an ulp above it (a tie too)
+        half_ulp = (largest - Fraction(float(np.nextafter(top, dtype.type(0))))) / 2
+        rounded = dtype.type(np.inf) if abs(value) >= largest + half_ulp else top
+        return rounded if value > 0 else -rounded
     below, above = neighbours(value, dtype)
     if below == above:
         return below if value != 0 else np.dtype(dtype).type(0.0)
