@@ -1,16 +1,28 @@
-"""Export the same small CNN with torch's two ONNX exporters into sample_models/torch/.
+"""Export real torch networks with torch's two ONNX exporters.
 
-These are real exporter outputs, kept to show what sonnx-check says about the models users actually have
-(the TorchScript exporter leaves MaxPool's auto_pad and storage_order to their defaults, for instance).
+Without options: the same small CNN (and a residual one) into sample_models/torch/, real exporter outputs kept
+to show what sonnx-check says about the models users actually have (the TorchScript exporter leaves MaxPool's
+auto_pad and storage_order to their defaults, for instance).
+
+With --zoo DIR: eight image classifiers (LeNet-5, and torchvision's AlexNet, VGG-11, ResNet-18, SqueezeNet
+1.0, GoogLeNet, MobileNet-v2 and EfficientNet-b0, untrained: weights=None, seeded, nothing downloaded), each
+as DIR/<net>-<exporter>/model.onnx for three exporters: TorchScript at opset 17 and 20, and dynamo (opset 20,
+weights in model.onnx.data). About 2.5 GB in all (VGG-11 alone 1.5 GB), so they are not committed. Inputs are
+as small as each network allows: 1x1x32x32 for LeNet, 1x3x224x224 for AlexNet and VGG-11 (TorchScript exports
+their adaptive pooling only where it divides the feature map), 1x3x64x64 for the others.
+
 torch is needed only here, never by sonnx-check:
 
-    python -m venv .venv-torch && .venv-torch/bin/pip install torch==2.13.0 onnx onnxscript
+    python -m venv .venv-torch
+    .venv-torch/bin/pip install torch==2.14.1 torchvision==0.29.1 onnx onnxscript
     .venv-torch/bin/python sample_models/export_torch.py
+    .venv-torch/bin/python sample_models/export_torch.py --zoo exports/ [--net resnet18 --exporter dynamo]
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -120,14 +132,78 @@ def export(out: Path) -> None:
         )  # fmt: skip
 
 
+class LeNet5(nn.Module):
+    """LeCun et al. (1998) with Relu and MaxPool in place of tanh and subsampling: 1x32x32 to 10 classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2)
+        )
+        self.classifier = nn.Sequential(
+            nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+def _zoo() -> dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]]:
+    """Each network's constructor and input shape (torchvision imported only for --zoo)."""
+    from torchvision import models
+
+    small = (1, 3, 64, 64)
+    return {
+        "lenet": (LeNet5, (1, 1, 32, 32)),
+        "alexnet": (lambda: models.alexnet(weights=None), (1, 3, 224, 224)),
+        "vgg11": (lambda: models.vgg11(weights=None), (1, 3, 224, 224)),
+        "resnet18": (lambda: models.resnet18(weights=None), small),
+        "squeezenet": (lambda: models.squeezenet1_0(weights=None), small),
+        "googlenet": (lambda: models.googlenet(weights=None, aux_logits=False, init_weights=True), small),
+        "mobilenet_v2": (lambda: models.mobilenet_v2(weights=None), small),
+        "efficientnet_b0": (lambda: models.efficientnet_b0(weights=None), small),
+    }
+
+
+NETS = ("lenet", "alexnet", "vgg11", "resnet18", "squeezenet", "googlenet", "mobilenet_v2", "efficientnet_b0")
+EXPORTERS = {  # name: (dynamo, opset)
+    "torchscript17": (False, 17),
+    "torchscript20": (False, 20),
+    "dynamo": (True, 20),
+}
+
+
+def export_zoo(out: Path, nets: list[str], exporters: list[str]) -> None:
+    zoo = _zoo()
+    for net in nets:
+        build, shape = zoo[net]
+        for exporter in exporters:
+            dynamo, opset = EXPORTERS[exporter]
+            folder = out / f"{net}-{exporter}"
+            folder.mkdir(parents=True, exist_ok=True)
+            torch.manual_seed(0)
+            model = build().eval()
+            kwargs = {"external_data": True} if dynamo else {}
+            torch.onnx.export(
+                model, (torch.zeros(*shape),), str(folder / "model.onnx"), dynamo=dynamo, opset_version=opset,
+                input_names=["image"], output_names=["logits"], **kwargs,
+            )  # fmt: skip
+            print(f"{folder / 'model.onnx'}: input {'x'.join(map(str, shape))}, opset {opset}", flush=True)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "torch")
     parser.add_argument("--resnet18", type=Path, metavar="PATH", help="export a ResNet-18-sized network")
+    parser.add_argument("--zoo", type=Path, metavar="DIR", help="export the eight classifiers into DIR")
+    parser.add_argument("--net", action="append", choices=NETS, help="with --zoo: only this one (repeatable)")
+    parser.add_argument("--exporter", action="append", choices=list(EXPORTERS), help="the same for exporters")
     args = parser.parse_args()
-    if args.resnet18:
+    if args.zoo:
+        export_zoo(args.zoo, args.net or list(NETS), args.exporter or list(EXPORTERS))
+    elif args.resnet18:
         export_resnet18(args.resnet18)
     else:
         export(args.out)
