@@ -14,7 +14,6 @@ default level is rewritten to the NCHWc kernel, which pads differently).
 from __future__ import annotations
 
 import functools
-import os
 import platform
 import re
 import time
@@ -173,24 +172,9 @@ def cpu_description() -> dict[str, Any]:
 
 
 def _proc_cpuinfo() -> tuple[str, set[str]]:
-    path = "/proc/cpuinfo"
-    if not os.path.exists(path):
-        return "", set()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return "", set()
-    model = ""
-    flags: set[str] = set()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key == "model name" and not model:
-            model = value.strip()
-        elif key in ("flags", "features") and not flags:
-            flags = set(value.split())
-    return model, flags
+    from sonnx_check.cpuinfo import read_cpuinfo
+
+    return read_cpuinfo() or ("", set())
 
 
 def _check_level(level: str) -> None:

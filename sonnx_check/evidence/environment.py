@@ -48,18 +48,10 @@ def library_version(name: str) -> str | None:
 def _cpu() -> tuple[str, list[str]]:
     """The CPU's model name and every feature flag /proc/cpuinfo lists (sorted), which decide the kernels
     onnxruntime picks; elsewhere, the processor platform reports and no flags."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
+    from sonnx_check.cpuinfo import read_cpuinfo
+
+    found = read_cpuinfo()
+    if found is None:
         return platform.processor(), []
-    model = ""
-    flags: set[str] = set()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key == "model name" and not model:
-            model = value.strip()
-        elif key in ("flags", "features") and not flags:
-            flags = set(value.split())
+    model, flags = found
     return model or platform.processor(), sorted(flags)
