@@ -168,6 +168,23 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
 WAIVER_REASON = "Legacy model frozen for certification; attributes verified by hand (ticket SAF-12)."
 
 
+def waived_repository(root: Path, reason: str = WAIVER_REASON) -> Path:
+    """model_repository with a configuration waiving one finding (MaxPool.R2 of models/legacy/old.onnx)."""
+    model_repository(root)
+    write_pyproject(
+        root,
+        f"""
+        [tool.sonnx-check]
+        [[tool.sonnx-check.waivers]]
+        rule = "MaxPool.R2"
+        models = "models/legacy/old.onnx"
+        node = "/backbone/pool1"
+        reason = "{reason}"
+        """,
+    )
+    return root
+
+
 def model_repository(root: Path) -> list[Path]:
     """A small model repository: violating, conforming, unreadable and nested models."""
     return [

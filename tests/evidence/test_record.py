@@ -15,7 +15,14 @@ import jsonschema
 import numpy as np
 import onnx
 import pytest
-from clikit import conforming_maxpool, maxpool_r2, model_repository, run_cli, save, write_pyproject
+from clikit import (
+    conforming_maxpool,
+    maxpool_r2,
+    run_cli,
+    save,
+    waived_repository,
+    write_pyproject,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto as T
@@ -42,20 +49,7 @@ def record_of(args: list[str], cwd: Path, name: str = "evidence.json") -> tuple[
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
-    model_repository(root)
-    write_pyproject(
-        root,
-        f"""
-        [tool.sonnx-check]
-        [[tool.sonnx-check.waivers]]
-        rule = "MaxPool.R2"
-        models = "models/legacy/old.onnx"
-        node = "/backbone/pool1"
-        reason = "{REASON}"
-        """,
-    )
-    return root
+    return waived_repository(tmp_path_factory.mktemp("repo"), REASON)
 
 
 @pytest.fixture(scope="module")
