@@ -1,4 +1,5 @@
-"""Model-level rules: the model is valid ONNX (REQ-FO-000) and its external data stays in its folder."""
+"""Model-level rules: the model is valid ONNX (REQ-FO-000), its external data stays in its folder and is
+committed with it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import onnx
 
-from sonnx_check.external_data import external_data_issues, shown
+from sonnx_check.external_data import external_data_issues, judge, shown
+from sonnx_check.git_index import data_files_state
 from sonnx_check.isolation import Crashed, TimedOut, call_isolated
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
@@ -182,3 +184,29 @@ def external_data_inside_folder(view: ModelView) -> Iterator[Violation]:
             tensor=issue.tensor,
             actual=issue.location,
         )
+
+
+def external_data_committed(view: ModelView) -> Iterator[Violation]:
+    if not view.external_tensors:
+        return
+    folder = Path(view.path).parent
+    segments = judge(view.external_tensors, folder)[1]  # MODEL.external-data reports the others
+    files = sorted({segment.path for segment in segments})
+    state = data_files_state(view.path, files) if files else None
+    if state is None:
+        return  # not in git, or the model itself is not tracked: nothing is being committed
+    base = os.path.realpath(folder)
+    for path in files:
+        name = os.path.relpath(path, base)
+        if path in state.untracked:
+            yield Violation(
+                f"external data file {shown(name)} is not in git's index: the commit would hold the model "
+                f"without its weights (git add -- {shown(name)})",
+                actual=name,
+            )
+        elif path in state.modified:
+            yield Violation(
+                f"external data file {shown(name)} has changes that are not staged: the commit would hold "
+                f"other weights than the ones checked (git add -- {shown(name)})",
+                actual=name,
+            )

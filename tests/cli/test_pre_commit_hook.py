@@ -143,3 +143,20 @@ def test_the_fix_hook_explains_what_to_do(
         "replace it with the fixed one and stage it (mv models/export.fixed.onnx models/export.onnx && "
         "git add models/export.onnx), then commit again" in run.stdout + run.stderr
     )
+
+
+@TRY
+def test_the_hook_blocks_a_model_staged_without_its_weights(
+    released: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    clone, _ = released
+    demo = _project(tmp_path_factory.mktemp("demo") / "repo", clone)
+    (demo / "models").mkdir()
+    for name in ("external_weights.onnx", "external_weights.onnx.data"):
+        shutil.copyfile(ROOT / "sample_models" / "conforming" / name, demo / "models" / name)
+    _git("add", ".pre-commit-config.yaml", "models/external_weights.onnx", cwd=demo)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["PRE_COMMIT_HOME"] = str(demo.parent / "pre-commit-home")
+    run = subprocess.run(["pre-commit", "run"], cwd=demo, capture_output=True, text=True, check=False, env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "'external_weights.onnx.data' is not in git's index" in run.stdout
