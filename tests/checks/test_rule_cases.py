@@ -190,6 +190,7 @@ TESTED_ELSEWHERE = {
     "MODEL.load": "tests/test_loading.py",
     "MODEL.internal-error": "tests/output_safety/test_crashed_model.py",
     "MODEL.timeout": "tests/untrusted/test_static_timeout.py",
+    "MODEL.external-data-committed": "tests/cli/test_external_data_committed.py",  # needs a git repository
     "RUNTIME.divergence": "tests/compare/",
     "RUNTIME.not-compared": "tests/compare/",
 }
