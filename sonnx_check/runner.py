@@ -35,7 +35,7 @@ from sonnx_check.config import Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Target
 from sonnx_check.errors import ModelLoadError, RunInterrupted, UserError
 from sonnx_check.external_data import external_tensors, judge, shown
-from sonnx_check.findings import ModelResult
+from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.loading import ModelFile, external_weights_loaded, read_model_file
 
 if TYPE_CHECKING:
@@ -280,7 +280,10 @@ def _check(
             try:
                 _compare_into(result, whole, settings, rules)
             except UserError as exc:
-                return result, None, str(exc).removeprefix(f"{path}: ")
+                reason = str(exc).removeprefix(f"{path}: ")
+                if NOT_COMPARED in rules:
+                    result.findings.append(_not_started(reason))
+                return result, None, reason
             _unchanged(source)
         return result, source if keep else None, None
     except ModelLoadError as exc:
@@ -291,6 +294,20 @@ def _check(
         raise _Internal(internal_message(exc, settings.show_traceback)) from exc
     except Exception as exc:  # noqa: BLE001 - any other crash is a bug: one paragraph, exit 3
         raise _Internal(internal_message(exc, settings.show_traceback, path)) from exc
+
+
+NOT_COMPARED = "RUNTIME.not-compared"
+
+
+def _not_started(reason: str) -> Finding:
+    """The model's own report says it was not compared, and why: a reader of that model's section (or of
+    its JSON, SARIF, JUnit entry) must never take the static verdict alone for a comparison that passed."""
+    return Finding(
+        NOT_COMPARED,
+        f"the comparison did not start: {reason}",
+        Severity.ERROR,
+        data={"stage": "options"},
+    )
 
 
 def _unchanged(source: ModelFile) -> None:
