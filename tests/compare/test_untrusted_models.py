@@ -94,7 +94,8 @@ def test_bad_external_data_stops_the_comparison_not_the_static_findings(tmp_path
     (tmp_path / "w.data").write_bytes(bytes(64))
     code, findings, stderr = _compare(path)
     assert code == 2
-    assert [f["rule"] for f in findings] == ["MODEL.external-data"]
+    # the static finding, and the model's report saying it was not compared (and why)
+    assert [f["rule"] for f in findings] == ["MODEL.external-data", "RUNTIME.not-compared"]
     assert "has length 32, but its type and shape need 16 bytes" in stderr and "was not compared" in stderr
 
 
