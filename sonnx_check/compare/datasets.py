@@ -15,7 +15,6 @@ Sizes are checked against the budget before any array is allocated, including th
 from __future__ import annotations
 
 import math
-import re
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
+from sonnx_check.compare import backend_layout
 from sonnx_check.errors import UsageError
 from sonnx_check.inputs_option import check_inputs_source
 from sonnx_check.view import elem_type_name, tensor_type_of
@@ -525,10 +524,7 @@ def load_user_datasets(
         return [_validated(str(path), str(path), raw, specs, feedable)]
     if _input_files(path):
         return [_validated(str(path), str(path), _read_pb_folder(path, specs, max_elements), specs, feedable)]
-    sets = sorted(
-        (p for p in path.iterdir() if p.is_dir() and re.fullmatch(r"test_data_set_\d+", p.name)),
-        key=lambda p: int(p.name.rsplit("_", 1)[1]),
-    )
+    sets = [Path(folder) for folder in backend_layout.dataset_folders(str(path))]
     if not sets:
         raise UsageError(
             f"--inputs {path}: folder holds neither input_N.pb files nor test_data_set_N folders"
@@ -560,23 +556,19 @@ def _read_npz(path: Path, max_elements: int) -> dict[str, np.ndarray]:
 
 
 def _input_files(folder: Path) -> list[Path]:
-    files = [p for p in folder.iterdir() if p.is_file() and re.fullmatch(r"input_\d+\.pb", p.name)]
-    return sorted(files, key=lambda p: int(p.stem.split("_")[1]))
+    return [Path(file) for _, file in backend_layout.numbered_files(str(folder), "input")]
 
 
 def _read_pb_folder(folder: Path, specs: Sequence[InputSpec], max_elements: int) -> dict[str, np.ndarray]:
     """input_i.pb TensorProtos: by their name when it is an input's, else by position among the inputs that
-    need data (as onnxruntime's test runner feeds them)."""
+    need data (as onnxruntime's test runner feeds them). Read by backend_layout's strict reader: the
+    declared dimensions are checked against the budget before the data is decoded."""
     feeds: dict[str, np.ndarray] = {}
+    names = {s.name for s in specs}
     for position, file in enumerate(_input_files(folder)):
-        tensor = onnx.TensorProto()
-        try:
-            tensor.ParseFromString(file.read_bytes())
-        except Exception as exc:  # noqa: BLE001 - protobuf raises several unrelated types on bad bytes
-            raise UsageError(f"--inputs {file}: not a TensorProto ({exc})") from None
-        if tensor.data_location == T.EXTERNAL:
-            raise UsageError(f"--inputs {file}: tensors with external data are not supported as inputs")
-        names = {s.name for s in specs}
+        tensor = backend_layout.parse_tensor_file(str(file), None, follow_links=True)
+        if isinstance(tensor, backend_layout.FileProblem):
+            raise UsageError(f"--inputs {folder}/{tensor.reason}")
         if tensor.name and tensor.name in names:
             name = tensor.name
         elif position < len(specs):
@@ -589,10 +581,10 @@ def _read_pb_folder(folder: Path, specs: Sequence[InputSpec], max_elements: int)
         if name in feeds:
             raise UsageError(f"--inputs {folder}: input '{name}' is given twice")
         check_budget(name, tuple(tensor.dims), max_elements, str(file))
-        try:
-            feeds[name] = numpy_helper.to_array(tensor)
-        except (ValueError, TypeError) as exc:
-            raise UsageError(f"--inputs {file}: cannot decode the tensor ({exc})") from None
+        array = backend_layout.decode(tensor, str(file), None, None)
+        if isinstance(array, backend_layout.FileProblem):
+            raise UsageError(f"--inputs {folder}/{array.reason}")
+        feeds[name] = array
     return feeds
 
 

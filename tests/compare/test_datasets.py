@@ -288,3 +288,35 @@ def test_unknown_sources_are_refused(tmp_path: Path, source: str):
         (tmp_path / source).write_text("1,2")
     with pytest.raises(UsageError, match="--inputs"):
         build(maxpool((1, 1, 4, 4), x_name="x"), (str(tmp_path / source),))
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"\xff\xff garbage", r"input_0.pb: is not a serialised TensorProto"),
+        ("external", r"input_0.pb: refers to external data in another file \(refused\)"),
+    ],
+)
+def test_a_bad_input_file_is_one_usage_line(tmp_path: Path, payload, message: str):
+    folder = tmp_path / "test_data_set_0"
+    folder.mkdir()
+    if payload == "external":
+        tensor = numpy_helper.from_array(np.zeros((1, 1, 4, 4), np.float32), "x")
+        tensor.ClearField("raw_data")
+        tensor.data_location = T.EXTERNAL
+        tensor.external_data.add(key="location", value="/etc/passwd")
+        payload = tensor.SerializeToString()
+    (folder / "input_0.pb").write_bytes(payload)
+    with pytest.raises(UsageError, match=message):
+        build(maxpool((1, 1, 4, 4), x_name="x"), (str(folder),))
+
+
+def test_an_input_file_over_the_budget_is_refused_from_its_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    _write_pb(tmp_path, 0, np.zeros((1, 1, 8, 8), np.float32), name="x")
+    monkeypatch.setattr(
+        numpy_helper, "to_array", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded"))
+    )
+    with pytest.raises(InputBudgetExceeded, match="more than --max-elements 10"):
+        build(maxpool((1, 1, 8, 8), x_name="x"), (str(tmp_path),), max_elements=10)
