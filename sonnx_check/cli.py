@@ -29,15 +29,8 @@ import click
 from rich.console import Console
 
 from sonnx_check import __version__, blas_threads, sanitise, stop  # noqa: F401 - blas_threads: before numpy loads
-from sonnx_check.config import (
-    FAIL_ON,
-    FORMATS,
-    MAXPOOL_NAN_READINGS,
-    OPT_LEVELS,
-    CliOptions,
-    FixSettings,
-    Settings,
-)
+from sonnx_check import settings as declared
+from sonnx_check.config import FAIL_ON, FORMATS, CliOptions, FixSettings, Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Discovery, Target
 from sonnx_check.errors import RunInterrupted, UsageError, UserError
 from sonnx_check.findings import Finding, ModelResult, Severity
@@ -62,21 +55,7 @@ SECTIONS = (
     ("Files and configuration", ("config_path", "isolated", "force_exclude")),
     ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
     ("Adopting", ("add_waivers",)),
-    (
-        "Comparing with onnxruntime (--compare)",
-        (
-            "compare",
-            "inputs",
-            "node_edges",
-            "maxpool_nan",
-            "seed",
-            "ort_opt_level",
-            "shapes",
-            "max_elements",
-            "max_memory",
-            "timeout",
-        ),
-    ),
+    (declared.COMPARE_SECTION, tuple(o.parameter for o in declared.OPTIONS if o.flag)),
     ("Running", ("jobs", "show_traceback")),
     ("Information", ("list_rules", "explain", "version", "help")),
 )
@@ -128,35 +107,6 @@ class _Command(click.Command):
         formatter.write_paragraph()
         for text in EPILOG.splitlines():  # laid out by hand: click would re-wrap the columns
             formatter.write(f"{'':>{formatter.current_indent}}{text}\n" if text else "\n")
-
-
-class _Timeout(click.ParamType):
-    name = "seconds"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, (int, float)):
-            return float(value)
-        if str(value).strip().lower() == "none":
-            return 0.0
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = -1.0
-        if not seconds >= 0:  # also refuses NaN
-            self.fail(f"{value!r}: expected a number of seconds >= 0, or 'none'", param, ctx)
-        return seconds
-
-
-class _Size(click.ParamType):
-    name = "size"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        from sonnx_check.config import parse_size
-
-        try:
-            return parse_size(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
 
 
 @click.command(
@@ -260,67 +210,7 @@ class _Size(click.ParamType):
 )
 @click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
-@click.option(
-    "--compare/--no-compare",
-    default=None,
-    help="Run the model in onnxruntime and diff it against the SONNX reference kernels.",
-)
-@click.option(
-    "--inputs",
-    "inputs",
-    multiple=True,
-    metavar="random|edge|PATH",
-    help="Model-level comparison inputs (repeatable; default: random). PATH: .npz or test_data_set folder.",
-)
-@click.option(
-    "--node-edges/--no-node-edges",
-    default=None,
-    help="Also run every distinct node configuration alone on edge values (NaN, ±inf, ±0, extremes, ties, "
-    "subnormals, the operator's own), in onnxruntime and in the reference (default: on).",
-)
-@click.option(
-    "--maxpool-nan",
-    type=click.Choice(MAXPOOL_NAN_READINGS),
-    default=None,
-    help="MaxPool's NaN reading: seed 003's 'NaN counts as -inf' (nan-as-negative-infinity, the default) "
-    "or the working group's later NaN-absorbing text.",
-)
-@click.option(
-    "--seed", type=int, default=None, metavar="N", help="Seed of the random comparison inputs (default 0)."
-)
-@click.option(
-    "--ort-opt-level",
-    type=click.Choice(OPT_LEVELS),
-    default=None,
-    help="onnxruntime graph optimisation level ('default', the default, keeps the runtime's own, as "
-    "deployed).",
-)
-@click.option(
-    "--shape", "shapes", multiple=True, metavar="NAME=D1,D2,...", help="Static shape for a dynamic input."
-)
-@click.option(
-    "--max-elements",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Refuse comparison tensors larger than this many elements (default 100000000).",
-)
-@click.option(
-    "--max-memory",
-    type=_Size(),
-    default=None,
-    metavar="SIZE",
-    help="Memory one model's comparison may use beyond the model (its external weights count), e.g. 512MiB "
-    "(default 4GiB; 0: no limit).",
-)
-@click.option(
-    "--timeout",
-    type=_Timeout(),
-    default=None,
-    metavar="SECONDS",
-    help="Stop onnx's checker, the static rules and onnxruntime after SECONDS each per model (default 300; "
-    "0 or 'none': no limit).",
-)
+@declared.click_options
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")
 def main(**options: Any) -> None:
@@ -398,17 +288,8 @@ def run(
     add_waivers: bool,
     list_rules: bool,
     explain: str | None,
-    compare: bool | None,
-    inputs: tuple[str, ...],
-    node_edges: bool | None,
-    maxpool_nan: str | None,
-    seed: int | None,
-    ort_opt_level: str | None,
-    shapes: tuple[str, ...],
-    max_elements: int | None,
-    max_memory: int | None,
-    timeout: float | None,
     show_traceback: bool,
+    **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
 ) -> int:
     from sonnx_check import config
 
@@ -440,7 +321,7 @@ def run(
         raise UsageError(f"--add-waivers writes into the configuration: not with {other}")
     from sonnx_check.inputs_option import check_inputs_source
 
-    for source in inputs:
+    for source in compared["inputs"]:
         check_inputs_source(source)
     cli = CliOptions(
         select=select,
@@ -449,20 +330,11 @@ def run(
         fail_on=fail_on,
         output_format=output_format,
         jobs=jobs,
-        compare=compare,
-        inputs=inputs,
-        node_edges=node_edges,
-        maxpool_nan=maxpool_nan,
-        seed=seed,
-        ort_opt_level=ort_opt_level,
-        shapes=shapes,
-        max_elements=max_elements,
-        max_memory=max_memory,
         fix=FixSettings(output=fix_output) if fix else None,
         exit_zero=exit_zero,
         statistics=statistics,
         show_traceback=show_traceback,
-        timeout=timeout,
+        **compared,
     )
     configs = config.Configurations(cli, config_path, isolated)
     settings = configs.run
