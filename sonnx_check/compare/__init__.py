@@ -115,8 +115,7 @@ def compare_loaded(model: onnx.ModelProto, options: CompareOptions) -> CompareRe
     refused = refusal(model, options)
     if refused is not None:
         return refused
-    with nan_policy.maxpool_reading(options.maxpool_nan):
-        return _Comparison(model, options).run()
+    return _Comparison(model, options).run()
 
 
 def refusal(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0) -> CompareResult | None:
@@ -204,6 +203,7 @@ class _Comparison:
     def __init__(self, model: onnx.ModelProto, options: CompareOptions) -> None:
         self.model = model
         self.options = options
+        self.readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)
         self.view = ModelView(model)
         self.findings: list[Finding] = []
         self.version: str | None = runtime.installed_version()
@@ -289,6 +289,7 @@ class _Comparison:
                 max_elements=self.options.max_elements,
                 budget=memory.halves(self.options.max_memory)[1],
                 accuracy=self.options.accuracy,
+                readings=self.readings,
             )
         try:
             try:
@@ -450,6 +451,7 @@ class _Comparison:
             max_elements=self.options.max_elements,
             spare=batch.spare,
             accuracy=self.options.accuracy,
+            readings=self.readings,
         )
         if self.edges is not None:
             for entry in batch.entries:
@@ -479,7 +481,14 @@ class _Comparison:
 
         spare = self.end_to_end_spare
         try:
-            run_graph(self.model, feeds, set(records), compare_output, max_elements=self.options.max_elements)
+            run_graph(
+                self.model,
+                feeds,
+                set(records),
+                compare_output,
+                max_elements=self.options.max_elements,
+                readings=self.readings,
+            )
         except reference.ReferenceError as exc:
             self.comparison["end_to_end"].setdefault("failures", {})[dataset.name] = first_line(exc)
 

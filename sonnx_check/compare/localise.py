@@ -121,6 +121,7 @@ def compare_nodes(
     max_elements: int | None,
     spare: Mapping[int, int | None] | None = None,
     accuracy: Mapping[str, str] | None = None,
+    readings: reference.Readings = reference.DEFAULT_READINGS,
 ) -> None:
     """Run every node that has a kernel on onnxruntime's values for one dataset and merge the comparison
     of each of its outputs into that node's records. ``spare``: memory left per node for explaining a
@@ -134,7 +135,7 @@ def compare_nodes(
             entry.failures.setdefault(dataset, f"onnxruntime did not expose input '{missing}'")
             continue
         try:
-            expected = reference.run_node(node, inputs, max_elements=max_elements)
+            expected = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
         except reference.ReferenceError as exc:
             rule = getattr(exc, "rule", None)  # a DataConstraintError names the rule the data break
             if rule is not None:
