@@ -55,7 +55,7 @@ def _label(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _takes_readings(kernel: Kernel) -> bool:
     """Whether a kernel depends on a reading the user chooses (MaxPool's NaN): it then has a ``readings``
     parameter; every other kernel keeps the signature (node, inputs, max_elements)."""
