@@ -23,7 +23,7 @@ from sonnx_check.compare import accuracy
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.known import DivergenceCase, explain
-from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT
+from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView, subgraph_attributes
