@@ -10,14 +10,17 @@ in the evidence record's ``compare`` settings (``report``), and the keyword that
 Adding an option:
 
 1. Append an ``Option`` to ``OPTIONS`` (its place there is its place in ``--help`` and in the evidence JSON).
-   Give ``flag`` (or "" when it is configuration-only), ``config_key`` (or None when it is command-line
+   Give ``flag`` (or "" when it is configuration-only; a boolean is a pair, "--x/--no-x", so that "not
+   given" leaves the configuration's value), ``config_key`` (or None when it is command-line
    only), ``default``, ``help``, and ``read`` (a configured value -> the settings value; raise through the
-   reader so the error names the file and the key). ``click`` says how click parses the flag;
-   ``from_cli`` turns the parsed value into the settings value when they differ (0 meaning "no limit").
+   reader so the error names the file and the key: ``read_string``, ``read_path``, ``_read_boolean``,
+   ``_read_choice(...)``, ``_read_integer(minimum)`` or one of your own). ``click`` says how click parses
+   the flag (None: a string); ``from_cli`` turns the parsed value into the settings value when they differ
+   (0 meaning "no limit"); ``check`` is CompareOptions' own check of a value from the Python API.
 2. Use it: ``settings.compare.<name>`` wherever the run needs it, and a keyword of ``CompareOptions`` named
    ``compare_arg`` (None when the comparison does not take it).
 3. Add its property to ``compare_settings`` in ``schemas/evidence.schema.json`` (``report`` is the field;
-   ``tests/structure/test_settings.py`` says what is missing) and a line to README/CHANGELOG.
+   ``tests/structure/test_settings_declared.py`` says what is missing) and a line to README/CHANGELOG.
 
 Nothing here imports click, the configuration package or the comparison: reading a configuration stays
 cheap, and the static path loads no comparison code.
@@ -81,6 +84,9 @@ class Option:
     compare_arg: str | None = "same"  # CompareOptions keyword ("same": ``name``; None: not passed)
     to_compare: Callable[[Any], Any] = _same  # the settings value as CompareOptions takes it
     cli_name: str = "same"  # the click parameter and CliOptions field ("same": ``name``)
+    # CompareOptions' own check of a value (the Python API reaches it without the command line or a file):
+    # the error message, or None when the value is valid
+    check: Callable[[Any], str | None] | None = None
 
     @property
     def parameter(self) -> str:
@@ -149,6 +155,19 @@ def _read_integer(minimum: int) -> ConfigReader:
     return lambda r, value, key, base: r.integer(value, key, minimum)
 
 
+def read_string(r: Reader, value: Any, key: str, base: Path) -> str:
+    """A non-empty string (a command, a provider's name)."""
+    if not isinstance(value, str) or not value.strip():
+        raise r.fail(key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def read_path(r: Reader, value: Any, key: str, base: Path) -> str:
+    """A path; a relative one is relative to the configuration file's folder, not to the cwd."""
+    text = read_string(r, value, key, base)
+    return text if os.path.isabs(text) else str(base / text)
+
+
 def _read_inputs(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
     inputs = r.strings(value, key)
     if not inputs:
@@ -198,6 +217,27 @@ def _read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[s
         if not isinstance(bound, str):
             raise r.fail(f"{key}.{op_type}", f'expected a bound such as "2 ulp" or "1e-6 rel", got {bound!r}')
     return tuple(sorted(value.items()))
+
+
+# -- checks of a value CompareOptions is given (the Python API): the message, or None --------------------
+
+
+def _check_choice(flag: str, choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda value: (
+        None if value in choices else f"{flag} {value!r}: expected one of {', '.join(choices)}"
+    )
+
+
+def _check_max_elements(value: Any) -> str | None:
+    return None if value >= 1 else f"--max-elements {value}: must be at least 1"
+
+
+def _check_timeout(value: Any) -> str | None:
+    return None if value is None or value > 0 else f"--timeout {value}: must be more than 0 seconds"
+
+
+def _check_max_memory(value: Any) -> str | None:
+    return None if value is None or value >= 2**20 else f"--max-memory {value}: must be at least 1 MiB"
 
 
 # -- click parameter types (built when the command is) ----------------------------------------------------
@@ -283,6 +323,7 @@ OPTIONS: tuple[Option, ...] = (
         "or the working group's later NaN-absorbing text.",
         read=_read_choice(MAXPOOL_NAN_READINGS),
         click=_click_choice(MAXPOOL_NAN_READINGS),
+        check=_check_choice("--maxpool-nan", MAXPOOL_NAN_READINGS),
     ),
     Option(
         "seed",
@@ -303,6 +344,7 @@ OPTIONS: tuple[Option, ...] = (
         "deployed).",
         read=_read_choice(OPT_LEVELS),
         click=_click_choice(OPT_LEVELS),
+        check=_check_choice("--ort-opt-level", OPT_LEVELS),
     ),
     Option(
         "shapes",
@@ -327,6 +369,7 @@ OPTIONS: tuple[Option, ...] = (
         read=_read_integer(1),
         click=_click_int_range(1),
         metavar="N",
+        check=_check_max_elements,
     ),
     Option(
         "max_memory",
@@ -339,6 +382,7 @@ OPTIONS: tuple[Option, ...] = (
         click=_click_size,
         metavar="SIZE",
         from_cli=_no_limit_if_zero,
+        check=_check_max_memory,
     ),
     Option(
         "timeout",
@@ -351,6 +395,7 @@ OPTIONS: tuple[Option, ...] = (
         click=_click_seconds,
         metavar="SECONDS",
         from_cli=_no_limit_if_zero,
+        check=_check_timeout,
     ),
     Option(
         "accuracy",
@@ -419,6 +464,16 @@ def compare_arguments(settings: Any) -> dict[str, Any]:
         for o in OPTIONS
         if o.compare_keyword is not None
     }
+
+
+def compare_problem(options: Any) -> str | None:
+    """The first declared check a CompareOptions value fails (its message), or None."""
+    for option in OPTIONS:
+        if option.check is not None and option.compare_keyword is not None:
+            problem = option.check(getattr(options, option.compare_keyword))
+            if problem is not None:
+                return problem
+    return None
 
 
 def click_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -27,6 +27,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from sonnx_check import reference
+from sonnx_check import settings as declared
 from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory, runtime
 from sonnx_check.compare.aggregate import OutputRecord
@@ -78,18 +79,9 @@ class CompareOptions:
     accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.ort_opt_level not in runtime.OPT_LEVELS:
-            levels = ", ".join(runtime.OPT_LEVELS)
-            raise UsageError(f"--ort-opt-level {self.ort_opt_level!r}: expected one of {levels}")
-        if self.max_elements < 1:
-            raise UsageError(f"--max-elements {self.max_elements}: must be at least 1")
-        if self.timeout is not None and not self.timeout > 0:
-            raise UsageError(f"--timeout {self.timeout}: must be more than 0 seconds")
-        if self.maxpool_nan not in nan_policy.READINGS:
-            choices = ", ".join(nan_policy.READINGS)
-            raise UsageError(f"--maxpool-nan {self.maxpool_nan!r}: expected one of {choices}")
-        if self.max_memory is not None and self.max_memory < 2**20:
-            raise UsageError(f"--max-memory {self.max_memory}: must be at least 1 MiB")
+        problem = declared.compare_problem(self)  # each option's check, declared with it (settings.py)
+        if problem is not None:
+            raise UsageError(problem)
         for op_type, bound in self.accuracy.items():
             try:
                 accuracy_module.check_override(op_type, accuracy_module.parse_override(bound))

@@ -101,3 +101,28 @@ def test_settings_fields_are_the_declared_options_with_their_defaults() -> None:
     assert [f.name for f in dataclasses.fields(defaults)] == [o.name for o in declared.OPTIONS]
     for option in declared.OPTIONS:
         assert getattr(defaults, option.name) == option.default
+
+
+CHECKED = [o for o in declared.OPTIONS if o.check is not None]
+
+
+@pytest.mark.parametrize("option", CHECKED, ids=lambda o: o.name)
+def test_compare_options_apply_each_declared_check(option: declared.Option) -> None:
+    """CompareOptions (the Python API) refuses what the declaration's check refuses, with its message."""
+    from sonnx_check.compare import CompareOptions
+    from sonnx_check.errors import UsageError
+
+    assert option.check(option.default) is None
+    bad = {"ort_opt_level": "max", "maxpool_nan": "absorbing", "max_elements": 0, "max_memory": 1000}
+    value = bad.get(option.name, 0)
+    message = option.check(value)
+    assert message is not None and message.startswith(option.flag.split("/")[0])
+    with pytest.raises(UsageError) as caught:
+        CompareOptions(**{option.compare_keyword: value})
+    assert str(caught.value) == message
+
+
+def test_the_declared_optimisation_levels_are_the_runtimes() -> None:
+    from sonnx_check.compare import runtime
+
+    assert tuple(runtime.OPT_LEVELS) == declared.OPT_LEVELS
