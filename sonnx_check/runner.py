@@ -320,19 +320,9 @@ def _compare_into(
     result: ModelResult, model: onnx.ModelProto, settings: Settings, rules: frozenset[str]
 ) -> None:
     from sonnx_check.compare import CompareOptions, compare_loaded, refusal
+    from sonnx_check.settings import compare_arguments
 
-    options = CompareOptions(
-        datasets=settings.compare.inputs,
-        node_edges=settings.compare.node_edges,
-        maxpool_nan=settings.compare.maxpool_nan,
-        seed=settings.compare.seed,
-        ort_opt_level=settings.compare.ort_opt_level,
-        shapes=dict(settings.compare.shapes),
-        max_elements=settings.compare.max_elements,
-        timeout=settings.compare.timeout,
-        max_memory=settings.compare.max_memory,
-        accuracy=dict(settings.compare.accuracy),
-    )
+    options = CompareOptions(**compare_arguments(settings.compare))
     # The weights of an external-data model are judged before any is read (a location outside the folder or
     # bytes the file does not hold: the comparison does not start, the static findings stand), count
     # against --max-memory, and are read for the comparison only: --fix writes the model with its

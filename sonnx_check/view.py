@@ -24,7 +24,7 @@ from sonnx_check.findings import NodeRef
 from sonnx_check.isolation import TimedOut, call_isolated_bytes
 
 if TYPE_CHECKING:
-    from sonnx_check.checks.model import CheckerVerdict
+    from sonnx_check.checker_verdict import CheckerVerdict
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})

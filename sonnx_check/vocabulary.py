@@ -20,6 +20,7 @@ import onnx
 
 from sonnx_check.catalogue import catalogue
 from sonnx_check.checks.attributes import get_float, get_int, get_ints, get_str
+from sonnx_check.checks.explicit_attributes import missing_attributes
 from sonnx_check.profile import TYPE_NAMES, Operator
 from sonnx_check.shapes import NotBroadcastable, broadcast_shape
 from sonnx_check.view import ModelView, elem_type_name
@@ -402,7 +403,6 @@ def axis_in_range(op: Operator, params: Mapping[str, Any]) -> NodeCheck:
 def attributes_explicit(op: Operator, _: Any) -> NodeCheck:
     """Every attribute of the resolved operator version is set (refines GR4, which asks only for those
     that take a default)."""
-    from sonnx_check.checks.general import missing_attributes
 
     def check(view: ModelView, index: int) -> Iterator[Violation]:
         schema = view.schema(index)

@@ -9,11 +9,11 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 
+from sonnx_check.checker_verdict import CheckerVerdict
 from sonnx_check.external_data import external_data_issues, judge, shown
 from sonnx_check.git_index import data_files_state
 from sonnx_check.isolation import Crashed, TimedOut, call_isolated
@@ -27,18 +27,6 @@ _EXTERNAL_DATA_MESSAGES = ("Data of TensorProto", "external TensorProto")
 # The key of an external-data entry (onnx.proto: TensorProto.external_data), as it stands in the file's bytes.
 _EXTERNAL_LOCATION_KEY = b"location"
 _INFERENCE = re.compile(r"\(op_type:(\S+?), node name: (.*?)\): (\[\w+\] .*?)(?=\s*\(op_type:|\Z)", re.S)
-
-
-@dataclass(frozen=True)
-class CheckerVerdict:
-    """What onnx's full check (structure, then strict shape inference) said of a model. ``kind`` is None when
-    the model passed, else "validation" (the checker refused it), "inference" (strict shape inference
-    refused it), "unchecked" (onnx could not read it), "crashed" (onnx's native code died on it) or
-    "timeout" (still running at the time limit, then stopped); ``message`` is onnx's text, for a crash how
-    the checker's process ended, for a timeout the limit in seconds."""
-
-    kind: str | None
-    message: str = ""
 
 
 def onnx_verdict(model: onnx.ModelProto | bytes | str, timeout: float | None = None) -> CheckerVerdict:

@@ -27,6 +27,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from sonnx_check import reference
+from sonnx_check import settings as declared
 from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory, runtime
 from sonnx_check.compare.aggregate import OutputRecord
@@ -78,18 +79,9 @@ class CompareOptions:
     accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.ort_opt_level not in runtime.OPT_LEVELS:
-            levels = ", ".join(runtime.OPT_LEVELS)
-            raise UsageError(f"--ort-opt-level {self.ort_opt_level!r}: expected one of {levels}")
-        if self.max_elements < 1:
-            raise UsageError(f"--max-elements {self.max_elements}: must be at least 1")
-        if self.timeout is not None and not self.timeout > 0:
-            raise UsageError(f"--timeout {self.timeout}: must be more than 0 seconds")
-        if self.maxpool_nan not in nan_policy.READINGS:
-            choices = ", ".join(nan_policy.READINGS)
-            raise UsageError(f"--maxpool-nan {self.maxpool_nan!r}: expected one of {choices}")
-        if self.max_memory is not None and self.max_memory < 2**20:
-            raise UsageError(f"--max-memory {self.max_memory}: must be at least 1 MiB")
+        problem = declared.compare_problem(self)  # each option's check, declared with it (settings.py)
+        if problem is not None:
+            raise UsageError(problem)
         for op_type, bound in self.accuracy.items():
             try:
                 accuracy_module.check_override(op_type, accuracy_module.parse_override(bound))
@@ -115,8 +107,7 @@ def compare_loaded(model: onnx.ModelProto, options: CompareOptions) -> CompareRe
     refused = refusal(model, options)
     if refused is not None:
         return refused
-    with nan_policy.maxpool_reading(options.maxpool_nan):
-        return _Comparison(model, options).run()
+    return _Comparison(model, options).run()
 
 
 def refusal(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0) -> CompareResult | None:
@@ -204,6 +195,7 @@ class _Comparison:
     def __init__(self, model: onnx.ModelProto, options: CompareOptions) -> None:
         self.model = model
         self.options = options
+        self.readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)
         self.view = ModelView(model)
         self.findings: list[Finding] = []
         self.version: str | None = runtime.installed_version()
@@ -289,6 +281,7 @@ class _Comparison:
                 max_elements=self.options.max_elements,
                 budget=memory.halves(self.options.max_memory)[1],
                 accuracy=self.options.accuracy,
+                readings=self.readings,
             )
         try:
             try:
@@ -450,6 +443,7 @@ class _Comparison:
             max_elements=self.options.max_elements,
             spare=batch.spare,
             accuracy=self.options.accuracy,
+            readings=self.readings,
         )
         if self.edges is not None:
             for entry in batch.entries:
@@ -479,7 +473,14 @@ class _Comparison:
 
         spare = self.end_to_end_spare
         try:
-            run_graph(self.model, feeds, set(records), compare_output, max_elements=self.options.max_elements)
+            run_graph(
+                self.model,
+                feeds,
+                set(records),
+                compare_output,
+                max_elements=self.options.max_elements,
+                readings=self.readings,
+            )
         except reference.ReferenceError as exc:
             self.comparison["end_to_end"].setdefault("failures", {})[dataset.name] = first_line(exc)
 

@@ -170,6 +170,7 @@ class NodeEdges:
         budget: int | None,
         accuracy: Mapping[str, str],
         operator_edges: bool = True,
+        readings: reference.Readings = reference.DEFAULT_READINGS,
     ) -> None:
         self.nodes = nodes
         self.model = model
@@ -180,6 +181,7 @@ class NodeEdges:
         self.max_elements = max_elements
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
+        self.readings = readings
         self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
         self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
         self._observed: set[int] = set()
@@ -410,7 +412,9 @@ class NodeEdges:
                 return None
             inputs = config.inputs(fed)
             try:
-                expected = reference.run_node(config.node, inputs, max_elements=self.max_elements)
+                expected = reference.run_node(
+                    config.node, inputs, max_elements=self.max_elements, readings=self.readings
+                )
             except reference.ReferenceError as exc:
                 rule = getattr(exc, "rule", None)
                 if rule is None:

@@ -23,7 +23,7 @@ from sonnx_check.compare import accuracy
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.known import DivergenceCase, explain
-from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT
+from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView, subgraph_attributes
@@ -121,6 +121,7 @@ def compare_nodes(
     max_elements: int | None,
     spare: Mapping[int, int | None] | None = None,
     accuracy: Mapping[str, str] | None = None,
+    readings: reference.Readings = reference.DEFAULT_READINGS,
 ) -> None:
     """Run every node that has a kernel on onnxruntime's values for one dataset and merge the comparison
     of each of its outputs into that node's records. ``spare``: memory left per node for explaining a
@@ -134,7 +135,7 @@ def compare_nodes(
             entry.failures.setdefault(dataset, f"onnxruntime did not expose input '{missing}'")
             continue
         try:
-            expected = reference.run_node(node, inputs, max_elements=max_elements)
+            expected = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
         except reference.ReferenceError as exc:
             rule = getattr(exc, "rule", None)  # a DataConstraintError names the rule the data break
             if rule is not None:

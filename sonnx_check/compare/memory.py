@@ -22,20 +22,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # localise imports this module's constants
+from sonnx_check.compare.work_sizes import (  # noqa: F401 - KNOWN_BYTES_PER_ELEMENT: re-exported
+    CHUNK_WORK,
+    KNOWN_BYTES_PER_ELEMENT,
+    MASK_BYTES_PER_ELEMENT,
+    REFERENCE_WORK,
+)
+
+if TYPE_CHECKING:
     from sonnx_check.compare.localise import NodeComparison
     from sonnx_check.view import ModelView
 
 DEFAULT_MAX_MEMORY = 4 * 2**30
-# The diff keeps a one-byte mask per element and works through the rest in fixed-size chunks.
-MASK_BYTES_PER_ELEMENT = 1
-CHUNK_WORK = 16 * 2**20
-# A reference kernel's temporaries, as a multiple of its outputs (measured: MaxPool with Indices, 23 bytes
-# per element beyond its 12; Max, 1 beyond 4).
-REFERENCE_WORK = 2
-# Matching a diverging output against the known onnxruntime behaviours: measured up to 22 bytes per element
-# (Indices of a MaxPool), done only when the output diverges.
-KNOWN_BYTES_PER_ELEMENT = 24
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from sonnx_check.children import (
     kill,
     kill_live_workers,
 )
-from sonnx_check.compare.runtime import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
+from sonnx_check.compare.ort_session import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"

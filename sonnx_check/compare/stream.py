@@ -28,6 +28,7 @@ def run_graph(
     sink: OutputSink,
     *,
     max_elements: int | None,
+    readings: reference.Readings = reference.DEFAULT_READINGS,
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
 
@@ -68,7 +69,7 @@ def run_graph(
                 raise reference.ReferenceError(
                     f"node {index} ({node.name or node.op_type}) reads '{name}' before any node computes it"
                 )
-        outputs = reference.run_node(node, inputs, max_elements=max_elements)
+        outputs = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
         for position, (name, value) in enumerate(zip(node.output, outputs, strict=False)):
             if not name:
                 continue

@@ -22,24 +22,16 @@ from sonnx_check.profile import profile_operators
 if TYPE_CHECKING:
     import onnx
 
-    from sonnx_check.config import CompareSettings
+    from sonnx_check.settings import CompareSettings
 
 GENERATED = ("random", "edge")
 
 
 def settings_json(settings: CompareSettings) -> dict[str, Any]:
-    return {
-        "inputs": list(settings.inputs),
-        "seed": settings.seed,
-        "node_edges": settings.node_edges,
-        "maxpool_nan": settings.maxpool_nan,
-        "ort_opt_level": settings.ort_opt_level,
-        "shapes": {name: list(shape) for name, shape in settings.shapes},
-        "max_elements": settings.max_elements,
-        "max_memory": settings.max_memory,
-        "timeout": settings.timeout,
-        "accuracy": dict(settings.accuracy),
-    }
+    """The comparison's options as declared (settings.py): one field per option."""
+    from sonnx_check.settings import report_json
+
+    return report_json(settings)
 
 
 def data_sha256(feeds: Mapping[str, Any], order: Sequence[str]) -> str:

@@ -10,6 +10,9 @@ naming the rule.
 
     evaluate(model, inputs) -> {output name: array}
     run_node(node, inputs) -> [outputs in order]
+
+Where the texts admit two readings the user chooses one (``Readings``: MaxPool's NaN); it is an argument
+of ``evaluate`` and ``run_node``, seed 003's by default.
 """
 
 from sonnx_check.reference.errors import (
@@ -20,11 +23,15 @@ from sonnx_check.reference.errors import (
     UnsupportedOperatorError,
 )
 from sonnx_check.reference.execute import evaluate, run_node, supported_ops
+from sonnx_check.reference.nan_policy import DEFAULT as DEFAULT_READINGS
+from sonnx_check.reference.nan_policy import Readings
 
 __all__ = [
+    "DEFAULT_READINGS",
     "BudgetExceededError",
     "DataConstraintError",
     "OutsideProfileError",
+    "Readings",
     "ReferenceError",
     "UnsupportedOperatorError",
     "evaluate",

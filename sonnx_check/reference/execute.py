@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -14,6 +15,7 @@ from sonnx_check import stop
 from sonnx_check.profile import profile_operators
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
+from sonnx_check.reference.nan_policy import DEFAULT, Readings
 from sonnx_check.view import subgraph_attributes
 
 Kernel = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"], "int | None"], list[np.ndarray]]
@@ -53,19 +55,37 @@ def _label(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
 
 
+@functools.cache
+def _takes_readings(kernel: Kernel) -> bool:
+    """Whether a kernel depends on a reading the user chooses (MaxPool's NaN): it then has a ``readings``
+    parameter; every other kernel keeps the signature (node, inputs, max_elements)."""
+    return "readings" in inspect.signature(kernel).parameters
+
+
 def run_node(
-    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], *, max_elements: int | None = None
+    node: onnx.NodeProto,
+    inputs: Sequence[np.ndarray | None],
+    *,
+    max_elements: int | None = None,
+    readings: Readings = DEFAULT,
 ) -> list[np.ndarray]:
-    """The node's outputs in order (one per non-empty output name the operator defines)."""
+    """The node's outputs in order (one per non-empty output name the operator defines), under the
+    specification readings ``readings`` (the defaults: seed 003's)."""
     stop.check()  # a comparison runs kernels node after node: the place a recorded signal stops it
     kernel = _kernel_for(node)
     if kernel is None:
         raise UnsupportedOperatorError([_label(node)])
+    if _takes_readings(kernel):
+        return kernel(node, inputs, max_elements, readings=readings)  # type: ignore[call-arg]
     return kernel(node, inputs, max_elements)
 
 
 def evaluate(
-    model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], *, max_elements: int | None = None
+    model: onnx.ModelProto,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    max_elements: int | None = None,
+    readings: Readings = DEFAULT,
 ) -> dict[str, np.ndarray]:
     """Every graph output by name, computed by the reference kernels from ``inputs`` (graph inputs by name;
     initializers come from the model and may be overridden by an input of the same name)."""
@@ -87,7 +107,8 @@ def evaluate(
             raise ReferenceError(
                 f"node {index} ({node.name or node.op_type}) reads '{unknown[0]}' before any node computes it"
             )
-        outputs = run_node(node, [values[n] if n else None for n in node.input], max_elements=max_elements)
+        feeds = [values[n] if n else None for n in node.input]
+        outputs = run_node(node, feeds, max_elements=max_elements, readings=readings)
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 values[name] = value

@@ -122,9 +122,17 @@ def _plan_axis(size: int, out: int, kernel: int, stride: int, dilation: int, pad
 
 
 def maxpool(
-    x: np.ndarray, params: PoolParams, *, with_indices: bool = True, max_elements: int | None = None
+    x: np.ndarray,
+    params: PoolParams,
+    *,
+    with_indices: bool = True,
+    max_elements: int | None = None,
+    nan_reading: str = nan_policy.NAN_AS_NEGATIVE_INFINITY,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Y and (optionally) Indices of MaxPool over an N x C x H x W array."""
+    """Y and (optionally) Indices of MaxPool over an N x C x H x W array, under ``nan_reading`` (one of
+    nan_policy.READINGS)."""
+    if nan_reading not in nan_policy.READINGS:
+        raise ValueError(f"unknown MaxPool NaN reading {nan_reading!r}")
     x = np.asarray(x)
     if x.ndim != 4:
         raise OutsideProfileError(
@@ -141,7 +149,7 @@ def maxpool(
     rows = _plan_axis(h, out_h, params.kernel[0], params.strides[0], params.dilations[0], params.pads[0])
     cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     if not with_indices:
-        return _maximum_only(x, rows, cols, y_shape), None
+        return _maximum_only(x, rows, cols, y_shape, nan_reading), None
 
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     best = np.full(y_shape, lowest, dtype=x.dtype)
@@ -157,7 +165,7 @@ def maxpool(
             height, width = target.shape[2:]
             candidate = scratch[:, :, :height, :width]
             np.copyto(candidate, x[:, :, x_rows, x_cols])
-            wins = nan_policy.keep_maximum(target, candidate)
+            wins = nan_policy.keep_maximum(target, candidate, nan_reading)
             # Offsets come in increasing order and every tap recorded so far is smaller, so "take this
             # offset where it wins" is a maximum: no data-dependent branch.
             tap_won = won[:, :, :height, :width]
@@ -175,7 +183,9 @@ def maxpool(
 _CHUNK_BYTES = 1 << 19  # X planes folded per step of the Y-only path: the stride phases stay in cache
 
 
-def _maximum_only(x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tuple[int, ...]) -> np.ndarray:
+def _maximum_only(
+    x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tuple[int, ...], nan_reading: str
+) -> np.ndarray:
     """Y without Indices: the same window maximum, folded straight into Y one kernel offset at a time, with
     no offset tracking. The fold is ``numpy.fmax`` under the NaN-as--inf policy (a NaN never enters Y; a
     window of NaN and -inf only keeps the starting -inf) and ``numpy.maximum`` under the absorbing one.
@@ -187,7 +197,7 @@ def _maximum_only(x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tupl
     (X[..., a::s0, b::s1], copied into buffers reused from group to group, small enough to stay in cache):
     every offset then reads one phase through a view whose last axis is contiguous. The loops run over the
     groups of planes and the kernel offsets, never over output elements."""
-    absorbing = x.dtype.kind == "f" and nan_policy.MAXPOOL_NAN == nan_policy.NAN_ABSORBING
+    absorbing = x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING
     fold = np.maximum if absorbing else np.fmax
     lowest = x.dtype.type(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
     n, c, h, w = x.shape
@@ -297,14 +307,22 @@ def _settle_zeros(
 
 
 def run(
-    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
+    node: onnx.NodeProto,
+    inputs: Sequence[np.ndarray | None],
+    max_elements: int | None,
+    readings: nan_policy.Readings = nan_policy.DEFAULT,
 ) -> list[np.ndarray]:
-    """The node's outputs in order: Y, and Indices when the node asks for it."""
+    """The node's outputs in order: Y, and Indices when the node asks for it, under the run's MaxPool NaN
+    reading."""
     if not inputs or inputs[0] is None:
         raise ReferenceError("MaxPool without input X")
     want_indices = len(node.output) > 1 and bool(node.output[1])
     y, indices = maxpool(
-        inputs[0], PoolParams.from_node(node), with_indices=want_indices, max_elements=max_elements
+        inputs[0],
+        PoolParams.from_node(node),
+        with_indices=want_indices,
+        max_elements=max_elements,
+        nan_reading=readings.maxpool_nan,
     )
     return [y, indices] if want_indices else [y]
 

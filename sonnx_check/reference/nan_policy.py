@@ -3,7 +3,8 @@
 Seed 003 states: "any NaN value in X_p is considered as -inf" (semantics.md, MaxPool decision 3). A later
 working-group revision dropped that sentence and its formal model makes NaN absorbing instead. Which one a
 comparison uses is a configuration choice (``--maxpool-nan``, ``compare.maxpool-nan``; seed 003's by default),
-recorded in every report; ``MAXPOOL_NAN`` below holds it, and nothing else in the kernel decides what a NaN
+recorded in every report. It reaches the kernel as an argument (``Readings``, passed by ``run_node`` to the
+kernels that take it), never through a module global, and nothing else in the kernel decides what a NaN
 does.
 
 Max needs no policy switch: seed 002 makes NaN absorbing and ``numpy.maximum`` propagates NaN.
@@ -11,15 +12,13 @@ Max needs no policy switch: seed 002 makes NaN absorbing and ``numpy.maximum`` p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
 NAN_AS_NEGATIVE_INFINITY = "nan-as-negative-infinity"  # seed 003, the profile this tool checks
 NAN_ABSORBING = "nan-absorbing"  # later working-group revision, not yet the profile
 
-MAXPOOL_NAN = NAN_AS_NEGATIVE_INFINITY
 READINGS = {
     NAN_AS_NEGATIVE_INFINITY: "seed 003: 'any NaN value in X_p is considered as -inf' (a window of NaN and "
     "-inf gives -inf)",
@@ -27,22 +26,23 @@ READINGS = {
 }
 
 
-@contextmanager
-def maxpool_reading(policy: str) -> Iterator[None]:
-    """Run the block with ``policy`` as the MaxPool NaN reading (``--maxpool-nan``), then restore it. A
-    comparison runs in one thread, so a module-level switch is enough and the kernel's signature stays
-    the one every operator has."""
-    global MAXPOOL_NAN
-    if policy not in READINGS:
-        raise ValueError(f"unknown MaxPool NaN reading {policy!r} (expected one of {', '.join(READINGS)})")
-    saved, MAXPOOL_NAN = MAXPOOL_NAN, policy
-    try:
-        yield
-    finally:
-        MAXPOOL_NAN = saved
+@dataclass(frozen=True)
+class Readings:
+    """The readings of the specification a run chose where the texts differ, handed to the kernels that
+    depend on one (``execute.run_node(..., readings=...)``)."""
+
+    maxpool_nan: str = NAN_AS_NEGATIVE_INFINITY
+
+    def __post_init__(self) -> None:
+        if self.maxpool_nan not in READINGS:
+            choices = ", ".join(READINGS)
+            raise ValueError(f"unknown MaxPool NaN reading {self.maxpool_nan!r} (expected one of {choices})")
 
 
-def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str | None = None) -> np.ndarray:
+DEFAULT = Readings()
+
+
+def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str) -> np.ndarray:
     """Fold the window elements met at one kernel offset into the best ones met so far (row-major order):
     update ``best`` in place and return where the candidate won.
 
@@ -56,7 +56,7 @@ def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str | None = N
     wins = np.greater(candidate, best)
     if candidate.dtype.kind == "f":  # equal with different sign bits: only -0 (best) against +0 (candidate)
         wins |= np.equal(candidate, best) & np.greater(np.signbit(best), np.signbit(candidate))
-        if (policy or MAXPOOL_NAN) == NAN_ABSORBING:
+        if policy == NAN_ABSORBING:
             wins |= np.isnan(candidate) & ~np.isnan(best)
     # only the winners replace ``best``: an equal candidate (the other zero) must not, or the next
     # comparison would be made against the wrong zero

@@ -207,24 +207,41 @@ def test_the_maxpool_nan_reading_is_recorded_in_every_report(tmp_path):
     assert properties["sonnx-check.compare.maxpool_nan"] == "nan-absorbing"
 
 
+def test_the_maxpool_nan_reading_is_printed_only_when_a_maxpool_was_compared(tmp_path):
+    """The text report states the MaxPool NaN reading for a model whose MaxPool was compared, and not for a
+    model without one (its verdict does not depend on it); the JSON records it in both."""
+    printed = {}
+    for name, model in (("pool", relu_then_pool()), ("relus", relus(2))):
+        path = save(model, tmp_path, f"{name}.onnx")
+        report = tmp_path / f"{name}.json"
+        args = ["--isolated", "--compare", "--no-node-edges", "--output-format", f"json:{report}", str(path)]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code in (0, 1), result.output
+        assert "node edges: off" in result.output
+        printed[name] = "MaxPool NaN reading" in result.output
+        recorded = json.loads(report.read_text())["models"][0]["comparison"]["reference"]
+        assert recorded["maxpool_nan"] == "nan-as-negative-infinity"
+    assert printed == {"pool": True, "relus": False}
+
+
 def test_the_maxpool_nan_reading_decides_the_reference_result(monkeypatch, tmp_path):
-    """A window of NaN and -inf: -inf as seed 003 reads it, NaN as the later text does; the comparison
-    restores the default afterwards."""
-    seen: dict[str, np.ndarray] = {}
-    FakeOrt(tamper={"y": lambda y: seen.setdefault(nan_policy.MAXPOOL_NAN, y.copy())}).install(monkeypatch)
+    """A window of NaN and -inf: -inf as seed 003 reads it, NaN as the later text does. The runtime here
+    gives -inf (the fake computes with the default reading), so only the absorbing reading diverges; the
+    reading is the comparison's argument, so one comparison's choice never leaks into the next."""
+    FakeOrt().install(monkeypatch)
     pool = maxpool_node("x", ["y"], "pool")
     x = h.make_tensor_value_info("x", T.FLOAT, [1, 1, 4, 4])
     model = finish(h.make_graph([pool], "g", [x], [h.make_tensor_value_info("y", T.FLOAT, None)]))
     data = np.full((1, 1, 4, 4), -np.inf, np.float32)
     data[0, 0, 0, 0] = np.nan
-    for reading in nan_policy.READINGS:
+    status = {}
+    for reading in [*nan_policy.READINGS, nan_policy.NAN_AS_NEGATIVE_INFINITY]:
         options = CompareOptions(
             datasets=(_npz(tmp_path, {"x": data}),), node_edges=False, maxpool_nan=reading
         )
-        compare_loaded(model, options)
-    assert nan_policy.MAXPOOL_NAN == nan_policy.NAN_AS_NEGATIVE_INFINITY
-    assert seen["nan-as-negative-infinity"][0, 0, 0, 0] == -np.inf
-    assert np.isnan(seen["nan-absorbing"][0, 0, 0, 0])
+        [node] = compare_loaded(model, options).comparison["nodes"]
+        status.setdefault(reading, []).append(node["status"])
+    assert status == {"nan-as-negative-infinity": ["match", "match"], "nan-absorbing": ["diverges"]}
 
 
 def test_live_onnxruntime_softmax_rows_of_minus_infinity_reach_a_softmax_behind_a_relu():

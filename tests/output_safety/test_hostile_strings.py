@@ -16,7 +16,7 @@ from clikit import Run, conforming_maxpool, run_cli, save
 from hostile import MEGABYTE, NAMES, corpus
 from rich.console import Console
 
-from sonnx_check import cli
+from sonnx_check.report import dispatch
 from sonnx_check.sanitise import display
 
 FORMATS = ("text", "json", "sarif", "github", "junit")
@@ -61,7 +61,7 @@ def terminal(models: Path) -> Run:
         )
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli, "stdout_console", tty)
+        patch.setattr(dispatch, "stdout_console", tty)
         return run_cli(["--isolated", *_names(models)], cwd=models)
 
 

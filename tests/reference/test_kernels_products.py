@@ -447,7 +447,7 @@ def test_maxpool_y_only_zero_ties_take_the_first_zero_of_the_window() -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(st.data())
-def test_maxpool_y_only_follows_the_nan_policy_switch(data) -> None:
+def test_maxpool_y_only_follows_the_nan_reading_argument(data) -> None:
     x = data.draw(
         hnp.arrays(
             np.float32, (1, 2, 5, 6), elements=st.sampled_from([np.nan, 1.0, -1.0, 0.0, -0.0, -np.inf])
@@ -457,10 +457,9 @@ def test_maxpool_y_only_follows_the_nan_policy_switch(data) -> None:
     expected = naive_maxpool(x, params.kernel, params.strides, params.dilations, params.pads)
     assume(expected is not None)
     assert_identical(maxpool(x, params, with_indices=False)[0], expected[0])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nan_policy, "MAXPOOL_NAN", nan_policy.NAN_ABSORBING)
-        y_only = maxpool(x, params, with_indices=False)[0]
-        y_indices = maxpool(x, params)[0]
+    absorbing = nan_policy.NAN_ABSORBING
+    y_only = maxpool(x, params, with_indices=False, nan_reading=absorbing)[0]
+    y_indices = maxpool(x, params, nan_reading=absorbing)[0]
     assert_identical(y_only, y_indices)
 
 

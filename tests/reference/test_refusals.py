@@ -130,12 +130,17 @@ def test_max_of_100000_inputs_runs() -> None:
     np.testing.assert_array_equal(y, [99_999] * 3)
 
 
-def test_the_nan_policy_is_one_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A profile revision making NaN absorbing is the change of one constant."""
+def test_the_nan_reading_is_an_argument_of_the_kernel_and_of_run_node() -> None:
+    """The MaxPool NaN reading is passed, never a module global: the kernel and run_node take it, and the
+    default is seed 003's."""
     x = np.array([1.0, np.nan, 3.0, np.nan], np.float32).reshape(1, 1, 2, 2)
     params = PoolParams((2, 2), (1, 1), (1, 1), (0, 0, 0, 0))
     y, indices = maxpool(x, params)
     assert (y.item(), indices.item()) == (3.0, 2)
-    monkeypatch.setattr(nan_policy, "MAXPOOL_NAN", nan_policy.NAN_ABSORBING)
-    y, indices = maxpool(x, params)
+    y, indices = maxpool(x, params, nan_reading=nan_policy.NAN_ABSORBING)
     assert np.isnan(y.item()) and indices.item() == 1
+    node = h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])
+    assert reference.run_node(node, [x])[0].item() == 3.0
+    absorbing = reference.Readings(maxpool_nan=nan_policy.NAN_ABSORBING)
+    assert np.isnan(reference.run_node(node, [x], readings=absorbing)[0].item())
+    assert not hasattr(nan_policy, "MAXPOOL_NAN")

@@ -1,0 +1,40 @@
+"""click parameter types of the options whose values are not a plain number or a choice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from sonnx_check.sizes import parse_size
+
+
+class Seconds(click.ParamType):
+    """A number of seconds >= 0, or 'none' (0: no limit)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        if str(value).strip().lower() == "none":
+            return 0.0
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0:  # also refuses NaN
+            self.fail(f"{value!r}: expected a number of seconds >= 0, or 'none'", param, ctx)
+        return seconds
+
+
+class Size(click.ParamType):
+    """A memory size such as 512MiB (0 or 'none': no limit)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)

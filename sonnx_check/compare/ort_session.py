@@ -1,0 +1,146 @@
+"""onnxruntime in this process: the session the worker process runs (``ort_worker``), its options, and the
+errors and stages both sides of the worker name. ``runtime`` is the host side (it starts the worker and
+re-exports these names); this module imports onnxruntime only inside functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+PROVIDER = "CPUExecutionProvider"
+OPT_LEVELS: Mapping[str, str | None] = {
+    "default": None,  # set nothing: onnxruntime's own default, as users deploy it
+    "disable": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
+# ORT's C++ logger writes to stderr; a library must not print, and every error it logs reaches us as an
+# exception anyway. 4 = FATAL. This changes what is logged, never what is computed.
+_QUIET_LOGS = 4
+# what onnxruntime was doing
+STAGES = {"session": "creating the session", "run": "running the model", "close": "ending a session"}
+# onnxruntime's intra-op thread pool, set explicitly: by default it starts one thread per core, which on a
+# shared CI machine spin-waits against the reference kernels and every other job. One thread also makes
+# the run reproducible whatever machine it is on (the report records the count).
+INTRA_OP_THREADS = 1
+_REASON_LIMIT = 400
+
+
+class RuntimeRefusal(Exception):
+    """onnxruntime refused the model (session creation) or failed while running it, or was stopped by a limit.
+
+    ``reason`` is onnxruntime's own message, first line, trimmed of C++ noise; ``stage`` is "session" or
+    "run"; ``full`` keeps the untrimmed text for the JSON report."""
+
+    def __init__(
+        self,
+        stage: str,
+        full: str,
+        *,
+        crashed: bool = False,
+        timed_out: bool = False,
+        over_memory: bool = False,
+    ) -> None:
+        self.stage = stage
+        self.full = full
+        self.crashed = crashed  # the worker process ended (a crash, or killed at the deadline)
+        self.timed_out = timed_out  # the comparison's time limit ran out
+        self.over_memory = over_memory  # an allocation failed under the worker's memory limit
+        self.reason = trim_reason(full)
+        super().__init__(self.reason)
+
+
+class RuntimeUnavailable(Exception):
+    """onnxruntime cannot be imported at all (not installed, or broken against this numpy)."""
+
+
+def trim_reason(message: str) -> str:
+    """First line of an onnxruntime error, capped in length, without the C++ noise that hides the reason:
+    template expansions, build paths (kept: file name and line) and the signature of the throwing function."""
+    lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else "no message"
+    text = re.sub(r" \[with [^\]]*\]", "", text)  # C++ template argument lists
+    text = re.sub(r"(?:/[\w.+-]+)+/([\w.+-]+\.(?:h|cc|cpp|c)):", r"\1:", text)  # build paths -> file name
+    text = re.sub(
+        r"((?:^|\s)[\w.+-]+\.(?:h|cc|cpp|c):\d+) (?:[\w:]+ )?(?:[A-Za-z_]\w*::)+~?\w+\([^()]*\)", r"\1", text
+    )
+    if len(text) > _REASON_LIMIT:
+        text = text[: _REASON_LIMIT - 3].rstrip() + "..."
+    return text
+
+
+def _import_ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:  # also numpy ABI mismatches, which surface as ImportError
+        raise RuntimeUnavailable(f"onnxruntime cannot be imported: {trim_reason(str(exc))}") from None
+    return onnxruntime
+
+
+def _ort_errors() -> tuple[type[BaseException], ...]:
+    """Every exception onnxruntime's Python binding raises: its own classes derive from Exception directly,
+    plus the Python-level errors of input conversion."""
+    ort = _import_ort()
+    state = ort.capi.onnxruntime_pybind11_state
+    own = tuple(c for c in vars(state).values() if isinstance(c, type) and issubclass(c, Exception))
+    return (*own, RuntimeError, ValueError)
+
+
+def _check_level(level: str) -> None:
+    if level not in OPT_LEVELS:
+        raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
+
+
+def _session_options(
+    ort: Any, level: str, arena: bool = True, threads: int = INTRA_OP_THREADS
+) -> tuple[Any, str]:
+    _check_level(level)
+    options = ort.SessionOptions()
+    options.log_severity_level = _QUIET_LOGS
+    options.enable_cpu_mem_arena = arena
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1  # sequential execution: the inter-op pool is never used
+    name = OPT_LEVELS[level]
+    if name is not None:
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
+    applied = options.graph_optimization_level.name
+    return options, applied if name is not None else f"{applied} (onnxruntime default)"
+
+
+class InProcessSession:
+    """One onnxruntime inference session on the CPU provider, in this process. Only the worker process uses
+    it (sonnx_check.compare.ort_worker); the comparison talks to ``OrtSession``.
+
+    Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
+    compared), not an error of sonnx-check."""
+
+    def __init__(
+        self,
+        serialized: bytes,
+        level: str = "default",
+        *,
+        arena: bool = True,
+        threads: int = INTRA_OP_THREADS,
+    ) -> None:
+        ort = _import_ort()
+        self._errors = _ort_errors()
+        options, self.applied_level = _session_options(ort, level, arena, threads)
+        try:
+            self._session = ort.InferenceSession(serialized, options, providers=[PROVIDER])
+        except self._errors as exc:
+            raise RuntimeRefusal("session", str(exc)) from None
+        self.version = ort.__version__
+        self.providers = tuple(self._session.get_providers())
+        self.output_names = tuple(o.name for o in self._session.get_outputs())
+
+    def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
+        try:
+            values = self._session.run(list(outputs), dict(feeds))
+        except self._errors as exc:
+            raise RuntimeRefusal("run", str(exc)) from None
+        return {name: np.asarray(value) for name, value in zip(outputs, values, strict=True)}

@@ -1,0 +1,229 @@
+"""Merging the configuration files and the command line into one Settings per model.
+
+Precedence: command-line flags, then the configuration file, then the defaults (``settings.py`` for the
+comparison's). Rule selection is layered like ruff's: each layer (file, then command line) may reset the
+selection with ``select``, then adds ``extend-select`` and removes ``ignore``; ``per-model-ignores`` and
+waivers come last. A selection that ends up empty is an error: a run that checks nothing must not report
+every model as conforming.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sonnx_check import settings as declared
+from sonnx_check.config.files import display_path, find_config, load_table, read_table
+from sonnx_check.config.model_globs import model_matches
+from sonnx_check.config.reader import TABLE, ConfigError
+from sonnx_check.config.resolved import Settings
+from sonnx_check.config.table import FileConfig, parse_table
+from sonnx_check.errors import UsageError
+from sonnx_check.findings import Severity
+
+# What the command line said; None (or empty) means "not given", so the configuration decides. One field per
+# declared comparison option that has a flag (settings.py), after the run's own.
+CliOptions = dataclasses.make_dataclass(
+    "CliOptions",
+    [
+        ("select", tuple, dataclasses.field(default=())),
+        ("extend_select", tuple, dataclasses.field(default=())),
+        ("ignore", tuple, dataclasses.field(default=())),
+        ("fail_on", Any, dataclasses.field(default=None)),
+        ("output_format", Any, dataclasses.field(default=None)),
+        ("jobs", Any, dataclasses.field(default=None)),
+        ("fix", Any, dataclasses.field(default=None)),  # FixSettings, or None without --fix
+        ("exit_zero", bool, dataclasses.field(default=False)),
+        ("statistics", bool, dataclasses.field(default=False)),
+        ("show_traceback", bool, dataclasses.field(default=False)),
+        *[(o.parameter, Any, dataclasses.field(default=o.cli_default)) for o in declared.OPTIONS if o.flag],
+    ],
+    frozen=True,
+)
+CliOptions.__module__ = __name__
+CliOptions.__doc__ = (
+    'What the command line said; None (or empty) means "not given", so the configuration decides.'
+)
+
+
+def _cli_rules(patterns: Sequence[str], option: str) -> frozenset[str]:
+    from sonnx_check.catalogue import expand
+
+    parts = [p.strip() for value in patterns for p in value.split(",") if p.strip()]
+    try:
+        return frozenset(expand(parts))
+    except UsageError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def load(config: str | None, isolated: bool, cwd: str | None = None) -> FileConfig | None:
+    """The configuration in force: ``--config``, else the nearest pyproject.toml, else none."""
+    if isolated:
+        if config is not None:
+            raise UsageError("--config and --isolated exclude each other")
+        return None
+    if config is not None:
+        return parse_table(load_table(config), config)
+    found = find_config(cwd or os.getcwd())
+    if found is None:
+        return None
+    shown = display_path(found, cwd or os.getcwd())
+    table = read_table(found, shown)
+    assert table is not None  # find_config only returns files with the table
+    return parse_table(table, shown, str(found.parent))
+
+
+def _selection(cli: CliOptions, file: FileConfig | None) -> frozenset[str]:
+    """The rules the layers select; an empty selection is a usage error naming the layer that emptied it."""
+    from sonnx_check.catalogue import catalogue
+
+    selected: frozenset[str] = frozenset(catalogue())
+    if file is not None:
+        if file.select is not None:
+            selected = file.select
+        selected = (selected | file.extend_select) - file.ignore
+        if not selected and not cli.select:
+            key = "select" if file.select is not None and not file.select | file.extend_select else "ignore"
+            raise ConfigError(
+                f"{file.path}: {TABLE}.{key}: selects no rule, so nothing would be checked "
+                "(see sonnx-check --list-rules)"
+            )
+    if cli.select:
+        selected = _cli_rules(cli.select, "--select")
+        if not selected:
+            raise UsageError('--select: selects no rule, so nothing would be checked (e.g. --select "GR*")')
+    selected = (selected | _cli_rules(cli.extend_select, "--extend-select")) - _cli_rules(
+        cli.ignore, "--ignore"
+    )
+    if not selected:
+        raise UsageError("--ignore: removes every selected rule, so nothing would be checked")
+    return selected
+
+
+def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) -> Settings:
+    """Merge the configuration file and the command line (command line wins)."""
+    selected = _selection(cli, file)
+    compare = declared.resolve(cli, file.compare if file is not None else {})
+    fail_on = cli.fail_on or (file.fail_on if file else None) or "error"
+    jobs = cli.jobs if cli.jobs is not None else (file.jobs if file and file.jobs is not None else 1)
+    root = file.folder if file is not None else os.path.abspath(cwd or os.getcwd())
+    gitignore = file.respect_gitignore if file is not None and file.respect_gitignore is not None else True
+    return Settings(
+        selected=selected,
+        root=root,
+        config_file=file.path if file is not None else None,
+        per_model_ignores=file.per_model_ignores if file is not None else (),
+        waivers=file.waivers if file is not None else (),
+        fail_on=Severity(fail_on),
+        output_format=cli.output_format or (file.output_format if file else None) or "text",
+        jobs=jobs or (os.cpu_count() or 1),
+        compare=compare,
+        fix=cli.fix,
+        exit_zero=cli.exit_zero,
+        statistics=cli.statistics,
+        show_traceback=cli.show_traceback,
+        exclude=file.exclude if file is not None else (),
+        respect_gitignore=gitignore,
+    )
+
+
+# -- one configuration per model --------------------------------------------------------------------------
+
+
+class Configurations:
+    """The configuration of each model and of the run.
+
+    ``--config FILE`` applies to every model, ``--isolated`` to none. Otherwise a model gets the nearest
+    ``pyproject.toml`` with a ``[tool.sonnx-check]`` table from its own folder upwards, else the one found
+    from the working directory (``run_file``). Every file is read and validated once; each distinct file
+    gives one Settings, whose run-wide fields (format, fail-on, jobs, .gitignore) are the run's."""
+
+    def __init__(
+        self, cli: CliOptions, config: str | None = None, isolated: bool = False, cwd: str | None = None
+    ) -> None:
+        self.cli = cli
+        self.cwd = cwd or os.getcwd()
+        self.fixed = config is not None or isolated  # one file (or none) for every model
+        self.run_file = load(config, isolated, self.cwd)
+        self.run = resolve(cli, self.run_file, self.cwd)
+        self._found: dict[str, FileConfig | None] = {}  # folder -> nearest file with the table
+        self._files: dict[str, FileConfig] = {}  # absolute path -> the file, parsed once
+        self._read: set[str] = set()  # every pyproject.toml looked into, with the table or without
+        if self.run_file is not None:
+            self._files[self._key(self.run_file)] = self.run_file
+            self._read.add(self._key(self.run_file))
+        self._settings: dict[str | None, Settings] = {}
+
+    @staticmethod
+    def _key(file: FileConfig) -> str:
+        return str((Path(file.folder) / os.path.basename(file.path)).resolve())
+
+    def file_for(self, model_path: str) -> FileConfig | None:
+        if self.fixed:
+            return self.run_file
+        found = self._nearest(os.path.dirname(os.path.abspath(model_path)))
+        return found if found is not None else self.run_file
+
+    def settings_for(self, model_path: str) -> Settings:
+        file = self.file_for(model_path)
+        key = None if file is None else self._key(file)
+        if key not in self._settings:
+            own = resolve(self.cli, file, self.cwd)
+            self._settings[key] = replace(
+                own,
+                output_format=self.run.output_format,
+                fail_on=self.run.fail_on,
+                jobs=self.run.jobs,
+                respect_gitignore=self.run.respect_gitignore,
+            )
+        return self._settings[key]
+
+    def read_files(self) -> list[str]:
+        """The absolute path of every configuration file this run read (--output refuses to write over
+        them): the files in force, and the pyproject.toml files looked into on the way up."""
+        return sorted(self._read)
+
+    def excluded(self, path: str, is_dir: bool) -> str | None:
+        """Why a folder scan skips ``path``: an ``exclude`` pattern of the configuration that governs it."""
+        settings = self.settings_for(path)
+        for pattern in settings.exclude:
+            if model_matches(pattern.rstrip("/"), path, settings.root):
+                return f'excluded by {settings.config_file}: exclude "{pattern}"'
+        return None
+
+    def _nearest(self, folder: str) -> FileConfig | None:
+        visited = []
+        current = folder
+        found: FileConfig | None = None
+        while True:  # iterative: a model may sit a thousand folders deep
+            if current in self._found:
+                found = self._found[current]
+                break
+            visited.append(current)
+            candidate = Path(current) / "pyproject.toml"
+            if candidate.is_file():
+                found = self._parse(candidate)
+                if found is not None:
+                    break
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        for seen in visited:
+            self._found[seen] = found
+        return found
+
+    def _parse(self, candidate: Path) -> FileConfig | None:
+        key = str(candidate.resolve())
+        self._read.add(key)
+        if key not in self._files:
+            shown = display_path(candidate, self.cwd)
+            table = read_table(candidate, shown)
+            if table is None:
+                return None
+            self._files[key] = parse_table(table, shown, str(candidate.parent))
+        return self._files[key]
