@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import defs, numpy_helper
 
-from sonnx_check.external_data import external_tensors
+from sonnx_check.external_data import external_tensors, text
 from sonnx_check.findings import NodeRef
 from sonnx_check.isolation import TimedOut, call_isolated_bytes
 
@@ -63,7 +63,8 @@ def subgraph_attributes(node: onnx.NodeProto) -> list[str]:
 
 
 def _subgraph_names(attributes: Iterable[onnx.AttributeProto]) -> list[str]:
-    return [a.name for a in attributes if a.type in _SUBGRAPH_TYPES]
+    # a name that is not UTF-8 arrives as bytes: decoded like every other untrusted string (surrogateescape)
+    return [text(a.name) for a in attributes if a.type in _SUBGRAPH_TYPES]
 
 
 def is_control_flow(node: onnx.NodeProto) -> bool:
