@@ -35,7 +35,7 @@ from sonnx_check.commands.check import (
     say_nothing_checked,
     targets_to_process,
 )
-from sonnx_check.config import FAIL_ON, FORMATS, CliOptions, FixSettings
+from sonnx_check.config import FAIL_ON, FORMATS, CliOptions, Configurations, FixSettings
 from sonnx_check.errors import RunInterrupted, UsageError, UserError
 from sonnx_check.exit_codes import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, exit_code, final_code  # noqa: F401
 from sonnx_check.messages import say, say_internal
@@ -265,8 +265,6 @@ def run(
     show_traceback: bool,
     **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
 ) -> int:
-    from sonnx_check import config
-
     stop.check()  # a signal that arrived while the command was being imported
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
@@ -300,7 +298,7 @@ def run(
         show_traceback=show_traceback,
         **compared,
     )
-    configs = config.Configurations(cli, config_path, isolated)
+    configs = Configurations(cli, config_path, isolated)
     settings = configs.run
     outputs = parse_outputs(settings.output_format, output, output_formats, evidence)
 
