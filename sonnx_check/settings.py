@@ -13,10 +13,11 @@ Adding an option:
    Give ``flag`` (or "" when it is configuration-only; a boolean is a pair, "--x/--no-x", so that "not
    given" leaves the configuration's value), ``config_key`` (or None when it is command-line
    only), ``default``, ``help``, and ``read`` (a configured value -> the settings value; raise through the
-   reader so the error names the file and the key: ``read_string``, ``read_path``, ``_read_boolean``,
-   ``_read_choice(...)``, ``_read_integer(minimum)`` or one of your own). ``click`` says how click parses
-   the flag (None: a string); ``from_cli`` turns the parsed value into the settings value when they differ
-   (0 meaning "no limit"); ``check`` is CompareOptions' own check of a value from the Python API.
+   reader so the error names the file and the key: ``option_kinds`` has ``read_string``, ``read_path``,
+   ``read_boolean``, ``read_choice(...)``, ``read_integer(minimum)``, ...; a new kind of value goes there).
+   ``click`` says how click parses the flag (None: a string); ``from_cli`` turns the parsed value into the
+   settings value when they differ (0 meaning "no limit"); ``check`` is CompareOptions' own check of a
+   value from the Python API.
 2. Use it: ``settings.compare.<name>`` wherever the run needs it, and a keyword of ``CompareOptions`` named
    ``compare_arg`` (None when the comparison does not take it).
 3. Add its property to ``compare_settings`` in ``schemas/evidence.schema.json`` (``report`` is the field;
@@ -29,13 +30,13 @@ cheap, and the static path loads no comparison code.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sonnx_check.sizes import parse_size
+from sonnx_check import option_kinds as kinds
+from sonnx_check.option_kinds import GENERATED_INPUTS, ClickType, ConfigReader  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from sonnx_check.config.reader import Reader
@@ -50,12 +51,6 @@ DEFAULT_MAX_ELEMENTS = 100_000_000
 DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
-GENERATED_INPUTS = ("random", "edge")
-
-ClickType = Callable[[], Any]  # builds the click parameter type when the command is built (click loads late)
-ConfigReader = Callable[
-    ["Reader", Any, str, Path], Any
-]  # reader, configured value, dotted key, file's folder
 
 
 def _same(value: Any) -> Any:
@@ -109,174 +104,6 @@ class Option:
         return cli_value is not None and cli_value != ()
 
 
-# -- values -----------------------------------------------------------------------------------------------
-
-
-def parse_cli_shapes(values: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """``--shape NAME=D1,D2,...`` (repeatable) as (name, dims) pairs."""
-    from sonnx_check.errors import UsageError
-
-    shapes = []
-    for value in values:
-        name, sep, dims = value.rpartition("=")
-        try:
-            parsed = tuple(int(d) for d in dims.split(",") if d.strip())
-        except ValueError:
-            parsed = ()
-        if not sep or not name or not parsed or any(d < 0 for d in parsed):
-            raise UsageError(f"--shape {value!r}: expected NAME=D1,D2,... with non-negative integers")
-        shapes.append((name, parsed))
-    return tuple(shapes)
-
-
-def _merge_shapes(configured: Any, given: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """The file's shapes, each replaced by the command line's for the same input."""
-    shapes = dict(configured)
-    shapes.update(given)
-    return tuple(shapes.items())
-
-
-def _no_limit_if_zero(value: Any) -> Any:
-    return value or None
-
-
-# -- configuration readers: (reader, value, dotted key, the configuration file's folder) -> value ----------
-
-
-def _read_boolean(r: Reader, value: Any, key: str, base: Path) -> bool:
-    return r.boolean(value, key)
-
-
-def _read_choice(choices: tuple[str, ...]) -> ConfigReader:
-    return lambda r, value, key, base: r.choice(value, key, choices)
-
-
-def _read_integer(minimum: int) -> ConfigReader:
-    return lambda r, value, key, base: r.integer(value, key, minimum)
-
-
-def read_string(r: Reader, value: Any, key: str, base: Path) -> str:
-    """A non-empty string (a command, a provider's name)."""
-    if not isinstance(value, str) or not value.strip():
-        raise r.fail(key, f"expected a non-empty string, got {value!r}")
-    return value
-
-
-def read_path(r: Reader, value: Any, key: str, base: Path) -> str:
-    """A path; a relative one is relative to the configuration file's folder, not to the cwd."""
-    text = read_string(r, value, key, base)
-    return text if os.path.isabs(text) else str(base / text)
-
-
-def _read_inputs(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
-    inputs = r.strings(value, key)
-    if not inputs:
-        raise r.fail(key, "must not be empty (random, edge, or a path)")
-    # A dataset path in the configuration is relative to the configuration file, not to the cwd.
-    return tuple(i if i in GENERATED_INPUTS or os.path.isabs(i) else str(base / i) for i in inputs)
-
-
-def _read_timeout(r: Reader, value: Any, key: str, base: Path) -> float | None:
-    """Seconds (a number >= 0), where 0 and "none" mean no limit."""
-    if isinstance(value, str) and value.lower() == "none":
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
-        raise r.fail(key, f'expected a number of seconds >= 0, or "none", got {value!r}')
-    return float(value) or None
-
-
-def _read_size(r: Reader, value: Any, key: str, base: Path) -> int | None:
-    try:
-        return parse_size(value) or None
-    except ValueError as exc:
-        raise r.fail(key, str(exc)) from None
-
-
-def _read_shapes(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    if not isinstance(value, dict):
-        raise r.fail(key, "expected a table of input name = [dims]")
-    parsed = []
-    for name, dims in value.items():
-        dims_key = f'{key}."{name}"'
-        if not isinstance(dims, list) or not dims:
-            raise r.fail(dims_key, "expected a non-empty list of integers >= 0")
-        parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
-    return tuple(parsed)
-
-
-def _read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, str], ...]:
-    """Operator = bound text; the bound's syntax and the operator's class are checked when a comparison
-    starts (compare/accuracy.py), so reading a configuration imports nothing of the comparison."""
-    from sonnx_check.profile import profile_operators
-
-    if not isinstance(value, dict):
-        raise r.fail(key, 'expected a table of operator = "bound" (e.g. Tanh = "2 ulp")')
-    for op_type, bound in value.items():
-        if op_type not in profile_operators():
-            raise r.fail(f"{key}.{op_type}", "not an operator with a SONNX specification")
-        if not isinstance(bound, str):
-            raise r.fail(f"{key}.{op_type}", f'expected a bound such as "2 ulp" or "1e-6 rel", got {bound!r}')
-    return tuple(sorted(value.items()))
-
-
-# -- checks of a value CompareOptions is given (the Python API): the message, or None --------------------
-
-
-def _check_choice(flag: str, choices: tuple[str, ...]) -> Callable[[Any], str | None]:
-    return lambda value: (
-        None if value in choices else f"{flag} {value!r}: expected one of {', '.join(choices)}"
-    )
-
-
-def _check_max_elements(value: Any) -> str | None:
-    return None if value >= 1 else f"--max-elements {value}: must be at least 1"
-
-
-def _check_timeout(value: Any) -> str | None:
-    return None if value is None or value > 0 else f"--timeout {value}: must be more than 0 seconds"
-
-
-def _check_max_memory(value: Any) -> str | None:
-    return None if value is None or value >= 2**20 else f"--max-memory {value}: must be at least 1 MiB"
-
-
-# -- click parameter types (built when the command is) ----------------------------------------------------
-
-
-def _click_choice(choices: tuple[str, ...]) -> ClickType:
-    def build() -> Any:
-        import click
-
-        return click.Choice(choices)
-
-    return build
-
-
-def _click_int_range(minimum: int) -> ClickType:
-    def build() -> Any:
-        import click
-
-        return click.IntRange(min=minimum)
-
-    return build
-
-
-def _click_int() -> Any:
-    return int
-
-
-def _click_seconds() -> Any:
-    from sonnx_check.cli_types import Seconds
-
-    return Seconds()
-
-
-def _click_size() -> Any:
-    from sonnx_check.cli_types import Size
-
-    return Size()
-
-
 # -- the declaration --------------------------------------------------------------------------------------
 
 OPTIONS: tuple[Option, ...] = (
@@ -286,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
         "enabled",
         False,
         help="Run the model in onnxruntime and diff it against the SONNX reference kernels.",
-        read=_read_boolean,
+        read=kinds.read_boolean,
         report=None,  # the record's compare settings exist only when the comparison is enabled
         compare_arg=None,
         cli_name="compare",
@@ -298,7 +125,7 @@ OPTIONS: tuple[Option, ...] = (
         ("random",),
         help="Model-level comparison inputs (repeatable; default: random). "
         "PATH: .npz or test_data_set folder.",
-        read=_read_inputs,
+        read=kinds.read_inputs,
         metavar="random|edge|PATH",
         multiple=True,
         from_cli=tuple,
@@ -312,7 +139,7 @@ OPTIONS: tuple[Option, ...] = (
         True,
         help="Also run every distinct node configuration alone on edge values (NaN, ±inf, ±0, extremes, "
         "ties, subnormals, the operator's own), in onnxruntime and in the reference (default: on).",
-        read=_read_boolean,
+        read=kinds.read_boolean,
     ),
     Option(
         "maxpool_nan",
@@ -321,9 +148,9 @@ OPTIONS: tuple[Option, ...] = (
         MAXPOOL_NAN_READINGS[0],
         help="MaxPool's NaN reading: seed 003's 'NaN counts as -inf' (nan-as-negative-infinity, the default) "
         "or the working group's later NaN-absorbing text.",
-        read=_read_choice(MAXPOOL_NAN_READINGS),
-        click=_click_choice(MAXPOOL_NAN_READINGS),
-        check=_check_choice("--maxpool-nan", MAXPOOL_NAN_READINGS),
+        read=kinds.read_choice(MAXPOOL_NAN_READINGS),
+        click=kinds.click_choice(MAXPOOL_NAN_READINGS),
+        check=kinds.check_choice("--maxpool-nan", MAXPOOL_NAN_READINGS),
     ),
     Option(
         "seed",
@@ -331,8 +158,8 @@ OPTIONS: tuple[Option, ...] = (
         "seed",
         0,
         help="Seed of the random comparison inputs (default 0).",
-        read=_read_integer(0),
-        click=_click_int,
+        read=kinds.read_integer(0),
+        click=kinds.click_int,
         metavar="N",
     ),
     Option(
@@ -342,9 +169,9 @@ OPTIONS: tuple[Option, ...] = (
         "default",
         help="onnxruntime graph optimisation level ('default', the default, keeps the runtime's own, as "
         "deployed).",
-        read=_read_choice(OPT_LEVELS),
-        click=_click_choice(OPT_LEVELS),
-        check=_check_choice("--ort-opt-level", OPT_LEVELS),
+        read=kinds.read_choice(OPT_LEVELS),
+        click=kinds.click_choice(OPT_LEVELS),
+        check=kinds.check_choice("--ort-opt-level", OPT_LEVELS),
     ),
     Option(
         "shapes",
@@ -352,11 +179,11 @@ OPTIONS: tuple[Option, ...] = (
         "shapes",
         (),
         help="Static shape for a dynamic input.",
-        read=_read_shapes,
+        read=kinds.read_shapes,
         metavar="NAME=D1,D2,...",
         multiple=True,
-        from_cli=parse_cli_shapes,
-        merge=_merge_shapes,
+        from_cli=kinds.parse_cli_shapes,
+        merge=kinds.merge_shapes,
         to_json=lambda shapes: {name: list(dims) for name, dims in shapes},
         to_compare=dict,
     ),
@@ -366,10 +193,10 @@ OPTIONS: tuple[Option, ...] = (
         "max-elements",
         DEFAULT_MAX_ELEMENTS,
         help="Refuse comparison tensors larger than this many elements (default 100000000).",
-        read=_read_integer(1),
-        click=_click_int_range(1),
+        read=kinds.read_integer(1),
+        click=kinds.click_int_range(1),
         metavar="N",
-        check=_check_max_elements,
+        check=kinds.check_max_elements,
     ),
     Option(
         "max_memory",
@@ -378,11 +205,11 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_MAX_MEMORY,
         help="Memory one model's comparison may use beyond the model (its external weights count), e.g. "
         "512MiB (default 4GiB; 0: no limit).",
-        read=_read_size,
-        click=_click_size,
+        read=kinds.read_size,
+        click=kinds.click_size,
         metavar="SIZE",
-        from_cli=_no_limit_if_zero,
-        check=_check_max_memory,
+        from_cli=kinds.no_limit_if_zero,
+        check=kinds.check_max_memory,
     ),
     Option(
         "timeout",
@@ -391,18 +218,18 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_TIMEOUT,
         help="Stop onnx's checker, the static rules and onnxruntime after SECONDS each per model "
         "(default 300; 0 or 'none': no limit).",
-        read=_read_timeout,
-        click=_click_seconds,
+        read=kinds.read_timeout,
+        click=kinds.click_seconds,
         metavar="SECONDS",
-        from_cli=_no_limit_if_zero,
-        check=_check_timeout,
+        from_cli=kinds.no_limit_if_zero,
+        check=kinds.check_timeout,
     ),
     Option(
         "accuracy",
         "",  # a table per operator: configuration only
         "accuracy",
         (),
-        read=_read_accuracy,
+        read=kinds.read_accuracy,
         to_json=dict,
         to_compare=dict,
     ),

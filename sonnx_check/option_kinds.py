@@ -1,0 +1,192 @@
+"""The kinds of values options take: how a configured value is read and checked (naming the file and the
+key), how click parses the flag (built when the command is: click loads late), how the command line's value
+becomes the settings value, and CompareOptions' own check of a value. ``settings.py`` declares each option
+with these; a new kind of value goes here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sonnx_check.sizes import parse_size
+
+if TYPE_CHECKING:
+    from sonnx_check.config.reader import Reader
+
+GENERATED_INPUTS = ("random", "edge")
+
+ClickType = Callable[[], Any]  # builds the click parameter type when the command is built
+ConfigReader = Callable[
+    ["Reader", Any, str, Path], Any
+]  # reader, configured value, dotted key, file's folder
+
+
+# -- command-line values -------------------------------------------------------------------------------------
+
+
+def parse_cli_shapes(values: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``--shape NAME=D1,D2,...`` (repeatable) as (name, dims) pairs."""
+    from sonnx_check.errors import UsageError
+
+    shapes = []
+    for value in values:
+        name, sep, dims = value.rpartition("=")
+        try:
+            parsed = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            parsed = ()
+        if not sep or not name or not parsed or any(d < 0 for d in parsed):
+            raise UsageError(f"--shape {value!r}: expected NAME=D1,D2,... with non-negative integers")
+        shapes.append((name, parsed))
+    return tuple(shapes)
+
+
+def merge_shapes(configured: Any, given: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The file's shapes, each replaced by the command line's for the same input."""
+    shapes = dict(configured)
+    shapes.update(given)
+    return tuple(shapes.items())
+
+
+def no_limit_if_zero(value: Any) -> Any:
+    return value or None
+
+
+# -- configuration readers: (reader, value, dotted key, the configuration file's folder) -> value ----------
+
+
+def read_boolean(r: Reader, value: Any, key: str, base: Path) -> bool:
+    return r.boolean(value, key)
+
+
+def read_choice(choices: tuple[str, ...]) -> ConfigReader:
+    return lambda r, value, key, base: r.choice(value, key, choices)
+
+
+def read_integer(minimum: int) -> ConfigReader:
+    return lambda r, value, key, base: r.integer(value, key, minimum)
+
+
+def read_string(r: Reader, value: Any, key: str, base: Path) -> str:
+    """A non-empty string (a command, a provider's name)."""
+    if not isinstance(value, str) or not value.strip():
+        raise r.fail(key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def read_path(r: Reader, value: Any, key: str, base: Path) -> str:
+    """A path; a relative one is relative to the configuration file's folder, not to the cwd."""
+    text = read_string(r, value, key, base)
+    return text if os.path.isabs(text) else str(base / text)
+
+
+def read_inputs(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
+    inputs = r.strings(value, key)
+    if not inputs:
+        raise r.fail(key, "must not be empty (random, edge, or a path)")
+    # A dataset path in the configuration is relative to the configuration file, not to the cwd.
+    return tuple(i if i in GENERATED_INPUTS or os.path.isabs(i) else str(base / i) for i in inputs)
+
+
+def read_timeout(r: Reader, value: Any, key: str, base: Path) -> float | None:
+    """Seconds (a number >= 0), where 0 and "none" mean no limit."""
+    if isinstance(value, str) and value.lower() == "none":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise r.fail(key, f'expected a number of seconds >= 0, or "none", got {value!r}')
+    return float(value) or None
+
+
+def read_size(r: Reader, value: Any, key: str, base: Path) -> int | None:
+    try:
+        return parse_size(value) or None
+    except ValueError as exc:
+        raise r.fail(key, str(exc)) from None
+
+
+def read_shapes(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    if not isinstance(value, dict):
+        raise r.fail(key, "expected a table of input name = [dims]")
+    parsed = []
+    for name, dims in value.items():
+        dims_key = f'{key}."{name}"'
+        if not isinstance(dims, list) or not dims:
+            raise r.fail(dims_key, "expected a non-empty list of integers >= 0")
+        parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
+    return tuple(parsed)
+
+
+def read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, str], ...]:
+    """Operator = bound text; the bound's syntax and the operator's class are checked when a comparison
+    starts (compare/accuracy.py), so reading a configuration imports nothing of the comparison."""
+    from sonnx_check.profile import profile_operators
+
+    if not isinstance(value, dict):
+        raise r.fail(key, 'expected a table of operator = "bound" (e.g. Tanh = "2 ulp")')
+    for op_type, bound in value.items():
+        if op_type not in profile_operators():
+            raise r.fail(f"{key}.{op_type}", "not an operator with a SONNX specification")
+        if not isinstance(bound, str):
+            raise r.fail(f"{key}.{op_type}", f'expected a bound such as "2 ulp" or "1e-6 rel", got {bound!r}')
+    return tuple(sorted(value.items()))
+
+
+# -- checks of a value CompareOptions is given (the Python API): the message, or None --------------------
+
+
+def check_choice(flag: str, choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda value: (
+        None if value in choices else f"{flag} {value!r}: expected one of {', '.join(choices)}"
+    )
+
+
+def check_max_elements(value: Any) -> str | None:
+    return None if value >= 1 else f"--max-elements {value}: must be at least 1"
+
+
+def check_timeout(value: Any) -> str | None:
+    return None if value is None or value > 0 else f"--timeout {value}: must be more than 0 seconds"
+
+
+def check_max_memory(value: Any) -> str | None:
+    return None if value is None or value >= 2**20 else f"--max-memory {value}: must be at least 1 MiB"
+
+
+# -- click parameter types (built when the command is) ----------------------------------------------------
+
+
+def click_choice(choices: tuple[str, ...]) -> ClickType:
+    def build() -> Any:
+        import click
+
+        return click.Choice(choices)
+
+    return build
+
+
+def click_int_range(minimum: int) -> ClickType:
+    def build() -> Any:
+        import click
+
+        return click.IntRange(min=minimum)
+
+    return build
+
+
+def click_int() -> Any:
+    return int
+
+
+def click_seconds() -> Any:
+    from sonnx_check.cli_types import Seconds
+
+    return Seconds()
+
+
+def click_size() -> Any:
+    from sonnx_check.cli_types import Size
+
+    return Size()
