@@ -48,4 +48,6 @@ def test_subgraph_attribute_name_that_is_not_utf8_is_reported_not_a_crash(tmp_pa
     path.write_bytes(data.replace(b"else_branch", b"\xfflse_branch"))
     result = check_file(str(path))
     [finding] = [f for f in result.findings if f.rule == "GRAPH.control-flow"]
-    assert "subgraph attributes: \\xfflse_branch, then_branch" in finding.message or "\udcff" in finding.message
+    assert (
+        "subgraph attributes: \\xfflse_branch, then_branch" in finding.message or "\udcff" in finding.message
+    )

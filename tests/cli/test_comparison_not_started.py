@@ -15,7 +15,10 @@ def test_a_shape_naming_no_input_leaves_the_model_not_compared_in_its_report() -
     run = run_cli(["--isolated", "--compare", "--no-node-edges", "--shape", "nothere=1,2", str(SAMPLE)])
     assert run.code == 2
     assert f"{SAMPLE} conforms" not in run.stdout
-    assert "RUNTIME.not-compared error [not-compared] the comparison did not start: --shape names 'nothere'" in run.stdout
+    assert (
+        "RUNTIME.not-compared error [not-compared] the comparison did not start: --shape names 'nothere'"
+        in run.stdout
+    )
     assert "1 not compared" in run.stdout
     assert "--shape names 'nothere', not an input" in run.stderr
 

@@ -17,8 +17,12 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 
 def _git(folder: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args], cwd=folder,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _repository(tmp_path: Path, location: str = "net.onnx.data") -> tuple[Path, Path]:

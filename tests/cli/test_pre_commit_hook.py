@@ -157,6 +157,8 @@ def test_the_hook_blocks_a_model_staged_without_its_weights(
     _git("add", ".pre-commit-config.yaml", "models/external_weights.onnx", cwd=demo)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env["PRE_COMMIT_HOME"] = str(demo.parent / "pre-commit-home")
-    run = subprocess.run(["pre-commit", "run"], cwd=demo, capture_output=True, text=True, check=False, env=env)
+    run = subprocess.run(
+        ["pre-commit", "run"], cwd=demo, capture_output=True, text=True, check=False, env=env
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "'external_weights.onnx.data' is not in git's index" in run.stdout
