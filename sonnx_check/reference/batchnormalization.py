@@ -84,23 +84,19 @@ def batch_normalization(
     ensure_within_budget("BatchNormalization output Y", x.shape, max_elements)
     shape = (1, -1) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (-1,)
     s, bias, mean, var = (p.astype(np.float64).reshape(shape) for p in params)
-    xs = x.astype(np.float64)
+    xs = x.astype(np.float64) if x.dtype == F64 else x  # float16/float32: converted block by block
     k_hi, k_lo = _channel_factors(params[0], params[3], eps)
     k_hi, k_lo = k_hi.reshape(shape), k_lo.reshape(shape)
-    y = np.empty(x.shape, dtype=x.dtype)
     finite = all(np.isfinite(a).all() for a in (xs, s, bias, mean, var))
     with np.errstate(all="ignore"):
         if x.dtype == F64:
+            y = np.empty(x.shape, dtype=x.dtype)
             value, certified = _double_double(xs, mean, bias, k_hi, k_lo)
+            y[...] = value
         else:
-            d = xs - mean
-            p = k_hi * d
-            approx = p + bias
-            bound = 3.1 * U * np.abs(p) + 2.0**-49 * np.abs(approx) + 8 * TINY
-            value, certified = _certify_single(approx, bound, x.dtype)
-            certified &= np.isfinite(approx) & (value != 0)
-        y[...] = value
+            y, certified = _single_blocks(x, mean, bias, k_hi)
         if not finite:  # NaN and infinities anywhere: the special values of the whole tensor first
+            xs = xs.astype(np.float64)  # float16/float32 X was converted only block by block
             special, special_values, _, _ = _special_values(xs, s, bias, mean, var, finite)
             y[special] = special_values[special].astype(x.dtype)
             certified |= special
@@ -109,7 +105,9 @@ def batch_normalization(
             return y
         # The rest, gathered: where scale * quotient is an exact zero, Y is B or a signed zero; the others
         # are decided exactly.
-        operands = [np.broadcast_to(a, x.shape).reshape(-1)[left] for a in (xs, s, bias, mean, var)]
+        operands = [
+            np.broadcast_to(a, x.shape).reshape(-1)[left].astype(np.float64) for a in (xs, s, bias, mean, var)
+        ]
         special, _, product_zero, zero_sign = _special_values(*operands, finite)
         product_zero = product_zero & ~special
         bias_left = operands[2]
@@ -120,6 +118,42 @@ def batch_normalization(
     for n in np.flatnonzero(~product_zero & ~special):
         flat[left[n]] = _exact(*(float(a[n]) for a in operands), eps, x.dtype)
     return y
+
+
+_BLOCK = 1 << 15  # elements per block of the float16/float32 path: its temporaries stay in cache
+
+
+def _single_blocks(
+    x: np.ndarray, mean: np.ndarray, bias: np.ndarray, k_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """float16/float32 results: k*(x - mean) + B in float64 with its rigorous error bound (at most
+    3.1u|k(x - mean)| + u|y|, k_hi within 2^-104 of k), certified to round to one value of X's type; over
+    blocks of rows (one channel of one batch item each) that stay in the processor's cache. Returns Y and the
+    certified mask (False also where the approximation is not finite or rounds to zero)."""
+    shape = x.shape
+    inner = int(np.prod(shape[2:])) if x.ndim > 2 else 1
+    channels = mean.size
+    rows = np.ascontiguousarray(x).reshape(-1, inner)
+    mean_r, bias_r, k_r = (np.broadcast_to(a.reshape(-1), (channels,)) for a in (mean, bias, k_hi))
+    channel_of_row = np.arange(rows.shape[0]) % channels
+    y = np.empty(rows.shape, dtype=x.dtype)
+    certified = np.empty(rows.shape, dtype=bool)
+    step = max(1, _BLOCK // inner)
+    for first in range(0, rows.shape[0], step):
+        c = channel_of_row[first : first + step, None]
+        p = rows[first : first + step].astype(np.float64)
+        p -= mean_r[c]
+        p *= k_r[c]
+        approx = p + bias_r[c]
+        bound = np.abs(p, out=p)
+        bound *= 3.1 * U
+        bound += 2.0**-49 * np.abs(approx)
+        bound += 8 * TINY
+        value, ok = _certify_single(approx, bound, x.dtype)
+        ok &= np.isfinite(approx) & (value != 0)
+        y[first : first + step] = value
+        certified[first : first + step] = ok
+    return y.reshape(shape), certified.reshape(shape)
 
 
 def _check(x: np.ndarray, params: list[np.ndarray]) -> None:

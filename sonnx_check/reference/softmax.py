@@ -51,7 +51,7 @@ ONNX_DEFAULT_AXIS = -1  # Softmax-13; outside the profile (Softmax.R1)
 # Below this X[i] - M, e^(X[i] - M) / sum < e^-746 < 2^-1076: Y[i] rounds to +0 in every type, and the term
 # is below 2^-1076 of the sum (which is at least 1): it changes no digit a double-double keeps.
 _NEGLIGIBLE = -746.0
-_BLOCK_ELEMENTS = 1 << 18  # rows are processed in blocks of about this many elements (bounded scratch memory)
+_BLOCK_ELEMENTS = 1 << 15  # rows are processed in blocks of about this many elements (kept in the cache)
 
 
 def softmax(x: np.ndarray, *, axis: int, max_elements: int | None = None) -> np.ndarray:
@@ -78,6 +78,15 @@ def softmax(x: np.ndarray, *, axis: int, max_elements: int | None = None) -> np.
 def _rows(x: np.ndarray) -> np.ndarray:
     """Softmax along the last axis of a 2-D block, in X's type."""
     rows = x.astype(np.float64)  # every element is exact in float64
+    if x.dtype != np.float64:
+        top = rows.max(axis=-1, keepdims=True)
+        if np.isfinite(top).all() and np.isfinite(rows.min()):
+            # finite: the float64 computation below without its special-value masks (a term below
+            # e^_NEGLIGIBLE is +0 either way), the same operations on the same values, fewer passes
+            rows -= top
+            np.exp(rows, out=rows)
+            rows /= rows.sum(axis=-1, keepdims=True)  # at least 1: the maximum's own term
+            return rows.astype(x.dtype)
     poisoned = (np.isnan(rows) | (rows == np.inf)).any(axis=-1, keepdims=True)
     finite = np.isfinite(rows)
     maximum = np.max(np.where(finite, rows, -np.inf), axis=-1, keepdims=True)  # -inf: a row of -inf only

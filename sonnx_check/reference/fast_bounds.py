@@ -1,0 +1,171 @@
+"""The Softmax and BatchNormalization bounds of compare/accuracy.py, evaluated block by block (used only by
+the comparison; here beside the kernels so that the operators' own modules can reach it without the
+comparison package).
+
+accuracy.py's rules evaluate their formula with whole-tensor numpy passes: some thirty float64 temporaries
+of the tensor's size, each written to and read back from memory. The functions here evaluate the SAME
+formula, with the same IEEE 754 operations in the same order on every element, over blocks of rows that stay
+in the processor's cache, with the per-row and per-channel factors computed once: so every bound value is
+bit for bit the one the rule computes (the tests compare them on hard cases: near-tolerance values,
+huge and tiny magnitudes, subnormals), and a verdict can never differ. Where the fast evaluation does not
+apply (non-finite inputs, a reduction over another axis than the last, a non-contiguous tensor, float64
+outputs), they return None and the rule evaluates its formula on the whole tensor, as before.
+
+``data`` is accuracy.NodeData (read by attribute; this module does not import accuracy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_BLOCK = 1 << 15  # elements per block: a few float64 temporaries of 256 KiB stay in a 2 MiB cache
+
+
+def _gamma(n: int, u: float) -> float:
+    """accuracy.gamma for one n, as numpy evaluates it there (IEEE double arithmetic, the same roundings)."""
+    nu = float(n) * u
+    return nu / (1 - nu) if nu < 1 else float("inf")
+
+
+def _half_ulp(a: np.ndarray, fmt) -> np.ndarray:
+    """ulp(a)/2 as accuracy.ulp(a) * 0.5 gives it, for a >= 0 a float64 array of float16/float32 values:
+    2^floor(log2 a) (a's exponent field alone) times 2^-p, at least half the subnormal spacing (a = 0 and
+    subnormals); +inf for +inf and NaN (the callers' readings of those follow). Every step is exact."""
+    half = (a.view(np.int64) & np.int64(0x7FF << 52)).view(np.float64)
+    half *= 2.0**-fmt.precision
+    np.maximum(half, 2.0 ** (fmt.emin - fmt.precision), out=half)
+    return half
+
+
+def _magnitude_floor(e: np.ndarray, fmt, out: np.ndarray) -> np.ndarray:
+    """max(NodeData.magnitude, min-normalized) of a finite float16/float32 block ``e`` (float64), into
+    ``out``: |e| + ulp(|e|)/2, in NodeData.magnitude's order."""
+    a = np.abs(e)
+    np.add(_half_ulp(a, fmt), a, out=out)
+    np.maximum(out, fmt.min_normal, out=out)
+    return out
+
+
+def _fits(data, x: np.ndarray) -> bool:
+    return (
+        data.fmt.dtype in (np.float16, np.float32)
+        and data.expected.dtype == data.fmt.dtype
+        and x.dtype in (np.float16, np.float32)
+        and x.flags.c_contiguous
+        and data.expected.flags.c_contiguous
+        and x.size > 0
+    )
+
+
+# -- Softmax -------------------------------------------------------------------------------------------------
+def _one_plus_exp_error(u: float) -> np.ndarray:
+    """1 + exp_relative_error(-d) for d >= 0, indexed by the exponent field of max(d, 1) rounded up (the
+    field plus one when the significand is not exactly 1): (2 + n/2) 2u with n = ceil(log2 d), n = 0 for
+    d <= 1, computed as accuracy.exp_relative_error computes it (every term exact, one rounding in 1 + E)."""
+    n = np.maximum(np.arange(2048, dtype=np.float64) - 1023, 0.0)
+    n *= 0.5
+    n += 2.0
+    n *= 2.0 * u
+    return 1 + n
+
+
+def softmax(data) -> tuple[np.ndarray, bool, str] | None:
+    """accuracy._softmax's (introduced, exact, detail) for finite float16/float32 data reduced over its last
+    axis, or None (the rule's whole-tensor evaluation then applies)."""
+    x = np.asarray(data.inputs[0]) if data.inputs and data.inputs[0] is not None else None
+    if x is None or not _fits(data, x) or x.ndim == 0:
+        return None
+    axis = int(data.attrs.get("axis", -1)) % max(x.ndim, 1)
+    if axis != x.ndim - 1:
+        return None
+    fmt, u = data.fmt, data.fmt.u
+    n = x.shape[-1]
+    rows_x = x.reshape(-1, n)
+    rows_e = data.expected.reshape(-1, n)
+    g = _gamma(n - 1, u)
+    square = (1 + u) ** 2
+    table = _one_plus_exp_error(u)
+    introduced = np.empty(rows_x.shape)
+    step = max(1, _BLOCK // n)
+    for first in range(0, rows_x.shape[0], step):
+        xs = rows_x[first : first + step].astype(np.float64)
+        top = xs.max(axis=1, keepdims=True)
+        if not (np.isfinite(top).all() and np.isfinite(xs.min())):
+            return None  # NaN or an infinity: the rule's special values
+        d = np.subtract(top, xs, out=xs)  # == |x - M| (M >= x; RN is symmetric)
+        bits = np.maximum(d, 1.0).view(np.int64)
+        bits += (1 << 52) - 1  # a nonzero significand carries into the exponent field: ceil(log2)
+        bits >>= 52
+        term = np.take(table, bits, mode="clip")  # 1 + E
+        z = np.multiply(d, u, out=d)
+        np.exp(z, out=z)
+        term *= z
+        term -= 1
+        weights = np.abs(rows_e[first : first + step], dtype=np.float64)
+        weights *= term
+        eta = np.sum(weights, axis=1, keepdims=True)
+        eta *= 1 + 2 * u
+        out = introduced[first : first + step]
+        np.add(term, 1, out=out)
+        out *= square
+        out /= (1 - eta) * (1 - g)
+        out -= 1
+        if not (g < 1 and bool((eta < 1).all())):
+            np.copyto(out, np.inf, where=~((eta < 1) & (g < 1)))
+        out *= _magnitude_floor(rows_e[first : first + step].astype(np.float64), fmt, weights)
+    return introduced.reshape(x.shape), False, f" with n = {n}"
+
+
+# -- BatchNormalization --------------------------------------------------------------------------------------
+def batch_normalization(data) -> tuple[np.ndarray, bool, str] | None:
+    """accuracy._batch_normalization's (introduced, exact, detail) for float16/float32 data, or None."""
+    if len(data.inputs) < 5 or any(a is None for a in data.inputs[:5]):
+        return None
+    x = np.asarray(data.inputs[0])
+    if not _fits(data, x):
+        return None
+    scale, bias, mean, var = (np.asarray(data.inputs[k]).astype(np.float64) for k in range(1, 5))
+    channels = x.shape[1] if x.ndim > 1 else 1
+    if any(p.shape != (channels,) for p in (scale, bias, mean, var)):
+        return None
+    eps = float(np.float32(data.attrs.get("epsilon", 1e-5)))
+    fmt, u = data.fmt, data.fmt.u
+    with np.errstate(all="ignore"):
+        k = scale / np.sqrt(var + eps)
+        fixed = np.abs(k * mean)  # |k mean| and |B| per channel, added in the rule's order per element
+        absolute_bias = np.abs(bias)
+    g7 = _gamma(7, u)
+    floor = 7 * u * fmt.min_normal
+    # rows: one channel of one batch item each (N*C rows of the spatial size), as the tensor lies in memory
+    inner = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
+    rows_x = x.reshape(-1, inner)
+    rows_e = data.expected.reshape(-1, inner)
+    channel_of_row = np.arange(rows_x.shape[0]) % channels
+    introduced = np.empty(rows_x.shape)
+    step = max(1, _BLOCK // inner)
+    with np.errstate(all="ignore"):
+        for first in range(0, rows_x.shape[0], step):
+            c = channel_of_row[first : first + step, None]
+            out = introduced[first : first + step]
+            np.multiply(k[c], rows_x[first : first + step], out=out)
+            np.abs(out, out=out)
+            out += fixed[c]
+            out += absolute_bias[c]
+            out *= g7
+            e = rows_e[first : first + step].astype(np.float64)
+            magnitude = _magnitude(e, fmt)
+            magnitude *= u
+            out += magnitude
+            out += floor
+    return introduced.reshape(x.shape), False, ""
+
+
+def _magnitude(e: np.ndarray, fmt) -> np.ndarray:
+    """NodeData.magnitude of a float16/float32 block (float64 values): |e| + ulp(|e|)/2, the largest finite
+    value of the format where e is infinite (NaN stays NaN)."""
+    a = np.abs(e)
+    out = _half_ulp(a, fmt)
+    out += a
+    if not np.isfinite(out.max()):  # NaN or +inf somewhere (max propagates NaN)
+        out[np.isinf(out) & np.isinf(a)] = float(np.finfo(fmt.dtype).max)
+    return out
