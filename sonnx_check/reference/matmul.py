@@ -98,10 +98,12 @@ def matmul_with_abs(
     a, b = _checked(a, b, max_elements)
     if a.dtype not in FLOAT_DTYPES:
         raise OutsideProfileError(f"MatMul bound on {a.dtype}: integer products are exact (MatMul.types)")
-    magnitude = abs_sum(a[None], b[None], None, a.dtype)
+    finite = bool(np.isfinite(a).all() and np.isfinite(b).all())  # once, on the narrow type
+    magnitude = abs_sum(a[None], b[None], None, a.dtype, finite=finite)
     products = Products(
-        a[None].astype(np.float64), b[None].astype(np.float64), None, a.dtype, magnitude=magnitude
-    )
+        a[None].astype(np.float64), b[None].astype(np.float64), None, a.dtype, finite=finite,
+        magnitude=magnitude,
+    )  # fmt: skip
     return products.rounded()[0], magnitude[0]
 
 
