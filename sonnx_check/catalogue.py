@@ -9,10 +9,8 @@ checkout it is the top-level ``rules/`` folder.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +61,8 @@ def catalogue_files() -> tuple[tuple[str, Mapping[str, Any]], ...]:
     cached = catalogue_cache.load(key, stems)
     if cached is not None:
         return cached
+    import tomllib  # only without a usable cache: a static run then never loads the parser
+
     parsed = tuple(
         (stem, tomllib.loads(content.decode())) for stem, (_, content) in zip(stems, contents, strict=True)
     )
@@ -129,6 +129,8 @@ def lookup(rule_id: str) -> RuleEntry:
 
 def _suggestion(rule_id: str, index: Mapping[str, str]) -> str:
     """'; did you mean X?' for the closest name, compared case-insensitively."""
+    import difflib  # only for an unknown rule's message
+
     by_folded = {name.casefold(): name for name in index}
     close = difflib.get_close_matches(rule_id.casefold(), list(by_folded), n=1, cutoff=0.6)
     if not close:

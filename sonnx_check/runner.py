@@ -234,6 +234,8 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
 
 def _mark_fixable(result: ModelResult) -> ModelResult:
     """Each finding marked with whether --fix has a rewrite for it (the fix package decides)."""
+    if not result.findings:  # nothing to mark: the fix package is not even imported (start-up time)
+        return result
     from dataclasses import replace
 
     from sonnx_check.fix import mark_fixable

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,8 @@ def read_table(path: Path, shown: str) -> dict[str, Any] | None:
     """The file's ``[tool.sonnx-check]`` table, or None. The file may be hostile (it comes with the models
     of a pull request): its size and shape are bounded (toml_limits.py) before it is parsed, and whatever
     goes wrong while parsing is one configuration error naming the file."""
+    import tomllib  # only where a configuration file is found (start-up time)
+
     raw = _read_bounded(path, shown)
     text = _decode(raw, shown)
     shape = toml_limits.problem(text)

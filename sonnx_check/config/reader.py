@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,8 @@ class Reader:
     def unknown_keys(self, table: Mapping[str, Any], allowed: Sequence[str], prefix: str) -> None:
         for key in table:
             if key not in allowed:
+                import difflib  # only for this message (start-up time)
+
                 close = difflib.get_close_matches(key, allowed, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(allowed)})"
                 raise self.fail(f"{prefix}.{key}", f"unknown key{hint}")
