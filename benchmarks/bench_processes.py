@@ -7,7 +7,7 @@
 - with ``--model PATH``: ``--compare`` of that model against a fresh interpreter running it once in
   onnxruntime (one thread) on a random dataset.
 
-Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare] [--model PATH]
+Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare|model] [--model PATH]
 
 The two commands of a figure run in turn, A B A B ..., each in a fresh process; a pair's ratio is A's CPU
 time over B's (user + system, children included, from wait4: what other processes take of the machine is
@@ -133,7 +133,7 @@ ORT = EVALUATOR.replace("from onnx.reference import ReferenceEvaluator", "import
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--only", choices=["startup", "compare"])
+    parser.add_argument("--only", choices=["startup", "compare", "model"], help="model: only --model's figure")
     parser.add_argument("--model", type=Path, help="also --compare this model against onnxruntime's run")
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "sonnx_check", quiet=1)

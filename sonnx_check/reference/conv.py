@@ -38,6 +38,8 @@ types (Conv.types, Conv.X.float.C2).
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -138,7 +140,12 @@ class _Plan:
         else:
             self.left = w64.reshape(1, out_channels, channels * taps)
             self.bias = None if b is None else b.astype(np.float64).reshape(1, out_channels, 1)
-        self.row_norms = np.sqrt(np.einsum("bmk,bmk->bm", self.left, self.left))
+
+    @functools.cached_property
+    def row_norms(self) -> np.ndarray:
+        """The Euclidean norm of every row of W (the tier-1 certificate without the bound's sum |a b|): only
+        when that certificate needs it, not for every plan the comparison builds."""
+        return np.sqrt(np.einsum("bmk,bmk->bm", self.left, self.left))
 
     def finite(self, image: int) -> bool:
         """Whether every operand of one image's products is finite (X's padding is)."""

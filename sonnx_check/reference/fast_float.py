@@ -25,6 +25,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from sonnx_check.reference import fast_float_tables
+
 # -- certifying the rounding to float16 / float32 ----------------------------------------------------------
 
 _SAFETY = 4.0  # the certificate uses four times each derived bound
@@ -73,12 +75,9 @@ _EXP_BITS = 10  # the table: 2**(j/1024)
 with decimal.localcontext() as _ctx:
     _ctx.prec = 60
     _LN2 = Fraction(decimal.Decimal(2).ln())
-    _TABLE = np.array(
-        [
-            float(Fraction((decimal.Decimal(j) / (1 << _EXP_BITS) * decimal.Decimal(2).ln()).exp()))
-            for j in range(1 << _EXP_BITS)
-        ]
-    )
+# the double nearest 2**(j/1024), j < 1024: fast_float_tables.py holds them (deriving them here took a tenth
+# of a second of every comparison's start-up); a test derives them again from 60-digit arithmetic
+_TABLE = fast_float_tables.floats(fast_float_tables.EXP_TABLE)
 
 
 def _split(value: Fraction, lead_bits: int) -> tuple[float, float]:
@@ -148,9 +147,8 @@ with decimal.localcontext() as _ctx:
             _c = Fraction(1)  # m in [1, 1 + 2**-7): r = m - 1, and ln x = ln(1 + r) for x near 1 from above
         if _j == (1 << _LOG_BITS) - 1:
             _c = Fraction(1, 2)  # m/2 in [1 - 2**-8, 1): r = m/2 - 1, and ln x = ln(1 + r) near 1 from below
-        _scaled = 2 * _c if _j >= _UPPER else _c
         _C[_j] = float(_c)
-        _LOG_C[_j] = float(-Fraction((decimal.Decimal(_scaled.numerator) / _scaled.denominator).ln()))
+_LOG_C[:] = fast_float_tables.floats(fast_float_tables.LOG_C)  # -ln(C_j) (-ln(2 C_j)), derived as _TABLE
 _LN2_HI, _LN2_LO = _split(_LN2, 40)  # e * _LN2_HI exact for |e| < 2**13
 _LOG_POLY = [(-1) ** (n + 1) / n for n in range(1, 8)]  # ln(1 + r) = r - r**2/2 + ... + r**7/7
 

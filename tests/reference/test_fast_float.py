@@ -129,3 +129,17 @@ def test_the_certificate_sends_few_elements_on() -> None:
         v = v[v != 0]
         _, undecided = fast_float.narrow_certified(fast(v.astype(np.float64)), np.dtype(np.float32), error)
         assert np.count_nonzero(undecided) <= 64, op
+
+
+def test_the_stored_tables_are_the_derived_ones() -> None:
+    """fast_float_tables.py stores the tables' doubles (start-up time); derived again here in 60-digit
+    arithmetic, every bit must agree."""
+    from sonnx_check.reference import fast_float_tables as tables
+
+    for stored, derived in (
+        (tables.floats(tables.EXP_TABLE), tables.derive_exp_table()),
+        (tables.floats(tables.LOG_C), tables.derive_log_c()),
+    ):
+        assert np.array_equal(stored.view(np.uint64), np.array(derived).view(np.uint64))
+    assert np.array_equal(fast_float._TABLE, tables.floats(tables.EXP_TABLE))
+    assert np.array_equal(fast_float._LOG_C, tables.floats(tables.LOG_C))
