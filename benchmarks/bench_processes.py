@@ -5,9 +5,12 @@
   Relu, MaxPool, Reshape, Gemm, Softmax) against one ``onnx.reference.ReferenceEvaluator`` run of it in a
   fresh interpreter (target <= 3x);
 - with ``--model PATH``: ``--compare`` of that model against a fresh interpreter running it once in
-  onnxruntime (one thread) on a random dataset.
+  onnxruntime (one thread) on a random dataset (``--compare``'s own datasets: one random, plus, with the
+  node edges on, every distinct node configuration alone on the edge datasets); ``--no-node-edges`` adds the
+  figure without them.
 
-Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare|model] [--model PATH]
+Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare|model]
+         [--model PATH [--no-node-edges]]
 
 The two commands of a figure run in turn, A B A B ..., each in a fresh process; a pair's ratio is A's CPU
 time over B's (user + system, children included, from wait4: what other processes take of the machine is
@@ -133,8 +136,13 @@ ORT = EVALUATOR.replace("from onnx.reference import ReferenceEvaluator", "import
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--only", choices=["startup", "compare", "model"], help="model: only --model's figure")
+    parser.add_argument(
+        "--only", choices=["startup", "compare", "model"], help="model: only --model's figure"
+    )
     parser.add_argument("--model", type=Path, help="also --compare this model against onnxruntime's run")
+    parser.add_argument(
+        "--no-node-edges", action="store_true", help="--model's figure without the node-edge battery too"
+    )
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "sonnx_check", quiet=1)
     print(f"{os.cpu_count()} CPUs; {args.pairs} pairs each, A then B; ratio = CPU time of A / B, median")
@@ -151,8 +159,13 @@ def main() -> None:
                         [PYTHON, "-c", EVALUATOR, str(block)], args.pairs, where))  # fmt: skip
         if args.model is not None:
             model = args.model.resolve()
-            print(pairs(f"--compare {model.name} / one onnxruntime run", [*check, "--compare", str(model)],
+            label = f"{model.parent.name}/{model.name}"[-30:]
+            print(pairs(f"--compare {label} / one onnxruntime run", [*check, "--compare", str(model)],
                         [PYTHON, "-c", ORT, str(model)], args.pairs, where))  # fmt: skip
+            if args.no_node_edges:
+                quick = [*check, "--compare", "--no-node-edges", str(model)]
+                print(pairs("  the same, --no-node-edges", quick, [PYTHON, "-c", ORT, str(model)],
+                            args.pairs, where))  # fmt: skip
     print("targets: start-up <= 1.3x; --compare of the block <= 3x; of a ResNet-18 export <= 5x onnxruntime")
 
 

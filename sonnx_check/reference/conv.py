@@ -39,7 +39,6 @@ types (Conv.types, Conv.X.float.C2).
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 

@@ -60,7 +60,8 @@ def _same_verdicts(fast, slow, expected: np.ndarray) -> None:
 
 _HARD_FLOATS = st.one_of(
     st.floats(-1e4, 1e4, width=32).map(float),
-    st.floats(allow_nan=False, allow_infinity=False, width=32),  # huge spreads: d far beyond the exp range, n large
+    # huge spreads: d far beyond the exp range, n large
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.floats(-1.1754943508222875e-38, 1.1754943508222875e-38, width=32, allow_subnormal=True),
     st.sampled_from([0.0, -0.0, 1.0, -1.0, 88.7, -103.9, 1.4e-45, -1.4e-45, 3.4028235e38]),
 )
@@ -169,7 +170,7 @@ def test_batch_normalization_bound_is_bit_for_bit_the_formula(data, dtype, shape
 
 
 def test_batch_normalization_with_special_values_and_overflow() -> None:
-    """NaN and infinities in X, an output overflowing to inf (the magnitude's largest-finite-value reading)."""
+    """NaN and infinities in X, an output overflowing to inf (the magnitude's largest finite value)."""
     x = np.array([[[np.nan, np.inf, -np.inf, 3e38]], [[1.0, -2.0, 0.0, -0.0]]], dtype=np.float32)
     params = [np.array([v], dtype=np.float32) for v in (1e4, 3e38, 0.5)]
     var = np.array([1e-3], dtype=np.float32)
