@@ -159,7 +159,7 @@ def main() -> None:
                         [PYTHON, "-c", EVALUATOR, str(block)], args.pairs, where))  # fmt: skip
         if args.model is not None:
             model = args.model.resolve()
-            label = f"{model.parent.name}/{model.name}"[-30:]
+            label = f"{model.parent.name}/{model.name}"
             print(pairs(f"--compare {label} / one onnxruntime run", [*check, "--compare", str(model)],
                         [PYTHON, "-c", ORT, str(model)], args.pairs, where))  # fmt: skip
             if args.no_node_edges:
