@@ -25,7 +25,7 @@ bytes (the products' peak is dominated by the float64 im2col and copies, so it i
 ReferenceEvaluator loops in Python and takes minutes on the full pooling tensors, so there it runs on the
 first ``--evaluator-batch`` images and its time is scaled linearly to the full batch (the printout says so).
 numpy's BLAS runs on ``--blas-threads`` threads (default 1, as onnxruntime here); OPENBLAS_NUM_THREADS is
-set before numpy is imported.
+set before numpy is imported. Freed memory is kept for reuse, as in the command's process (freed_memory.py).
 """
 
 from __future__ import annotations
@@ -59,11 +59,13 @@ from onnx import TensorProto as T  # noqa: E402
 from onnx import helper as h  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-from sonnx_check import reference  # noqa: E402
+from sonnx_check import freed_memory, reference  # noqa: E402
 from sonnx_check.compare import accuracy  # noqa: E402
 from sonnx_check.compare.datasets import FLOAT_PATTERNS  # noqa: E402
 from sonnx_check.reference import conv as conv_kernel  # noqa: E402
 from sonnx_check.reference import matmul as matmul_kernel  # noqa: E402
+
+freed_memory.keep()  # as the command's process does (entry.py): temporaries reuse freed memory
 
 SHAPE = (8, 64, 112, 112)
 POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1]}

@@ -8,13 +8,14 @@ point ends the run as interrupted.
 
 from __future__ import annotations
 
-from sonnx_check import stop
+from sonnx_check import freed_memory, stop
 
 
 def main() -> None:
     stop.install()
     try:
         stop.check()
+        freed_memory.keep()  # the comparison's temporaries reuse freed memory (freed_memory.py)
         from sonnx_check import cli
 
         cli.main()
