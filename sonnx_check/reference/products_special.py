@@ -79,7 +79,8 @@ def infinite_terms(left: np.ndarray, right: np.ndarray, inf_r: np.ndarray) -> li
     (A + B) / 2 are +inf, (A - B) / 2 are -inf, and the infinities of R's column less A are times a zero."""
     work = count_type(left.shape[2])
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.nan_to_num(np.sign(left), nan=0.0).astype(work)
+        s = np.sign(left).astype(work)  # -1, 0, 1, NaN for NaN (the sign before any cast: 1e-300 is 1)
+        np.copyto(s, 0, where=np.isnan(s))  # NaN operands: their rows are NaN already
         magnitude = inf_r.astype(work)
         t = np.copysign(magnitude, right, dtype=work)  # +-1 on the infinities (the cast keeps signs)
     a = np.matmul(np.abs(s), magnitude)
