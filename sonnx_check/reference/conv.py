@@ -132,13 +132,19 @@ class _Plan:
         self.x, self.pads, self.strides, self.padded = x, pads, params.strides, padded
         self.parameters_finite = bool(np.isfinite(w).all() and (b is None or np.isfinite(b).all()))
         self.depthwise = params.group > 1
-        w64 = np.asarray(w, dtype=np.float64)
+        self.w = w  # W, or W_d for dilation holes that are operands (float64 then)
         if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
-            self.left = w64.reshape(channels, 1, taps)
+            self.left_shape = (channels, 1, taps)
             self.bias = None if b is None else b.astype(np.float64).reshape(channels, 1, 1)
         else:
-            self.left = w64.reshape(1, out_channels, channels * taps)
+            self.left_shape = (1, out_channels, channels * taps)
             self.bias = None if b is None else b.astype(np.float64).reshape(1, out_channels, 1)
+
+    @functools.cached_property
+    def left(self) -> np.ndarray:
+        """W as the products' left operand, in float64: only for the products (the bound's sum |a b| works
+        on W's own type), not for every plan the comparison builds."""
+        return np.asarray(self.w, dtype=np.float64).reshape(self.left_shape)
 
     @functools.cached_property
     def row_norms(self) -> np.ndarray:
@@ -200,7 +206,7 @@ class _Plan:
     def abs_sum(self, image: int) -> np.ndarray:
         work = np.float64 if self.dtype == np.float64 else np.float32  # abs_sum's working precision
         right = self.columns(image, work, absolute=True)
-        left = np.abs(self.left).astype(work)
+        left = np.abs(self.w).astype(work).reshape(self.left_shape)  # |W| exact in either type
         return abs_sum(left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True)
 
 
