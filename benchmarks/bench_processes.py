@@ -16,7 +16,8 @@ The two commands of a figure run in turn, A B A B ..., each in a fresh process; 
 time over B's (user + system, children included, from wait4: what other processes take of the machine is
 not counted), and the median of the pairs is printed with their range, the load average before and after,
 and each command's largest peak memory (the largest single process). Bytecode is compiled first, as an
-installed package has it.
+installed package has it, and the runs keep the rule catalogue's cache in their own folder, as a user's
+installation has it (the warm-up run fills it).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ PYTHON = sys.executable
 
 def run(command: list[str], cwd: Path) -> tuple[float, float]:
     """CPU seconds (user + system, reaped children included) and peak resident MiB of one run."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # A catalogue cache of the run's own (in its folder): on a shared machine, other checkouts of sonnx-check
+    # replace the user's one with theirs, and the start-up would then parse the TOML now and then.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SONNX_CHECK_CACHE_DIR=str(cwd / "catalogue-cache"))
     process = subprocess.Popen(
         command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
