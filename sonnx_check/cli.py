@@ -285,6 +285,8 @@ def run(
 
     for source in compared["inputs"]:
         check_inputs_source(source)
+    if compared["compare"] is None and (compared["runtime_command"] or compared["outputs"] or compared["ort_provider"]):
+        compared["compare"] = True  # naming the runtime under test asks for a comparison
     cli = CliOptions(
         select=select,
         extend_select=extend_select,
@@ -300,6 +302,10 @@ def run(
     )
     configs = Configurations(cli, config_path, isolated)
     settings = configs.run
+    if settings.compare.enabled or settings.compare.export_inputs is not None:
+        from sonnx_check.compare.runners.startup import check_runtime_settings
+
+        check_runtime_settings(settings.compare)  # a provider or a command that cannot work: exit 2 at once
     outputs = parse_outputs(settings.output_format, output, output_formats, evidence)
 
     from sonnx_check.discovery import discover
@@ -314,6 +320,10 @@ def run(
     if not targets:
         say_nothing_checked(found)
     per_model = [configs.settings_for(t.path) for t in targets]
+    if settings.compare.export_inputs is not None:  # write what --outputs compares; check nothing
+        from sonnx_check.compare.export_run import export_run
+
+        return export_run(targets, per_model, settings.compare.export_inputs, say)
     prepare_outputs(outputs, targets, configs, per_model)
     stop.check()
 

@@ -134,7 +134,30 @@ def read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[st
     return tuple(sorted(value.items()))
 
 
+def split_providers(values: Any) -> tuple[str, ...]:
+    """``--ort-provider A,B --ort-provider C`` as (A, B, C), each once."""
+    names = (name.strip() for value in values for name in str(value).split(","))
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
+def read_providers(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
+    providers = split_providers(r.strings(value, key))
+    if not providers:
+        raise r.fail(key, "must name at least one execution provider")
+    return providers
+
+
 # -- checks of a value CompareOptions is given (the Python API): the message, or None --------------------
+
+
+def check_providers(value: Any) -> str | None:
+    return None if value else "--ort-provider: name at least one execution provider"
+
+
+def check_command(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return None
+    return "--runtime-command: the command is empty"
 
 
 def check_choice(flag: str, choices: tuple[str, ...]) -> Callable[[Any], str | None]:

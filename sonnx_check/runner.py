@@ -342,7 +342,7 @@ def _compare_into(
     else:
         try:
             with external_weights_loaded(model, result.path):
-                outcome = compare_loaded(model, options)
+                outcome = compare_loaded(model, options, name=result.path)
         except ModelLoadError as exc:
             raise UserError(f"{exc.cause}; the model was not compared") from None
     result.findings.extend(f for f in outcome.findings if f.rule in rules)

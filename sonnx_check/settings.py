@@ -51,6 +51,7 @@ DEFAULT_MAX_ELEMENTS = 100_000_000
 DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
+DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtime.PROVIDER
 
 
 def _same(value: Any) -> Any:
@@ -223,6 +224,53 @@ OPTIONS: tuple[Option, ...] = (
         metavar="SECONDS",
         from_cli=kinds.no_limit_if_zero,
         check=kinds.check_timeout,
+    ),
+    Option(
+        "ort_providers",
+        "--ort-provider",
+        "ort-providers",
+        (DEFAULT_PROVIDER,),
+        help="onnxruntime execution provider(s), in order of preference (repeatable or comma-separated; "
+        "default CPUExecutionProvider); checked against the installed onnxruntime.",
+        read=kinds.read_providers,
+        metavar="NAME",
+        multiple=True,
+        from_cli=kinds.split_providers,
+        to_json=list,
+        check=kinds.check_providers,
+        cli_name="ort_provider",
+    ),
+    Option(
+        "runtime_command",
+        "--runtime-command",
+        "runtime-command",
+        None,
+        help="Test another runtime: run 'CMD MODEL INPUT_DIR OUTPUT_DIR', which writes "
+        "test_data_set_N/output_K.pb (README: Testing another runtime).",
+        read=kinds.read_string,
+        metavar="CMD",
+        check=kinds.check_command,
+    ),
+    Option(
+        "saved_outputs",
+        "--outputs",
+        "outputs",
+        None,
+        help="Compare the outputs a runtime wrote earlier into the folders --export-inputs DIR wrote.",
+        read=kinds.read_path,
+        metavar="DIR",
+        cli_name="outputs",
+    ),
+    Option(
+        "export_inputs",
+        "--export-inputs",
+        None,  # an action, not a setting of the project
+        None,
+        help="Write each model with the tensors a comparison reads exposed, and its datasets, under DIR, for "
+        "--outputs; compare nothing.",
+        metavar="DIR",
+        report=None,
+        compare_arg=None,
     ),
     Option(
         "accuracy",

@@ -34,21 +34,23 @@ then skipped.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
 
 from sonnx_check import reference
-from sonnx_check.compare import edge_values, runtime
+from sonnx_check.compare import edge_values
 from sonnx_check.compare.aggregate import OutputRecord
+from sonnx_check.compare.battery_model import configurations_model, input_name, output_name
 from sonnx_check.compare.datasets import edge_array, edge_pattern_names, random_array, seeded
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
 from sonnx_check.compare.model_constants import fixed_tensors
+from sonnx_check.compare.runners.base import DatasetRun, Feeds, RunFailure, Session
 from sonnx_check.errors import first_line
 from sonnx_check.profile import TYPE_NAMES, profile_operators
 
@@ -63,8 +65,8 @@ _INTEGER_TYPES = frozenset(
 # Operators whose output shape is their inputs' values: a lone run on edge values has no shape to compare.
 _VALUE_SHAPED = {"Range": "its output's length is computed from its input values"}
 
-OpenSession = Callable[[onnx.ModelProto], runtime.OrtSession]
-RunSession = Callable[[runtime.OrtSession, Mapping[str, np.ndarray], list[str], str], dict[str, np.ndarray]]
+OpenSession = Callable[[onnx.ModelProto], Session]
+CheckRun = Callable[[DatasetRun], None]  # raises to stop the battery (the time limit ran out)
 
 
 @dataclass
@@ -170,6 +172,8 @@ class NodeEdges:
         budget: int | None,
         accuracy: Mapping[str, str],
         operator_edges: bool = True,
+        subject: str = "onnxruntime",
+        computes_all_outputs: bool = False,
         readings: reference.Readings = reference.DEFAULT_READINGS,
     ) -> None:
         self.nodes = nodes
@@ -182,6 +186,12 @@ class NodeEdges:
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
         self.readings = readings
+        self.subject = subject  # how findings name the runtime under test
+        # A runtime that computes every graph output whatever is asked (a command) runs every configuration
+        # of a batch on each dataset: those the dataset does not concern get data the reference accepted for
+        # them (zeros could be data the profile excludes, an integer division by zero).
+        self.computes_all_outputs = computes_all_outputs
+        self._fillers: dict[int, dict[int, np.ndarray]] = {}
         self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
         self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
         self._observed: set[int] = set()
@@ -274,9 +284,9 @@ class NodeEdges:
         generic = edge_pattern_names([dtype for _, dtype, _ in config.fed])
         return [EDGE_PREFIX + n for n in (*generic, *edge_values.specific_names(config.op_type))]
 
-    def run(self, open_session: OpenSession, run: RunSession) -> None:
-        """Run every configuration (raises whatever ``open_session`` and ``run`` raise for a timeout; the
-        configurations not reached keep no records)."""
+    def run(self, open_session: OpenSession, run: CheckRun) -> None:
+        """Run every configuration through the runner's sessions (raises whatever ``open_session`` and the
+        ``run`` check raise for a timeout; the configurations not reached keep no records)."""
         # the model's configurations first: a time limit reached later costs only operator-level evidence
         every = (*self.configurations.values(), *self.operator_configurations.values())
         pending = [c for c in every if not c.reason]
@@ -315,87 +325,107 @@ class NodeEdges:
         self,
         batch: list[Configuration],
         open_session: OpenSession,
-        run: RunSession,
+        run: CheckRun,
         only: str | None = None,
     ) -> None:
-        """Run ``batch`` on its datasets (``only``: that one), in one onnxruntime session."""
+        """Run ``batch`` on its datasets (``only``: that one), in one session."""
         try:
-            session = open_session(self._model(batch))
-        except runtime.RuntimeRefusal as exc:
+            session = open_session(configurations_model(self.model, batch))
+        except RunFailure as exc:
             if len(batch) > 1:
                 for config in batch:
                     self._run_batch([config], open_session, run, only)
             else:
-                batch[0].reason = f"onnxruntime refused the node alone: {exc.reason}"
+                batch[0].reason = f"{self.subject} refused the node alone: {exc.reason}"
             return
+        names = [only] if only else list(dict.fromkeys(d for c in batch for d in self.datasets(c)))
+        prepared: dict[str, dict[int, _Prepared | None]] = {}  # the reference's side of the datasets sent
+        self._fillers.clear()
         try:
-            names = [only] if only else list(dict.fromkeys(d for c in batch for d in self.datasets(c)))
-            for dataset in names:
-                self._run_dataset(batch, dataset, session, open_session, run)
+            for done in session.run_datasets(self._feeds(batch, names, prepared)):
+                self._compare_dataset(batch, done, prepared.pop(done.dataset), open_session, run)
+                del done
         finally:
             session.close()
+            self._fillers.clear()
 
-    def _run_dataset(
+    def _filler(
+        self, config: Configuration, shape: tuple[int, ...], dtype: np.dtype, position: int
+    ) -> np.ndarray:
+        """What a configuration is fed on a dataset that does not concern it: zeros for a runtime that runs
+        only the asked outputs, else the data of its first dataset the reference accepts."""
+        if self.computes_all_outputs:
+            if id(config) not in self._fillers:
+                ready = next((r for d in self.datasets(config) if (r := self._prepare(config, d))), None)
+                self._fillers[id(config)] = ready.fed if ready is not None else {}
+            if position in self._fillers[id(config)]:
+                return self._fillers[id(config)][position]
+        return np.zeros(shape, dtype=dtype)
+
+    def _feeds(
+        self, batch: list[Configuration], names: list[str], prepared: dict[str, dict[int, _Prepared | None]]
+    ) -> Iterator[Feeds]:
+        """The datasets that concern a configuration of the batch, prepared one at a time (the others are
+        fed zeros, and their outputs are not asked for)."""
+        for dataset in names:
+            ready = {id(c): self._prepare(c, dataset) for c in batch}
+            if all(r is None for r in ready.values()):
+                continue
+            values: dict[str, np.ndarray] = {}
+            for number, config in enumerate(batch):
+                own = ready[id(config)]
+                for position, dtype, shape in config.fed:
+                    value = (
+                        own.fed[position] if own is not None else self._filler(config, shape, dtype, position)
+                    )
+                    values[input_name(number, position)] = value
+            outputs = [
+                output_name(number, k)
+                for number, config in enumerate(batch)
+                if ready[id(config)] is not None
+                for k, name in enumerate(config.node.output)
+                if name
+            ]
+            prepared[dataset] = ready
+            yield Feeds(dataset, values, outputs)
+
+    def _compare_dataset(
         self,
         batch: list[Configuration],
-        dataset: str,
-        session: runtime.OrtSession,
+        done: DatasetRun,
+        prepared: dict[int, _Prepared | None],
         open_session: OpenSession,
-        run: RunSession,
+        run: CheckRun,
     ) -> None:
-        prepared = {id(c): self._prepare(c, dataset) for c in batch}
+        dataset = done.dataset
         wanted = [c for c in batch if prepared[id(c)] is not None]
-        if not wanted:
-            return
-        feeds: dict[str, np.ndarray] = {}
-        for number, config in enumerate(batch):
-            ready = prepared[id(config)]
-            for position, dtype, shape in config.fed:
-                value = ready.fed[position] if ready is not None else np.zeros(shape, dtype=dtype)
-                feeds[_input_name(number, position)] = value
-        outputs = [
-            _output_name(number, k)
-            for number, config in enumerate(batch)
-            if prepared[id(config)] is not None
-            for k, name in enumerate(config.node.output)
-            if name
-        ]
-        try:
-            actual = run(session, feeds, outputs, dataset)
-        except runtime.RuntimeRefusal as exc:
-            if exc.crashed and len(wanted) > 1:
-                for config in wanted:  # pin the crash to its configuration
+        if done.failure is not None:
+            run(done)
+            exc = done.failure
+            if (exc.crashed or exc.bad_output) and len(wanted) > 1:
+                for config in wanted:  # pin the crash (or the bad output) to its configuration
                     self._run_batch([config], open_session, run, only=dataset)
                 return
             for config in wanted:
                 if exc.crashed:
                     config.crashes[dataset] = exc.reason
                 else:
-                    config.skipped[dataset] = f"onnxruntime failed: {exc.reason}"
+                    config.skipped[dataset] = f"{self.subject} failed: {exc.reason}"
             return
-        del feeds
+        actual = done.outputs or {}
         for number, config in enumerate(batch):
             ready = prepared[id(config)]
             if ready is None:
                 continue
             for k, name in enumerate(config.node.output):
-                got = actual.get(_output_name(number, k))
+                got = actual.get(output_name(number, k))
                 if not name or got is None or k >= len(ready.expected) or ready.expected[k] is None:
                     continue
                 record = config.records.setdefault(k, OutputRecord(name, k))
                 override = self.accuracy.get(config.op_type)
-                merge(
-                    record,
-                    dataset,
-                    config.node,
-                    k,
-                    ready.expected[k],
-                    got,
-                    ready.inputs,
-                    None,
-                    override,
-                    describe_received=False,  # the dataset's name says what the node was fed
-                )
+                # describe_received: the dataset's name says what the node was fed
+                merge(record, dataset, config.node, k, ready.expected[k], got, ready.inputs, None, override,
+                      describe_received=False)  # fmt: skip
 
     def _prepare(self, config: Configuration, dataset: str) -> _Prepared | None:
         """The data and the reference's outputs for one configuration and dataset; None when the dataset
@@ -439,39 +469,6 @@ class NodeEdges:
             else:
                 fed[position] = edge_array(pattern, dtype, shape, rng, number)
         return fed
-
-    def _model(self, batch: list[Configuration]) -> onnx.ModelProto:
-        """The batch's configurations as independent nodes of one model: fed inputs are graph inputs, held
-        ones initializers; outputs carry only a name (onnxruntime infers their types)."""
-        graph = onnx.GraphProto(name="sonnx-check node edges")
-        for number, config in enumerate(batch):
-            node = onnx.NodeProto()
-            node.CopyFrom(config.node)
-            node.name, node.doc_string = f"configuration {number}", ""
-            del node.input[:], node.output[:]
-            fed = {position: (dtype, shape) for position, dtype, shape in config.fed}
-            for position, name in enumerate(config.node.input):
-                if not name:
-                    node.input.append("")
-                elif position in config.held_meta:
-                    held = f"c{number}_held{position}"
-                    graph.initializer.append(numpy_helper.from_array(config.held[position], held))
-                    node.input.append(held)
-                else:
-                    dtype, shape = fed[position]
-                    element = helper.np_dtype_to_tensor_dtype(dtype)
-                    graph.input.append(
-                        helper.make_tensor_value_info(_input_name(number, position), element, shape)
-                    )
-                    node.input.append(_input_name(number, position))
-            for k, name in enumerate(config.node.output):
-                node.output.append(_output_name(number, k) if name else "")
-                if name:
-                    graph.output.append(onnx.ValueInfoProto(name=_output_name(number, k)))
-            graph.node.append(node)
-        model = onnx.ModelProto(ir_version=self.model.ir_version, graph=graph)
-        model.opset_import.extend(self.model.opset_import)
-        return model
 
     # -- reporting --------------------------------------------------------------------------------------
     def compared(self) -> bool:
@@ -578,11 +575,3 @@ def _held_positions(node: onnx.NodeProto, count: int) -> set[int]:
         if types and types <= _INTEGER_TYPES:
             held |= set(range(param.position, count)) if param.variadic else {param.position}
     return held
-
-
-def _input_name(number: int, position: int) -> str:
-    return f"c{number}_in{position}"
-
-
-def _output_name(number: int, position: int) -> str:
-    return f"c{number}_out{position}"

@@ -5,11 +5,12 @@ re-exports these names); this module imports onnxruntime only inside functions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from sonnx_check.compare.runners.base import RunFailure, RunnerUnavailable, trim_reason
 
 PROVIDER = "CPUExecutionProvider"
 OPT_LEVELS: Mapping[str, str | None] = {
@@ -28,50 +29,14 @@ STAGES = {"session": "creating the session", "run": "running the model", "close"
 # shared CI machine spin-waits against the reference kernels and every other job. One thread also makes
 # the run reproducible whatever machine it is on (the report records the count).
 INTRA_OP_THREADS = 1
-_REASON_LIMIT = 400
 
 
-class RuntimeRefusal(Exception):
-    """onnxruntime refused the model (session creation) or failed while running it, or was stopped by a limit.
-
-    ``reason`` is onnxruntime's own message, first line, trimmed of C++ noise; ``stage`` is "session" or
-    "run"; ``full`` keeps the untrimmed text for the JSON report."""
-
-    def __init__(
-        self,
-        stage: str,
-        full: str,
-        *,
-        crashed: bool = False,
-        timed_out: bool = False,
-        over_memory: bool = False,
-    ) -> None:
-        self.stage = stage
-        self.full = full
-        self.crashed = crashed  # the worker process ended (a crash, or killed at the deadline)
-        self.timed_out = timed_out  # the comparison's time limit ran out
-        self.over_memory = over_memory  # an allocation failed under the worker's memory limit
-        self.reason = trim_reason(full)
-        super().__init__(self.reason)
+# A refusal, a failure, a crash or a limit: the runner interface's failure (runners/base.py).
+RuntimeRefusal = RunFailure
 
 
-class RuntimeUnavailable(Exception):
+class RuntimeUnavailable(RunnerUnavailable):
     """onnxruntime cannot be imported at all (not installed, or broken against this numpy)."""
-
-
-def trim_reason(message: str) -> str:
-    """First line of an onnxruntime error, capped in length, without the C++ noise that hides the reason:
-    template expansions, build paths (kept: file name and line) and the signature of the throwing function."""
-    lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()]
-    text = lines[0] if lines else "no message"
-    text = re.sub(r" \[with [^\]]*\]", "", text)  # C++ template argument lists
-    text = re.sub(r"(?:/[\w.+-]+)+/([\w.+-]+\.(?:h|cc|cpp|c)):", r"\1:", text)  # build paths -> file name
-    text = re.sub(
-        r"((?:^|\s)[\w.+-]+\.(?:h|cc|cpp|c):\d+) (?:[\w:]+ )?(?:[A-Za-z_]\w*::)+~?\w+\([^()]*\)", r"\1", text
-    )
-    if len(text) > _REASON_LIMIT:
-        text = text[: _REASON_LIMIT - 3].rstrip() + "..."
-    return text
 
 
 def _import_ort() -> Any:
@@ -113,7 +78,7 @@ def _session_options(
 
 
 class InProcessSession:
-    """One onnxruntime inference session on the CPU provider, in this process. Only the worker process uses
+    """One onnxruntime inference session on the providers asked for (the CPU provider by default), here. Only the worker process uses
     it (sonnx_check.compare.ort_worker); the comparison talks to ``OrtSession``.
 
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
@@ -126,12 +91,13 @@ class InProcessSession:
         *,
         arena: bool = True,
         threads: int = INTRA_OP_THREADS,
+        providers: Sequence[str] = (PROVIDER,),
     ) -> None:
         ort = _import_ort()
         self._errors = _ort_errors()
         options, self.applied_level = _session_options(ort, level, arena, threads)
         try:
-            self._session = ort.InferenceSession(serialized, options, providers=[PROVIDER])
+            self._session = ort.InferenceSession(serialized, options, providers=list(providers))
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         self.version = ort.__version__

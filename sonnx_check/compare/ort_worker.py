@@ -1,7 +1,8 @@
 """The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
 
 The parent sends pickled requests on the worker's stdin and reads pickled replies from its stdout:
-``("session", id, model_bytes, base_bytes, outputs, level, memory_budget, threads)`` (``model_bytes`` None: a
+``("session", id, model_bytes, base_bytes, outputs, level, memory_budget, threads,
+providers)`` (``model_bytes`` None: a
 session on the base model, sent once per worker, with ``outputs`` as its graph outputs), then any number of
 ``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
 Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
@@ -235,7 +236,7 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         stage = request[0]
         try:
             if stage == "session":
-                key, own, sent_base, outputs, level, budget, threads = request[1:]
+                key, own, sent_base, outputs, level, budget, threads, providers = request[1:]
                 del request
                 if sent_base is not None:
                     base = sent_base
@@ -247,7 +248,9 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
                 # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = InProcessSession(serialized, level, arena=budget is None, threads=threads)
+                session = InProcessSession(
+                    serialized, level, arena=budget is None, threads=threads, providers=providers
+                )
                 del serialized
                 sessions[key] = session
                 if budget is not None:

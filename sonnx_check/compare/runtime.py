@@ -5,11 +5,12 @@ costs a noticeable fraction of a second and pulls in native libraries, and the s
 pre-commit on every commit) must never pay for it. Since onnxruntime can crash on hostile models, the
 session lives in a worker process (``ort_worker``); sonnx-check itself never imports onnxruntime.
 
-Only the CPU provider is used, with one session option that matters for the results: the graph
-optimisation level. "default" sets nothing, so the comparison sees what a deployed onnxruntime does; the
-other levels exist because the optimisation level changes which kernel runs (MaxPool on float32 with the
-default level is rewritten to the NCHWc kernel, which pads differently). The session the worker runs is
-in ``ort_session`` (its names are re-exported here).
+The CPU provider is used unless ``--ort-provider`` names others (the report records the providers the
+session actually used); one session option matters for the results: the graph optimisation level.
+"default" sets nothing, so the comparison sees what a deployed onnxruntime does; the other levels exist
+because the optimisation level changes which kernel runs (MaxPool on float32 with the default level is
+rewritten to the NCHWc kernel, which pads differently). The session the worker runs is in ``ort_session``
+(its names are re-exported here).
 """
 
 from __future__ import annotations
@@ -119,9 +120,15 @@ class SessionHost:
     built from that copy inside the worker. A crash or a deadline ends the worker; the next session starts a
     new one (and sends the model again)."""
 
-    def __init__(self, memory_budget: int | None = None, threads: int = INTRA_OP_THREADS) -> None:
+    def __init__(
+        self,
+        memory_budget: int | None = None,
+        threads: int = INTRA_OP_THREADS,
+        providers: Sequence[str] = (PROVIDER,),
+    ) -> None:
         self.memory_budget = memory_budget
         self.threads = threads
+        self.providers = tuple(providers)  # the execution providers asked for, in onnxruntime's order
         self.generation = 0  # which worker: a session opened on an earlier one is gone with it
         self._worker: Worker | None = None
         self.base: onnx.ModelProto | None = None
@@ -254,6 +261,7 @@ class OrtSession:
                     self.requested_level,
                     self.memory_budget,
                     host.threads,
+                    host.providers,
                     timeout=self._remaining(),
                 )
             except RuntimeRefusal as exc:
@@ -323,12 +331,12 @@ class OrtSession:
             self.close()
 
 
-def describe_unavailable(level: str) -> dict[str, Any]:
+def describe_unavailable(level: str, providers: Sequence[str] = (PROVIDER,)) -> dict[str, Any]:
     """The environment record when no session could be created, so the report still says what was tried."""
     applied = OPT_LEVELS.get(level) or "onnxruntime default"
     return {
         "version": installed_version(),
-        "providers": [PROVIDER],
+        "providers": list(providers),
         "optimization_level": applied,
         "requested_optimization_level": level,
         "intra_op_threads": INTRA_OP_THREADS,

@@ -195,6 +195,7 @@ def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | Non
         "status": comparison.get("status", ""),
         "settings": compared.settings_json(settings.compare),
         "onnxruntime": comparison.get("onnxruntime", {}),
+        "runtime": comparison.get("runtime", {}),
         "reference": {
             "maxpool_nan": (comparison.get("reference") or {}).get("maxpool_nan"),
             "maxpool_nan_reading": (comparison.get("reference") or {}).get("maxpool_nan_reading"),

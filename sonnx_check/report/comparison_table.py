@@ -155,7 +155,18 @@ def _key(output: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def _runtime_name(comparison: Mapping[str, Any]) -> str:
+    """The runtime under test as a sentence names it (compare/runners)."""
+    runtime = comparison.get("runtime") or {}
+    name = runtime.get("name") or "onnxruntime"
+    return {"command": "the runtime command", "saved-outputs": "the saved outputs"}.get(name, name)
+
+
 def _title(comparison: Mapping[str, Any]) -> str:
+    runtime = comparison.get("runtime") or {}
+    if runtime.get("name") not in (None, "onnxruntime"):
+        options = "; ".join(f"{k} {v}" for k, v in (runtime.get("options") or {}).items() if v is not None)
+        return f"{runtime['name']} ({options}) vs SONNX reference"
     ort = comparison.get("onnxruntime") or {}
     cpu = ort.get("cpu") or {}
     flags = " ".join(cpu.get("flags") or ())
@@ -178,7 +189,7 @@ def _caption(comparison: Mapping[str, Any]) -> str | None:
         if len(datasets) > 12:
             line += ", ..."
         if failed:
-            line += f"; onnxruntime failed on {len(failed)}"
+            line += f"; {_runtime_name(comparison)} failed on {len(failed)}"
         lines.append(line)
     end_to_end = comparison.get("end_to_end") or {}
     if end_to_end and not end_to_end.get("compared"):

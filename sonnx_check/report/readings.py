@@ -18,8 +18,11 @@ def comparison_readings(comparison: Mapping[str, Any] | None) -> dict[str, str]:
     reference = comparison.get("reference") or {}
     ort = comparison.get("onnxruntime") or {}
     edges = comparison.get("node_edges") or {}
+    runtime = comparison.get("runtime") or {}
     out = {
         "onnxruntime": str(ort.get("version") or "not installed"),
+        "runtime": str(runtime.get("name") or "onnxruntime"),
+        "providers": ", ".join(runtime.get("providers") or ()),
         "maxpool_nan": str(reference.get("maxpool_nan", "")),
         "node_edges": "on" if edges.get("enabled") else "off",
     }

@@ -1,0 +1,52 @@
+"""What a comparison is asked to do: the options of ``--compare``, checked once, before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sonnx_check import settings as declared
+from sonnx_check.compare import accuracy as accuracy_module
+from sonnx_check.compare import memory
+from sonnx_check.compare.runtime import PROVIDER
+from sonnx_check.errors import UsageError
+from sonnx_check.reference import nan_policy
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_MEMORY = memory.DEFAULT_MAX_MEMORY
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    # model-level inputs: "random", "edge", or a path to .npz / test_data_set folder
+    datasets: tuple[str, ...] = ("random",)
+    node_edges: bool = True  # each distinct node configuration also run alone on edge values (battery.py)
+    maxpool_nan: str = nan_policy.NAN_AS_NEGATIVE_INFINITY  # the MaxPool NaN reading (nan_policy.py)
+    seed: int = 0
+    ort_opt_level: str = "default"
+    # onnxruntime's execution providers, in its order of preference (--ort-provider)
+    ort_providers: tuple[str, ...] = (PROVIDER,)
+    # another runtime: a command run as CMD MODEL INPUT_DIR OUTPUT_DIR (runners/command.py)
+    runtime_command: str | None = None
+    # outputs a runtime produced earlier, in the folders --export-inputs wrote (runners/saved.py)
+    saved_outputs: str | None = None
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    max_elements: int = 100_000_000
+    timeout: float | None = DEFAULT_TIMEOUT  # seconds the runtime may run per model (None: no limit)
+    # bytes one model's comparison may use beyond the model itself, the runtime's process and sonnx-check's
+    # side each getting half (compare/memory.py); None: no limit
+    max_memory: int | None = DEFAULT_MAX_MEMORY
+    # per operator, a bound tighter than its annex's ("2 ulp", "1e-6 rel", "1e-9 abs"): compare/accuracy.py
+    accuracy: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problem = declared.compare_problem(self)  # each option's check, declared with it (settings.py)
+        if problem is not None:
+            raise UsageError(problem)
+        if self.runtime_command is not None and self.saved_outputs is not None:
+            raise UsageError("--runtime-command and --outputs name two runtimes: give one of them")
+        for op_type, bound in self.accuracy.items():
+            try:
+                accuracy_module.check_override(op_type, accuracy_module.parse_override(bound))
+            except accuracy_module.AccuracyError as exc:
+                raise UsageError(f"compare.accuracy.{op_type}: {exc}") from None

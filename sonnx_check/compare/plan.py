@@ -1,0 +1,184 @@
+"""Plan a comparison before anything runs: whether the model can be compared at all, what running it costs,
+and which tensors each run exposes (the memory plan's batches) and which end-to-end outputs are compared."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from sonnx_check import reference
+from sonnx_check.compare import accuracy as accuracy_module
+from sonnx_check.compare import memory
+from sonnx_check.compare.aggregate import OutputRecord
+from sonnx_check.compare.datasets import Dataset
+from sonnx_check.compare.localise import NodeComparison, plan
+from sonnx_check.compare.options import CompareOptions
+from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem
+from sonnx_check.profile import profile_operators
+from sonnx_check.view import ModelView
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a model is not compared at all, and at which stage that was decided."""
+
+    reason: str
+    stage: str
+
+
+def refusal_reason(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0) -> Refusal | None:
+    """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
+    them) are read: None when it may be.
+
+    A model-local function is never compared: onnxruntime runs a built-in operator of the same name and
+    domain instead of the function's body (a default-domain function ``Relu`` whose body is ``Neg`` runs as
+    Relu), while onnx's inliner expands the body, so which function the model computes is ambiguous, and a
+    comparison of either reading would certify the other. GRAPH.function reports every function."""
+    not_text = _name_not_text(model)
+    if not_text is not None:
+        return Refusal(
+            f"the model's {not_text} is not UTF-8 text: ONNX requires UTF-8 strings, and neither onnxruntime "
+            "nor the reference can be given it",
+            "load",
+        )
+    if model.functions:
+        names = ", ".join(_function_name(f) for f in model.functions[:5])
+        more = f" and {len(model.functions) - 5} more" if len(model.functions) > 5 else ""
+        return Refusal(
+            f"the model defines local functions ({names}{more}): onnxruntime may run a built-in operator "
+            "instead of a function's body, so what it computes is not the model's function (GRAPH.function)",
+            "functions",
+        )
+    if options.max_memory is not None and weight_bytes > options.max_memory:
+        return Refusal(
+            f"its external weights ({memory.text(weight_bytes)}) are over --max-memory "
+            f"({memory.text(options.max_memory)}); they were not read",
+            "budget",
+        )
+    return None
+
+
+def _name_not_text(model: onnx.ModelProto) -> str | None:
+    """Which name of the main graph protobuf handed back as bytes (invalid UTF-8), if any: every step of the
+    comparison builds protobuf messages from these names, and protobuf refuses bytes that are not UTF-8."""
+    graph = model.graph
+    if type(graph.name) is not str:
+        return f"graph name {_shown(graph.name)}"
+    for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+        for value in values:
+            if type(value.name) is not str:
+                return f"{kind} name {_shown(value.name)}"
+    for tensor in graph.initializer:
+        if type(tensor.name) is not str:
+            return f"initializer name {_shown(tensor.name)}"
+    for index, node in enumerate(graph.node):
+        names = [node.name, *node.input, *node.output, *(a.name for a in node.attribute)]
+        for name in names:
+            if type(name) is not str:
+                return f"node #{index}'s name or tensor name {_shown(name)}"
+    return None
+
+
+def _shown(value: str | bytes) -> str:
+    return repr(value)[1:] if isinstance(value, bytes) else repr(value)
+
+
+def _function_name(function: onnx.FunctionProto) -> str:
+    domain, name = function.domain, function.name
+    domain = domain if isinstance(domain, str) else domain.decode("utf-8", "surrogateescape")
+    name = name if isinstance(name, str) else name.decode("utf-8", "surrogateescape")
+    return f"{domain}::{name}" if domain else name
+
+
+def over_budget(
+    model: onnx.ModelProto, view: ModelView, datasets: list[Dataset], max_elements: int
+) -> tuple[OverBudget | None, dict[str, memory.Size]]:
+    """The first reason the runtime must not run on some dataset (shapes may differ between files), and the
+    size of every tensor (the largest over the datasets) for the memory plan."""
+    sizes: dict[str, memory.Size] = {}
+    for tensor in model.graph.initializer:
+        sizes[tensor.name] = memory.Size(math.prod(tensor.dims), _itemsize(tensor.data_type))
+    signatures = {tuple(sorted((name, shape) for name, _, shape in d.inputs)) for d in datasets}
+    for dataset in datasets:
+        for name, dtype, shape in dataset.inputs:
+            _keep_larger(sizes, name, memory.Size(math.prod(shape), dtype.itemsize))
+    for signature in sorted(signatures):
+        inferred = inferred_sizes(model, dict(signature))
+        problem = run_budget_problem(view, dict(signature), max_elements, inferred)
+        if problem is not None:
+            return problem, sizes
+        for name, (elements, itemsize) in inferred.items():
+            _keep_larger(sizes, name, memory.Size(elements, itemsize))
+    return None, sizes
+
+
+@dataclass
+class RunPlan:
+    """Which nodes are compared, which tensors each run exposes, and the end-to-end outputs."""
+
+    nodes: list[NodeComparison]
+    batches: list[memory.Batch]  # each: the tensors one run of the model exposes, and the nodes they serve
+    end_to_end: dict[str, OutputRecord] | None  # None: not compared (``end_to_end_info`` says why)
+    end_to_end_info: dict[str, object]
+    end_to_end_spare: int | None = None
+
+
+def plan_run(
+    model: onnx.ModelProto,
+    view: ModelView,
+    datasets: list[Dataset],
+    sizes: dict[str, memory.Size],
+    max_memory: int | None,
+) -> RunPlan:
+    nodes = plan(view, reference.supported_ops())
+    planner = memory.Planner(
+        view,
+        sizes,
+        feeds={name for d in datasets for name, _, _ in d.inputs},
+        feeds_bytes=max((d.nbytes for d in datasets), default=0),
+        budget=max_memory,
+    )
+    batches = planner.batches([n for n in nodes if n.has_kernel and not n.reason])
+    if not nodes or not all(n.has_kernel for n in nodes):
+        missing = sorted({n.op_type for n in nodes if not n.has_kernel})
+        why = "the graph has no nodes" if not nodes else f"no reference kernel for {', '.join(missing)}"
+        return RunPlan(nodes, batches, None, {"compared": False, "reason": why})
+    fits = planner.end_to_end([o.name for o in model.graph.output])
+    if fits.problem is not None:
+        return RunPlan(nodes, batches, None, {"compared": False, "reason": fits.problem})
+    records = {o.name: OutputRecord(o.name, i) for i, o in enumerate(model.graph.output)}
+    return RunPlan(nodes, batches, records, {"compared": True}, fits.spare)
+
+
+def exposed_tensors(run_plan: RunPlan, graph_outputs: list[str]) -> list[str]:
+    """Every tensor the comparison reads from the runtime, graph outputs first (in their order): what a model
+    written for another runtime exposes (--export-inputs)."""
+    names = list(graph_outputs)
+    for batch in run_plan.batches:
+        names.extend(t for t in batch.tensors if t not in names)
+    return list(dict.fromkeys(names))
+
+
+def all_exact(view: ModelView, indices: set[int]) -> bool:
+    operators = profile_operators()
+    return all(
+        view.nodes[i].op_type in operators
+        and operators[view.nodes[i].op_type].accuracy == accuracy_module.EXACT
+        for i in indices
+    )
+
+
+def _itemsize(elem_type: int) -> int:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize or 8
+    except (KeyError, TypeError, ValueError):
+        return 8
+
+
+def _keep_larger(sizes: dict[str, memory.Size], name: str, size: memory.Size) -> None:
+    if name not in sizes or size.nbytes > sizes[name].nbytes:
+        sizes[name] = size

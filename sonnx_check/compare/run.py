@@ -1,0 +1,260 @@
+"""Run a planned comparison: the runtime under test (a runner) and the reference, dataset by dataset.
+
+The model runs twice at most per batch of the memory plan: the unmodified model for the end-to-end outputs
+(and the nodes' tensors when they all are graph outputs already), then copies exposing each batch's
+intermediate tensors; every node with a reference kernel is re-run on the runtime's own inputs for that node,
+and the edge battery runs each node configuration alone through the same runner. What was observed is
+handed to ``judge``; nothing here decides a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+from onnx import numpy_helper
+
+from sonnx_check import reference
+from sonnx_check.compare import memory
+from sonnx_check.compare.aggregate import OutputRecord
+from sonnx_check.compare.battery import NodeEdges
+from sonnx_check.compare.datasets import Dataset
+from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
+from sonnx_check.compare.options import CompareOptions
+from sonnx_check.compare.plan import RunPlan, all_exact
+from sonnx_check.compare.runners.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
+from sonnx_check.compare.stream import run_graph
+from sonnx_check.errors import first_line
+from sonnx_check.reference import nan_policy
+from sonnx_check.view import ModelView
+
+
+class Stopped(Exception):
+    """The comparison's time limit ran out: the runtime was stopped and nothing more is run."""
+
+    def __init__(self, failure: RunFailure, dataset: str | None = None) -> None:
+        self.failure = failure
+        self.dataset = dataset
+        super().__init__(failure.reason)
+
+
+@dataclass
+class Observed:
+    """What the runs produced, for ``judge``."""
+
+    datasets: list[Dataset]
+    run_plan: RunPlan
+    failed: dict[str, str] = field(default_factory=dict)  # dataset -> why the unmodified model failed on it
+    failure_kinds: dict[str, str] = field(default_factory=dict)  # dataset -> runners.base.FAILURE_KINDS
+    end_to_end_failures: dict[str, str] = field(default_factory=dict)  # dataset -> why the reference failed
+    edges: NodeEdges | None = None
+    stopped: Stopped | None = None
+
+
+class ComparisonRun:
+    """One model's runs; an object only to share the model, its view and the runner between the steps."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        view: ModelView,
+        options: CompareOptions,
+        runner: Runner,
+        sizes: dict[str, memory.Size],
+    ) -> None:
+        self.model = model
+        self.view = view
+        self.options = options
+        self.runner = runner
+        self.sizes = sizes
+        self.subject = runner.description.subject
+        self.readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)  # the texts' readings chosen
+
+    def open(self, model: onnx.ModelProto | None, outputs: list[str] | None = None) -> Session:
+        """A session on ``model``, or (None) on the model under comparison with ``outputs`` as its graph
+        outputs; the time limit running out stops the comparison."""
+        try:
+            return self.runner.open(model, outputs)
+        except RunFailure as exc:
+            if exc.timed_out:
+                raise Stopped(exc) from None
+            raise
+
+    def run(self, plain: Session, datasets: list[Dataset], run_plan: RunPlan) -> Observed:
+        """Every run of the plan, the unmodified model's session (``plain``) first; a time limit that runs
+        out ends the runs, and what was compared before stays."""
+        observed = Observed(datasets, run_plan)
+        if self.options.node_edges and self.runner.runs_other_models:
+            observed.edges = NodeEdges(
+                self.view.nodes,
+                self.model,
+                seed=self.options.seed,
+                max_elements=self.options.max_elements,
+                budget=memory.halves(self.options.max_memory)[1],
+                accuracy=self.options.accuracy,
+                subject=self.subject,
+                computes_all_outputs=not self.runner.prunes_outputs,
+                readings=self.readings,
+            )
+        try:
+            try:
+                batches = self._plain_pass(plain, observed)
+            finally:
+                plain.close()  # one session at a time: the memory budget counts one
+            for batch in batches:
+                self._batch_pass(batch, observed)
+            if observed.edges is not None:
+                observed.edges.run(self.open, _check_stopped)
+        except Stopped as exc:
+            observed.stopped = exc
+        return observed
+
+    def _plain_pass(self, plain: Session, observed: Observed) -> list[memory.Batch]:
+        """Run the unmodified model on every dataset, one dataset in memory at a time: the end-to-end
+        outputs, and the nodes' tensors too when they all are graph outputs already (no second session).
+        Returns the batches still to run."""
+        batches, end_to_end = observed.run_plan.batches, observed.run_plan.end_to_end
+        outputs = self.view.graph_outputs
+        serves = len(batches) == 1 and set(batches[0].tensors) <= set(outputs)
+        wanted = set(end_to_end or ()) | (set(batches[0].tensors) if serves else set())
+        names: list[str] | None = [n for n in outputs if n in wanted] or self._smallest_output()
+        for run in plain.run_datasets(_feeds(observed.datasets, names)):
+            if run.failure is not None:
+                _check_stopped(run)
+                observed.failed[run.dataset] = run.failure.reason
+                observed.failure_kinds[run.dataset] = run.failure.kind
+                del run  # the next dataset is built only once this one is gone
+                continue
+            assert run.outputs is not None
+            dataset = _named(observed.datasets, run.dataset)
+            if serves:
+                self._compare_batch(batches[0], run.feeds, run.outputs, dataset.name, observed)
+            if end_to_end is not None and self._end_to_end_wanted(dataset):
+                self._compare_end_to_end(dataset.name, run.feeds, run.outputs, observed)
+            del run
+        return batches[1:] if serves else batches
+
+    def _end_to_end_wanted(self, dataset: Dataset) -> bool:
+        """End to end, an edge dataset only tells something about an all-exact graph (a fusion the node by
+        node run did not see); through inexact operators it is information at the cost of a second reference
+        run of the whole graph on every edge dataset, and the nodes get their edge values each."""
+        return not dataset.name.startswith("edge/") or all_exact(self.view, set(range(len(self.view.nodes))))
+
+    def _smallest_output(self) -> list[str] | None:
+        """When no graph output is compared, the runtime still runs the model (a run-time failure is a
+        finding), but returns only its smallest output."""
+        outputs = self.view.graph_outputs
+        if not outputs:
+            return None
+        unknown = memory.Size(2**62, 1)
+        return [min(outputs, key=lambda name: self.sizes.get(name, unknown).nbytes)]
+
+    def _batch_pass(self, batch: memory.Batch, observed: Observed) -> None:
+        """Run a copy of the model that returns one batch's tensors, compare them dataset by dataset, and
+        let them go before the next batch."""
+        try:
+            session = self.open(None, outputs=list(batch.tensors))
+        except RunFailure as exc:
+            for entry in batch.entries:
+                entry.reason = (
+                    exc.reason
+                    if exc.kind == NOT_SAVED
+                    else f"{self.subject} refused the model with intermediates exposed: {exc.reason}"
+                )
+            return
+        # the unmodified model already failed on a dataset in ``failed``: that is the finding
+        todo = [d for d in observed.datasets if d.name not in observed.failed]
+        try:
+            for run in session.run_datasets(_feeds(todo, list(batch.tensors))):
+                if run.failure is not None:
+                    _check_stopped(run)
+                    for entry in batch.entries:
+                        entry.failures.setdefault(
+                            run.dataset,
+                            f"{self.subject} failed with intermediates exposed: {run.failure.reason}",
+                        )
+                    del run
+                    continue
+                assert run.outputs is not None
+                self._compare_batch(batch, run.feeds, run.outputs, run.dataset, observed)
+                del run
+        finally:
+            session.close()
+
+    def _compare_batch(
+        self,
+        batch: memory.Batch,
+        feeds: Mapping[str, Any],
+        actual: Mapping[str, Any],
+        dataset: str,
+        observed: Observed,
+    ) -> None:
+        values = {**self._weights(batch), **feeds, **actual}
+        compare_nodes(
+            self.view,
+            batch.entries,
+            values,
+            dataset,
+            max_elements=self.options.max_elements,
+            spare=batch.spare,
+            accuracy=self.options.accuracy,
+            readings=self.readings,
+        )
+        if observed.edges is not None:
+            for entry in batch.entries:
+                if entry.records:
+                    node = self.view.nodes[entry.index]
+                    inputs, missing = node_inputs(node, values)
+                    if not missing:
+                        observed.edges.observe(entry.index, inputs, [values.get(n) for n in node.output])
+
+    def _weights(self, batch: memory.Batch) -> dict[str, Any]:
+        """The initializers the batch's nodes read, decoded for this dataset only (memory.Planner counts
+        them with the batch)."""
+        wanted = {name for entry in batch.entries for name in self.view.nodes[entry.index].input if name}
+        return {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer if t.name in wanted}
+
+    def _compare_end_to_end(
+        self, dataset: str, feeds: Mapping[str, Any], actual: Mapping[str, Any], observed: Observed
+    ) -> None:
+        records = observed.run_plan.end_to_end
+        assert records is not None
+        spare = observed.run_plan.end_to_end_spare
+
+        def compare_output(node: onnx.NodeProto, position: int, expected: Any, inputs: Any) -> None:
+            name = node.output[position]
+            if name in actual:
+                merge(records[name], dataset, node, position, expected, actual[name], inputs, spare)
+
+        try:
+            run_graph(
+                self.model,
+                feeds,
+                set(records),
+                compare_output,
+                max_elements=self.options.max_elements,
+                readings=self.readings,
+            )
+        except reference.ReferenceError as exc:
+            observed.end_to_end_failures[dataset] = first_line(exc)
+
+
+def _feeds(datasets: list[Dataset], outputs: list[str] | None) -> Iterator[Feeds]:
+    """Each dataset's values, built only when the runner asks for them."""
+    for dataset in datasets:
+        yield Feeds(dataset.name, dataset.feeds, outputs)
+
+
+def _named(datasets: list[Dataset], name: str) -> Dataset:
+    return next(d for d in datasets if d.name == name)
+
+
+def _check_stopped(run: DatasetRun) -> None:
+    """A dataset's run that ran out of time stops the comparison."""
+    if run.failure is not None and run.failure.timed_out:
+        raise Stopped(run.failure, run.dataset)
+
+
+__all__ = ["ComparisonRun", "Observed", "OutputRecord", "Stopped"]

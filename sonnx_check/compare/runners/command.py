@@ -1,0 +1,352 @@
+"""Any runtime, driven by a command: ``CMD MODEL INPUT_DIR OUTPUT_DIR``.
+
+For each model it is given (the comparison's model with the intermediates it needs exposed as graph
+outputs, or a node configuration of the edge battery), the runner writes ``model.onnx`` and every dataset as
+``INPUT_DIR/test_data_set_N/input_K.pb`` (K: the graph inputs in order) into a private temporary folder,
+runs the command once, and reads ``OUTPUT_DIR/test_data_set_N/output_K.pb`` (K: the graph outputs in order),
+the ONNX backend-test layout every runtime's team already runs.
+
+The command is parsed with shlex and run without a shell, in its own process group, with the comparison's
+time limit and (with --max-memory) an address-space limit; what it prints is kept for the reason of a
+failure. Every way it can go wrong (a non-zero exit, a signal, the time limit, an output missing, of the
+wrong type or shape, not a TensorProto) is a RunFailure with a one-line reason. File names are built from
+indices only: no name from the model becomes a path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import onnx
+
+from sonnx_check import stop
+from sonnx_check.children import LIVE_WORKERS, die_with_parent
+from sonnx_check.compare.runners import layout
+from sonnx_check.compare.runners.base import (
+    DatasetRun,
+    Feeds,
+    RunFailure,
+    Runner,
+    RunnerDescription,
+    Session,
+    trim_reason,
+)
+from sonnx_check.errors import UsageError
+
+NAME = "command"
+SUBJECT = "the runtime command"
+# what running out of address space looks like in a program's last words (a dynamic loader included)
+_OUT_OF_MEMORY = re.compile(
+    r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory|failed to map segment",
+    re.I,
+)
+_OUTPUT_TAIL = 64 * 1024  # bytes of the command's output kept for a failure's reason
+
+
+def shown(text: str) -> str:
+    """A string the user or the model gave, quoted, every control character escaped (the reports escape
+    the rest)."""
+    return repr(text)
+
+
+def parse_command(command: str) -> list[str]:
+    """The command's argument list; a usage error (exit 2) when it cannot be parsed or its program is not
+    found, so that a typo is not reported as a failure of every model."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--runtime-command {shown(command)}: {exc}") from None
+    if not argv:
+        raise UsageError("--runtime-command: the command is empty")
+    program = argv[0]
+    if shutil.which(program) is None:
+        raise UsageError(f"--runtime-command: program {shown(program)} not found or not executable")
+    return argv
+
+
+class CommandRunner(Runner):
+    """A runtime run by a command on backend-test folders, one command per model and batch of datasets."""
+
+    prunes_outputs = False  # a command computes every graph output
+
+    def __init__(self, command: str, memory_budget: int | None = None) -> None:
+        self.command = command
+        self.argv = parse_command(command)
+        self.memory_budget = memory_budget
+        self.deadline: float | None = None
+        self.base: onnx.ModelProto | None = None
+        self._types: dict[str, onnx.ValueInfoProto] = {}
+        self._folder: Path | None = None
+        self._count = 0
+
+    @property
+    def description(self) -> RunnerDescription:
+        return RunnerDescription(
+            name=NAME,
+            subject=SUBJECT,
+            options={"command": self.command, "memory_limit": self.memory_budget},
+        )
+
+    def start(self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()) -> None:
+        self.base = model
+        self.deadline = deadline
+        self._types = value_types(model)
+
+    def folder(self) -> Path:
+        """The runner's private temporary folder (0700), removed by ``close``."""
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="sonnx-check-runtime-"))
+            os.chmod(self._folder, 0o700)
+        return self._folder
+
+    def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> CommandSession:
+        if model is None:
+            assert self.base is not None, "start before a session on the model under comparison"
+            model = exposed(self.base, outputs, self._types)
+            types = self._types
+        else:
+            types = value_types(model)
+            model = exposed(model, None, types)
+        self._count += 1
+        return CommandSession(self, model, self.folder() / f"run{self._count}")
+
+    def close(self) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+def exposed(
+    model: onnx.ModelProto, outputs: Sequence[str] | None, types: dict[str, onnx.ValueInfoProto]
+) -> onnx.ModelProto:
+    """A copy of ``model`` whose graph outputs are ``outputs`` (None: its own), each typed when its type is
+    known (a runtime other than onnxruntime may need the types that onnxruntime infers)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    names = [o.name for o in model.graph.output] if outputs is None else list(outputs)
+    del copy.graph.output[:]
+    for name in names:
+        typed = types.get(name)
+        copy.graph.output.append(typed if typed is not None else onnx.ValueInfoProto(name=name))
+    return copy
+
+
+def value_types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Every tensor's type and shape as onnx's shape inference derives them from the operators (nothing when
+    it fails). The model's own declarations of its outputs and intermediates are left out: a wrong one is a
+    static finding, and the runtime's output is judged against what the operators produce."""
+    bare = onnx.ModelProto()
+    bare.CopyFrom(model)
+    del bare.graph.value_info[:]
+    names = [o.name for o in bare.graph.output]
+    del bare.graph.output[:]
+    bare.graph.output.extend(onnx.ValueInfoProto(name=name) for name in names)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(bare, strict_mode=False)
+    except Exception:  # noqa: BLE001 - inference is a convenience for the runtime, never a condition
+        inferred = bare
+    del bare
+    graph = inferred.graph
+    types = {}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+            types[value.name] = value
+    return types
+
+
+class CommandSession(Session):
+    """One model written for the command; each ``run_datasets`` call runs the command once."""
+
+    def __init__(self, runner: CommandRunner, model: onnx.ModelProto, folder: Path) -> None:
+        self.runner = runner
+        self.model = model
+        self.folder = folder
+        self._written = False
+
+    def _write_model(self) -> Path:
+        path = self.folder / "model.onnx"
+        if not self._written:
+            self.folder.mkdir(mode=0o700)
+            try:
+                data = self.model.SerializeToString()
+            except ValueError as exc:  # protobuf refuses messages over 2 GiB
+                raise RunFailure(
+                    "session", f"the model cannot be serialised for the command: {exc}"
+                ) from None
+            path.write_bytes(data)
+            self._written = True
+        return path
+
+    def run_datasets(self, datasets: Iterable[Feeds]) -> Iterator[DatasetRun]:
+        inputs = [v.name for v in self.model.graph.input]
+        outputs = [o.name for o in self.model.graph.output]
+        try:
+            model_path = self._write_model()
+        except RunFailure as exc:
+            for feeds in datasets:
+                yield DatasetRun(feeds.dataset, feeds.values, failure=exc)
+            return
+        input_dir, output_dir = self.folder / "inputs", self.folder / "outputs"
+        shutil.rmtree(input_dir, ignore_errors=True)
+        shutil.rmtree(output_dir, ignore_errors=True)
+        input_dir.mkdir(mode=0o700)
+        output_dir.mkdir(mode=0o700)
+        # dataset, names fed, outputs wanted, digest of its input files
+        sent: list[tuple[str, list[str], Sequence[str] | None, str]] = []
+        for number, feeds in enumerate(datasets):
+            fed = [name for name in inputs if name in feeds.values]
+            folder = input_dir / f"test_data_set_{number}"
+            layout.write_inputs(folder, [(n, feeds.values[n]) for n in fed])
+            sent.append((feeds.dataset, fed, feeds.outputs, _digest(folder, len(fed))))
+            del feeds  # one dataset in memory at a time: the files hold them
+        if not sent:
+            return
+        failure = self._run_command(model_path, input_dir, output_dir)
+        for number, (dataset, fed, wanted, digest) in enumerate(sent):
+            folder = input_dir / f"test_data_set_{number}"
+            if _digest(folder, len(fed)) != digest:  # the reference must see what the runtime was given
+                changed = RunFailure("run", f"it changed its input files ({folder.name})", bad_output=True)
+                yield DatasetRun(dataset, {}, failure=changed)
+                continue
+            values = layout.read_inputs(folder, fed)
+            if failure is not None:
+                yield DatasetRun(dataset, values, failure=failure)
+                continue
+            try:
+                actual = self._read_outputs(output_dir / f"test_data_set_{number}", outputs, wanted)
+            except RunFailure as exc:
+                yield DatasetRun(dataset, values, failure=exc)
+                continue
+            yield DatasetRun(dataset, values, outputs=actual)
+            del actual, values
+
+    def _read_outputs(
+        self, folder: Path, outputs: list[str], wanted: Sequence[str] | None
+    ) -> dict[str, np.ndarray]:
+        names = set(outputs if wanted is None else wanted)
+        types = {o.name: o for o in self.model.graph.output}
+        values = {}
+        for position, name in enumerate(outputs):
+            if name not in names:
+                continue
+            path = folder / f"output_{position}.pb"
+            problem, value = layout.read_output(path, types[name])
+            if problem is not None:
+                raise RunFailure(
+                    "run",
+                    f"bad output: {folder.name}/output_{position}.pb (graph output {shown(name)}) {problem}",
+                    bad_output=True,
+                )
+            values[name] = value
+        return values
+
+    def _run_command(self, model: Path, input_dir: Path, output_dir: Path) -> RunFailure | None:
+        """Run the command once; its failure, or None when it exited with status 0."""
+        runner = self.runner
+        stop.check()
+        argv = [*runner.argv, str(model), str(input_dir), str(output_dir)]
+        limit = None
+        if runner.memory_budget is not None:
+            # the address space the command may use: its share of --max-memory and the model's own size
+            limit = runner.memory_budget + 3 * model.stat().st_size
+        with tempfile.TemporaryFile() as printed:
+            try:
+                process = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=printed,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: a time limit ends all of it
+                    preexec_fn=_child_setup(os.getpid(), limit),  # noqa: PLW1509 - only async-safe calls
+                )
+            except OSError as exc:
+                return RunFailure("session", f"it could not be started: {exc}", crashed=True)
+            LIVE_WORKERS[process.pid] = process
+            try:
+                remaining = None if runner.deadline is None else max(runner.deadline - time.monotonic(), 0.0)
+                try:
+                    code = process.wait(timeout=remaining)
+                except subprocess.TimeoutExpired:
+                    _kill_group(process)
+                    return RunFailure(
+                        "run",
+                        "it had not finished when the comparison's time limit ran out; its process group was "
+                        "stopped",
+                        crashed=True,
+                        timed_out=True,
+                    )
+            finally:
+                _kill_group(process)  # whatever it started and left behind
+                LIVE_WORKERS.pop(process.pid, None)
+            stop.check()
+            if code == 0:
+                return None
+            last = _last_words(printed)
+        if code < 0:
+            try:
+                how = f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exit status {code}"
+        over = limit is not None and _OUT_OF_MEMORY.search(last) is not None
+        message = how
+        if over:
+            message = f"out of memory under its --max-memory limit of {limit / 2**20:.0f} MiB ({how})"
+        elif limit is not None and code < 0:  # an allocation that fails where it cannot be reported
+            message += f" (its address space was limited to {limit / 2**20:.0f} MiB by --max-memory)"
+        return RunFailure("run", f"{message}: {last}" if last else message, crashed=True, over_memory=over)
+
+
+def _digest(folder: Path, count: int) -> str:
+    digest = hashlib.sha256()
+    for position in range(count):
+        try:
+            digest.update((folder / f"input_{position}.pb").read_bytes())
+        except OSError:
+            digest.update(b"\0missing")
+    return digest.hexdigest()
+
+
+def _child_setup(parent: int, limit: int | None):  # noqa: ANN202 - a preexec_fn
+    def setup() -> None:
+        die_with_parent(parent)
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return setup
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _last_words(printed: IO[bytes]) -> str:
+    """The last non-empty line the command printed, trimmed to one line of reason."""
+    printed.seek(0, os.SEEK_END)
+    size = printed.tell()
+    printed.seek(max(size - _OUTPUT_TAIL, 0))
+    lines = [line.strip() for line in printed.read().decode("utf-8", "replace").splitlines()]
+    last = next((line for line in reversed(lines) if line), "")
+    return trim_reason(last) if last else ""
+
+
+__all__ = ["CommandRunner", "exposed", "parse_command"]

@@ -1,0 +1,143 @@
+"""Outputs a runtime produced earlier (``--outputs DIR``), for runtimes that cannot be driven from the host.
+
+``--export-inputs DIR`` wrote, per model, ``DIR/<model>/model.onnx`` (the model with every intermediate
+tensor the comparison reads exposed as a graph output) and ``DIR/<model>/test_data_set_N/input_K.pb``; the
+runtime wrote ``output_K.pb`` beside the inputs, K in graph-output order. This runner hands those outputs to
+the comparison as if the runtime had just produced them. The saved inputs must be the comparison's own (the
+same --inputs and --seed): a dataset whose inputs differ is a failure, not a silent comparison of other
+data. A tensor the saved model does not expose is "not compared" with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from sonnx_check.compare.export_inputs import model_folder
+from sonnx_check.compare.runners import layout
+from sonnx_check.compare.runners.base import (
+    NOT_SAVED,
+    DatasetRun,
+    Feeds,
+    RunFailure,
+    Runner,
+    RunnerDescription,
+    Session,
+)
+
+NAME = "saved-outputs"
+SUBJECT = "the saved outputs"
+
+
+class SavedOutputsRunner(Runner):
+    runs_other_models = False  # the edge battery's node configurations were not exported
+
+    def __init__(self, root: str, model_name: str) -> None:
+        self.root = root
+        self.folder = model_folder(Path(root), model_name) if model_name else Path(root)
+        self.datasets: list[str] = []
+        self.graph_outputs: list[str] = []
+        self._outputs: list[str] | None = None  # the saved model's graph outputs, in order
+        self._inputs: list[str] = []
+
+    @property
+    def description(self) -> RunnerDescription:
+        return RunnerDescription(name=NAME, subject=SUBJECT, options={"outputs": str(self.folder)})
+
+    def start(self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()) -> None:
+        self.datasets = list(datasets)
+        self.graph_outputs = [o.name for o in model.graph.output]
+
+    def _saved_model(self) -> tuple[list[str], list[str]]:
+        if self._outputs is None:
+            path = self.folder / "model.onnx"
+            try:
+                saved = onnx.load(str(path), load_external_data=False)
+            except (OSError, Exception) as exc:  # noqa: BLE001 - a missing or unreadable file is a finding
+                raise RunFailure(
+                    NOT_SAVED,
+                    f"no saved outputs for this model: {path} cannot be read ({type(exc).__name__}); "
+                    "--export-inputs writes it",
+                ) from None
+            self._outputs = [o.name for o in saved.graph.output]
+            self._inputs = [i.name for i in saved.graph.input]
+        return self._outputs, self._inputs
+
+    def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> SavedSession:
+        if model is not None:
+            raise RunFailure(NOT_SAVED, "the saved outputs hold no run of a node alone")
+        saved, inputs = self._saved_model()
+        missing = [name for name in outputs or () if name not in saved]
+        if missing:
+            what = (
+                "the saved outputs hold only the model's graph outputs"
+                if set(saved) <= set(self.graph_outputs)
+                else f"the saved outputs do not hold tensor {missing[0]!r}"
+            )
+            raise RunFailure(
+                NOT_SAVED,
+                f"{what} (--export-inputs writes a model exposing every tensor the comparison reads)",
+            )
+        return SavedSession(self, saved, inputs)
+
+
+class SavedSession(Session):
+    def __init__(self, runner: SavedOutputsRunner, outputs: list[str], inputs: list[str]) -> None:
+        self.runner = runner
+        self.outputs = outputs
+        self.inputs = inputs
+
+    def run_datasets(self, datasets: Iterable[Feeds]) -> Iterator[DatasetRun]:
+        for feeds in datasets:
+            yield self._one(feeds)
+
+    def _one(self, feeds: Feeds) -> DatasetRun:
+        if feeds.dataset not in self.runner.datasets:
+            return DatasetRun(feeds.dataset, feeds.values, failure=RunFailure("run", "no such saved dataset"))
+        number = self.runner.datasets.index(feeds.dataset)
+        folder = self.runner.folder / f"test_data_set_{number}"
+        if not folder.is_dir():
+            return DatasetRun(
+                feeds.dataset,
+                feeds.values,
+                failure=RunFailure("run", f"{folder} is missing", bad_output=True),
+            )
+        fed = [name for name in self.inputs if name in feeds.values]
+        try:
+            saved_inputs = layout.read_inputs(folder, fed)
+        except Exception as exc:  # noqa: BLE001 - a missing or unreadable input file
+            failure = RunFailure("run", f"{folder.name}: its inputs cannot be read ({type(exc).__name__})")
+            return DatasetRun(feeds.dataset, feeds.values, failure=failure)
+        for name in fed:
+            if not _same(saved_inputs[name], feeds.values[name]):
+                failure = RunFailure(
+                    "run",
+                    f"{folder.name}: the saved input {name!r} is not this comparison's dataset "
+                    f"{feeds.dataset} (were the inputs exported with other --inputs or --seed?)",
+                )
+                return DatasetRun(feeds.dataset, feeds.values, failure=failure)
+        wanted = set(self.outputs if feeds.outputs is None else feeds.outputs)
+        values = {}
+        for position, name in enumerate(self.outputs):
+            if name not in wanted:
+                continue
+            problem, value = layout.read_output(
+                folder / f"output_{position}.pb", onnx.ValueInfoProto(name=name)
+            )
+            if problem is not None:
+                failure = RunFailure(
+                    "run",
+                    f"bad output: {folder.name}/output_{position}.pb (graph output {name!r}) {problem}",
+                    bad_output=True,
+                )
+                return DatasetRun(feeds.dataset, feeds.values, failure=failure)
+            values[name] = value
+        return DatasetRun(feeds.dataset, feeds.values, outputs=values)
+
+
+def _same(saved: np.ndarray, given: np.ndarray) -> bool:
+    given = np.asarray(given)
+    return saved.dtype == given.dtype and saved.shape == given.shape and saved.tobytes() == given.tobytes()
