@@ -285,7 +285,8 @@ def run(
 
     for source in compared["inputs"]:
         check_inputs_source(source)
-    if compared["compare"] is None and (compared["runtime_command"] or compared["outputs"] or compared["ort_provider"]):
+    runtime_named = compared["runtime_command"] or compared["outputs"] or compared["ort_provider"]
+    if compared["compare"] is None and runtime_named:
         compared["compare"] = True  # naming the runtime under test asks for a comparison
     cli = CliOptions(
         select=select,

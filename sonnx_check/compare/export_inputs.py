@@ -16,10 +16,10 @@ from pathlib import Path
 
 import onnx
 
+from sonnx_check.compare import backend_layout
 from sonnx_check.compare.datasets import build_datasets, input_specs
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import exposed_tensors, over_budget, plan_run, refusal_reason
-from sonnx_check.compare.runners import layout
 from sonnx_check.compare.runners.command import exposed, value_types
 from sonnx_check.errors import UsageError
 from sonnx_check.view import ModelView
@@ -51,10 +51,9 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
     if refused is not None:
         raise UsageError(f"not exported: {refused.reason}")
     folder = model_folder(root, model_path)
-    if folder.exists():
-        raise UsageError(
-            f"--export-inputs: {folder} exists; nothing is replaced (remove it or choose another DIR)"
-        )
+    problem = backend_layout.refusal(str(folder))
+    if problem is not None:
+        raise UsageError(f"--export-inputs: {folder} {problem}")
     view = ModelView(model)
     datasets = build_datasets(
         options.datasets,
@@ -73,13 +72,14 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
         data = written.SerializeToString()
     except ValueError as exc:
         raise UsageError(f"not exported: the model cannot be serialised ({exc})") from None
-    folder.mkdir(parents=True)
-    (folder / "model.onnx").write_bytes(data)
     inputs = [v.name for v in model.graph.input]
-    for number, dataset in enumerate(datasets):
-        feeds = dataset.feeds
-        layout.write_inputs(folder / f"test_data_set_{number}", [(n, feeds[n]) for n in inputs if n in feeds])
-        del feeds
+    with backend_layout.new_folder(str(folder)) as writer:
+        writer.write_file(backend_layout.MODEL_FILE, data)
+        del data
+        for number, dataset in enumerate(datasets):
+            feeds = dataset.feeds
+            backend_layout.write_dataset(writer, number, [(n, feeds[n]) for n in inputs if n in feeds])
+            del feeds
     return Exported(folder, len(datasets), len(names))
 
 

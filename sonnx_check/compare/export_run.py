@@ -45,9 +45,8 @@ def export_run(
             continue
         try:
             model = load_model(target.path, load_weights=True)
-            written.append(
-                export_inputs(model, target.path, CompareOptions(**compare_arguments(settings.compare)), Path(root))
-            )
+            options = CompareOptions(**compare_arguments(settings.compare))
+            written.append(export_inputs(model, target.path, options, Path(root)))
         except UserError as exc:
             say(f"error: {target.path}: {exc}")
             failed = True

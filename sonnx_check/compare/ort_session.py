@@ -78,8 +78,9 @@ def _session_options(
 
 
 class InProcessSession:
-    """One onnxruntime inference session on the providers asked for (the CPU provider by default), here. Only the worker process uses
-    it (sonnx_check.compare.ort_worker); the comparison talks to ``OrtSession``.
+    """One onnxruntime inference session on the providers asked for (the CPU provider by default), in this
+    process. Only the worker process uses it (sonnx_check.compare.ort_worker); the comparison talks to
+    ``OrtSession``.
 
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
     compared), not an error of sonnx-check."""

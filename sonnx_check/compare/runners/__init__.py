@@ -17,11 +17,11 @@ def make_runner(options: CompareOptions, memory_budget: int | None, name: str = 
     if options.runtime_command is not None:
         from sonnx_check.compare.runners.command import CommandRunner
 
-        return CommandRunner(options.runtime_command, memory_budget)
+        return CommandRunner(options.runtime_command, memory_budget, options.max_elements)
     if options.saved_outputs is not None:
         from sonnx_check.compare.runners.saved import SavedOutputsRunner
 
-        return SavedOutputsRunner(options.saved_outputs, name)
+        return SavedOutputsRunner(options.saved_outputs, name, options.max_elements)
     from sonnx_check.compare.runners.ort import OrtRunner
 
     return OrtRunner(options.ort_opt_level, options.ort_providers, memory_budget)

@@ -33,6 +33,7 @@ import onnx
 
 from sonnx_check import stop
 from sonnx_check.children import LIVE_WORKERS, die_with_parent
+from sonnx_check.compare import backend_layout
 from sonnx_check.compare.runners import layout
 from sonnx_check.compare.runners.base import (
     DatasetRun,
@@ -81,8 +82,11 @@ class CommandRunner(Runner):
 
     prunes_outputs = False  # a command computes every graph output
 
-    def __init__(self, command: str, memory_budget: int | None = None) -> None:
+    def __init__(
+        self, command: str, memory_budget: int | None = None, max_elements: int | None = None
+    ) -> None:
         self.command = command
+        self.max_elements = max_elements  # an output claiming more elements is refused unread
         self.argv = parse_command(command)
         self.memory_budget = memory_budget
         self.deadline: float | None = None
@@ -203,29 +207,33 @@ class CommandSession(Session):
         shutil.rmtree(output_dir, ignore_errors=True)
         input_dir.mkdir(mode=0o700)
         output_dir.mkdir(mode=0o700)
-        # dataset, names fed, outputs wanted, digest of its input files
-        sent: list[tuple[str, list[str], Sequence[str] | None, str]] = []
+        # dataset, inputs written, outputs wanted, digest of its input files
+        sent: list[tuple[str, layout.Written, Sequence[str] | None, str]] = []
         for number, feeds in enumerate(datasets):
-            fed = [name for name in inputs if name in feeds.values]
-            folder = input_dir / f"test_data_set_{number}"
-            layout.write_inputs(folder, [(n, feeds.values[n]) for n in fed])
-            sent.append((feeds.dataset, fed, feeds.outputs, _digest(folder, len(fed))))
-            del feeds  # one dataset in memory at a time: the files hold them
+            fed = [(name, feeds.values[name]) for name in inputs if name in feeds.values]
+            written = layout.write_inputs(input_dir, number, fed)
+            folder = input_dir / backend_layout.dataset_folder_name(number)
+            sent.append((feeds.dataset, written, feeds.outputs, _digest(folder, len(fed))))
+            del feeds, fed  # one dataset in memory at a time: the files hold them
         if not sent:
             return
         failure = self._run_command(model_path, input_dir, output_dir)
-        for number, (dataset, fed, wanted, digest) in enumerate(sent):
-            folder = input_dir / f"test_data_set_{number}"
-            if _digest(folder, len(fed)) != digest:  # the reference must see what the runtime was given
+        for number, (dataset, written, wanted, digest) in enumerate(sent):
+            folder = input_dir / backend_layout.dataset_folder_name(number)
+            unchanged = _digest(folder, len(written)) == digest
+            read = layout.read_inputs(folder, written, None) if unchanged else ""
+            if isinstance(read, str):  # the reference must see what the runtime was given
                 changed = RunFailure("run", f"it changed its input files ({folder.name})", bad_output=True)
                 yield DatasetRun(dataset, {}, failure=changed)
                 continue
-            values = layout.read_inputs(folder, fed)
+            values = read
             if failure is not None:
                 yield DatasetRun(dataset, values, failure=failure)
                 continue
             try:
-                actual = self._read_outputs(output_dir / f"test_data_set_{number}", outputs, wanted)
+                actual = self._read_outputs(
+                    output_dir / backend_layout.dataset_folder_name(number), outputs, wanted
+                )
             except RunFailure as exc:
                 yield DatasetRun(dataset, values, failure=exc)
                 continue
@@ -241,14 +249,10 @@ class CommandSession(Session):
         for position, name in enumerate(outputs):
             if name not in names:
                 continue
-            path = folder / f"output_{position}.pb"
-            problem, value = layout.read_output(path, types[name])
-            if problem is not None:
-                raise RunFailure(
-                    "run",
-                    f"bad output: {folder.name}/output_{position}.pb (graph output {shown(name)}) {problem}",
-                    bad_output=True,
-                )
+            path = folder / backend_layout.output_file_name(position)
+            value = layout.read_output(path, types[name], self.runner.max_elements)
+            if isinstance(value, backend_layout.FileProblem):
+                raise RunFailure("run", f"bad output: {folder.name}/{value.reason}", bad_output=True)
             values[name] = value
         return values
 
@@ -314,7 +318,7 @@ def _digest(folder: Path, count: int) -> str:
     digest = hashlib.sha256()
     for position in range(count):
         try:
-            digest.update((folder / f"input_{position}.pb").read_bytes())
+            digest.update((folder / backend_layout.input_file_name(position)).read_bytes())
         except OSError:
             digest.update(b"\0missing")
     return digest.hexdigest()

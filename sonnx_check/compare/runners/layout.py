@@ -1,68 +1,38 @@
-"""Stand-in for compare/backend_layout.py (helper i19-suite) until it lands: the three calls the command and
-saved-outputs runners make on backend-test folders."""
+"""The runners' side of the backend-test folders (compare/backend_layout.py reads and writes them): a
+dataset's inputs written and read back, and a runtime's output read strictly, each problem one phrase."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
 
-MAX_OUTPUT_BYTES = 2**34  # a TensorProto claiming more is not read
+from sonnx_check.compare import backend_layout
 
-
-def write_inputs(folder: Path, values: Sequence[tuple[str, np.ndarray]]) -> None:
-    folder.mkdir(mode=0o700)
-    for position, (name, value) in enumerate(values):
-        tensor = numpy_helper.from_array(np.asarray(value), name)
-        (folder / f"input_{position}.pb").write_bytes(tensor.SerializeToString())
+# (name, dtype, shape) of each input written, in file order: what reading them back expects
+Written = tuple[tuple[str, np.dtype, tuple[int, ...]], ...]
 
 
-def read_inputs(folder: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
-    out = {}
-    for position, name in enumerate(names):
-        tensor = onnx.TensorProto.FromString((folder / f"input_{position}.pb").read_bytes())
-        out[name] = numpy_helper.to_array(tensor)
-    return out
+def write_inputs(folder: Path, index: int, values: Sequence[tuple[str, np.ndarray]]) -> Written:
+    """``folder/test_data_set_<index>/input_K.pb``, K in the order given."""
+    backend_layout.write_dataset(str(folder), index, values)
+    return tuple((name, np.asarray(v).dtype, tuple(np.shape(v))) for name, v in values)
 
 
-def read_output(path: Path, declared: onnx.ValueInfoProto) -> tuple[str | None, np.ndarray | None]:
-    """(problem, value): the problem a sentence fragment ("is missing", "is not a TensorProto: ...")."""
-    if not path.is_file():
-        return "is missing", None
-    try:
-        tensor = onnx.TensorProto.FromString(path.read_bytes())
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
-        return f"is not a TensorProto ({type(exc).__name__})", None
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        return "refers to external data, which is not read", None
-    kind = declared.type.tensor_type
-    if kind.elem_type and tensor.data_type != kind.elem_type:
-        return (
-            f"has type {_type_name(tensor.data_type)} where the model declares {_type_name(kind.elem_type)}",
-            None,
-        )
-    if kind.HasField("shape") and all(d.HasField("dim_value") for d in kind.shape.dim):
-        expected = [d.dim_value for d in kind.shape.dim]
-        if list(tensor.dims) != expected:
-            return f"has shape {list(tensor.dims)} where the model's shape is {expected}", None
-    try:
-        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
-    except (KeyError, TypeError, ValueError):
-        return f"has type {_type_name(tensor.data_type)}, which is not a tensor type sonnx-check reads", None
-    if any(d < 0 for d in tensor.dims) or math.prod(tensor.dims) * itemsize > MAX_OUTPUT_BYTES:
-        return f"claims an impossible shape {list(tensor.dims)}", None
-    try:
-        return None, numpy_helper.to_array(tensor)
-    except Exception as exc:  # noqa: BLE001 - data that does not match its dims
-        return f"cannot be read as a tensor ({type(exc).__name__}: {str(exc)[:200]})", None
+def read_inputs(folder: Path, written: Written, max_elements: int | None) -> dict[str, np.ndarray] | str:
+    """The inputs of one dataset folder by name, or the first problem (one line)."""
+    expected = [backend_layout.Expected(name, dtype, shape) for name, dtype, shape in written]
+    reading = backend_layout.read_inputs(str(folder), expected, max_elements, None)
+    if reading.problems:
+        return reading.problems[0].reason
+    return {name: value for (name, _, _), value in zip(written, reading.values, strict=True)}  # type: ignore[misc]
 
 
-def _type_name(data_type: int) -> str:
-    try:
-        return onnx.TensorProto.DataType.Name(data_type).lower()
-    except ValueError:
-        return f"#{data_type}"
+def read_output(
+    path: Path, declared: onnx.ValueInfoProto, max_elements: int | None
+) -> np.ndarray | backend_layout.FileProblem:
+    """One ``output_K.pb``, checked against the type and shape ``declared`` (when known) and the limit."""
+    expected = backend_layout.expected_of(declared)
+    return backend_layout.read_tensor(str(path), expected, max_elements, None)

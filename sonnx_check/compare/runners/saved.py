@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from sonnx_check.compare import backend_layout
 from sonnx_check.compare.export_inputs import model_folder
 from sonnx_check.compare.runners import layout
 from sonnx_check.compare.runners.base import (
@@ -35,13 +36,14 @@ SUBJECT = "the saved outputs"
 class SavedOutputsRunner(Runner):
     runs_other_models = False  # the edge battery's node configurations were not exported
 
-    def __init__(self, root: str, model_name: str) -> None:
+    def __init__(self, root: str, model_name: str, max_elements: int | None = None) -> None:
         self.root = root
+        self.max_elements = max_elements
         self.folder = model_folder(Path(root), model_name) if model_name else Path(root)
         self.datasets: list[str] = []
         self.graph_outputs: list[str] = []
-        self._outputs: list[str] | None = None  # the saved model's graph outputs, in order
-        self._inputs: list[str] = []
+        self._outputs: list[onnx.ValueInfoProto] | None = None  # the saved model's graph outputs, in order
+        self._inputs: list[onnx.ValueInfoProto] = []
 
     @property
     def description(self) -> RunnerDescription:
@@ -51,7 +53,7 @@ class SavedOutputsRunner(Runner):
         self.datasets = list(datasets)
         self.graph_outputs = [o.name for o in model.graph.output]
 
-    def _saved_model(self) -> tuple[list[str], list[str]]:
+    def _saved_model(self) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
         if self._outputs is None:
             path = self.folder / "model.onnx"
             try:
@@ -62,19 +64,20 @@ class SavedOutputsRunner(Runner):
                     f"no saved outputs for this model: {path} cannot be read ({type(exc).__name__}); "
                     "--export-inputs writes it",
                 ) from None
-            self._outputs = [o.name for o in saved.graph.output]
-            self._inputs = [i.name for i in saved.graph.input]
+            self._outputs = list(saved.graph.output)
+            self._inputs = list(saved.graph.input)
         return self._outputs, self._inputs
 
     def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> SavedSession:
         if model is not None:
             raise RunFailure(NOT_SAVED, "the saved outputs hold no run of a node alone")
         saved, inputs = self._saved_model()
-        missing = [name for name in outputs or () if name not in saved]
+        names = [o.name for o in saved]
+        missing = [name for name in outputs or () if name not in names]
         if missing:
             what = (
                 "the saved outputs hold only the model's graph outputs"
-                if set(saved) <= set(self.graph_outputs)
+                if set(names) <= set(self.graph_outputs)
                 else f"the saved outputs do not hold tensor {missing[0]!r}"
             )
             raise RunFailure(
@@ -85,7 +88,12 @@ class SavedOutputsRunner(Runner):
 
 
 class SavedSession(Session):
-    def __init__(self, runner: SavedOutputsRunner, outputs: list[str], inputs: list[str]) -> None:
+    def __init__(
+        self,
+        runner: SavedOutputsRunner,
+        outputs: list[onnx.ValueInfoProto],
+        inputs: list[onnx.ValueInfoProto],
+    ) -> None:
         self.runner = runner
         self.outputs = outputs
         self.inputs = inputs
@@ -98,43 +106,35 @@ class SavedSession(Session):
         if feeds.dataset not in self.runner.datasets:
             return DatasetRun(feeds.dataset, feeds.values, failure=RunFailure("run", "no such saved dataset"))
         number = self.runner.datasets.index(feeds.dataset)
-        folder = self.runner.folder / f"test_data_set_{number}"
+        folder = self.runner.folder / backend_layout.dataset_folder_name(number)
         if not folder.is_dir():
-            return DatasetRun(
-                feeds.dataset,
-                feeds.values,
-                failure=RunFailure("run", f"{folder} is missing", bad_output=True),
-            )
-        fed = [name for name in self.inputs if name in feeds.values]
-        try:
-            saved_inputs = layout.read_inputs(folder, fed)
-        except Exception as exc:  # noqa: BLE001 - a missing or unreadable input file
-            failure = RunFailure("run", f"{folder.name}: its inputs cannot be read ({type(exc).__name__})")
+            failure = RunFailure("run", f"{folder} is missing", bad_output=True)
             return DatasetRun(feeds.dataset, feeds.values, failure=failure)
-        for name in fed:
-            if not _same(saved_inputs[name], feeds.values[name]):
+        fed = [(i.name, feeds.values[i.name]) for i in self.inputs if i.name in feeds.values]
+        written = tuple((name, np.asarray(v).dtype, tuple(np.shape(v))) for name, v in fed)
+        saved_inputs = layout.read_inputs(folder, written, self.runner.max_elements)
+        if isinstance(saved_inputs, str):
+            failure = RunFailure("run", f"{folder.name}: a saved input cannot be used: {saved_inputs}")
+            return DatasetRun(feeds.dataset, feeds.values, failure=failure)
+        for name, value in fed:
+            if not _same(saved_inputs[name], value):
                 failure = RunFailure(
                     "run",
                     f"{folder.name}: the saved input {name!r} is not this comparison's dataset "
                     f"{feeds.dataset} (were the inputs exported with other --inputs or --seed?)",
                 )
                 return DatasetRun(feeds.dataset, feeds.values, failure=failure)
-        wanted = set(self.outputs if feeds.outputs is None else feeds.outputs)
+        wanted = {o.name for o in self.outputs} if feeds.outputs is None else set(feeds.outputs)
         values = {}
-        for position, name in enumerate(self.outputs):
-            if name not in wanted:
+        for position, declared in enumerate(self.outputs):
+            if declared.name not in wanted:
                 continue
-            problem, value = layout.read_output(
-                folder / f"output_{position}.pb", onnx.ValueInfoProto(name=name)
-            )
-            if problem is not None:
-                failure = RunFailure(
-                    "run",
-                    f"bad output: {folder.name}/output_{position}.pb (graph output {name!r}) {problem}",
-                    bad_output=True,
-                )
+            path = folder / backend_layout.output_file_name(position)
+            value = layout.read_output(path, declared, self.runner.max_elements)
+            if isinstance(value, backend_layout.FileProblem):
+                failure = RunFailure("run", f"bad output: {folder.name}/{value.reason}", bad_output=True)
                 return DatasetRun(feeds.dataset, feeds.values, failure=failure)
-            values[name] = value
+            values[declared.name] = value
         return DatasetRun(feeds.dataset, feeds.values, outputs=values)
 
 
