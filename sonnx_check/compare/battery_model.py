@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-if TYPE_CHECKING:
-    from sonnx_check.compare.battery import Configuration
+
+class Configuration(Protocol):
+    """What of battery.Configuration the model needs (named here: battery imports this module)."""
+
+    node: onnx.NodeProto
+    fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]
+    held: dict[int, np.ndarray]
+    held_meta: Mapping[int, Any]
 
 
 def input_name(number: int, position: int) -> str:

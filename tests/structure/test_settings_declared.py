@@ -84,8 +84,8 @@ def test_every_click_option_is_declared_or_a_run_option() -> None:
 
 def test_a_comparison_option_written_in_the_command_is_caught() -> None:
     """The check above fails on the command with one option added the old way (a click decorator)."""
-    command = click.Command("sonnx-check", params=[*main.params, click.Option(["--ort-provider"])])
-    assert _undeclared(command) == ["ort_provider"]
+    command = click.Command("sonnx-check", params=[*main.params, click.Option(["--ort-session-option"])])
+    assert _undeclared(command) == ["ort_session_option"]
 
 
 def test_compare_options_take_every_declared_keyword() -> None:
