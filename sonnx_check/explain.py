@@ -88,13 +88,14 @@ def explain(console: Console, rule_id: str) -> None:
 
 
 def _known_departures(console: Console) -> None:
-    """The IDs a waiver's ``known`` may name, from the comparison's own table (compare/known.py)."""
-    from sonnx_check.compare.known import KNOWN
+    """The IDs a waiver's ``known`` may name, from the operators' declarations (``[[comparison.departure]]``
+    of rules/<Op>.toml), in the order the comparison matches them; no comparison code is imported."""
+    from sonnx_check.profile import profile_operators
 
     console.print(
         Text("\nKnown onnxruntime departures (the IDs a waiver's known = ... may name)", style="bold")
     )
-    for departure in KNOWN:
+    for departure in (d for op in profile_operators().values() for d in op.comparison.departures):
         line = Text(f"  {departure.id}", style="bold cyan")
         line.append(f" ({', '.join(departure.operators)}): {' '.join(departure.summary.split())}")
         console.print(line)

@@ -5,11 +5,16 @@ yet (``rules/profile.toml``, REQ OP 000).
 A declaration states the operator's signature (input and output names as the specification writes them, in
 ONNX order), the element types of each, the ONNX versions it accepts, its accuracy class, and one conforming
 example configuration from which the tests build their models. A profile revision is a data change.
+
+The file's ``[comparison]`` table holds what ``--compare`` needs beyond the kernel (``Comparison``): the
+operator's accuracy bound, its own edge patterns and its known onnxruntime departures, each a reference
+``"module:name"`` into ``sonnx_check`` resolved only when a comparison runs (``resolve_reference``).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +48,8 @@ TYPE_NAMES: dict[str, int] = {
 }
 STATUSES = ("complete", "draft", "stub")
 ACCURACY_CLASSES = ("exact", "correctly-rounded", "sum-of-products", "transcendental", "none")
+# The classes whose float bound is a formula of the operator's own: a declaration of these names its bound.
+BOUNDED_CLASSES = ("sum-of-products", "transcendental")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,45 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Departure:
+    """A known onnxruntime departure from the operator's text (``[[comparison.departure]]``): explained where
+    a divergence is reported, never forgiven. ``operators``: the declaring operator and those that list the
+    ID in ``shared_departures``; ``outputs``: the output positions it concerns (None: every output);
+    ``versions``: inclusive onnxruntime version ranges it was observed in; ``predicate``: the reference of a
+    function (DivergenceCase) -> mask of the elements it explains."""
+
+    id: str
+    operators: tuple[str, ...]
+    outputs: tuple[int, ...] | None
+    summary: str
+    explanation: str
+    seen_in: tuple[str, ...]
+    versions: tuple[tuple[str, str], ...]
+    predicate: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """An operator's comparison facts (``[comparison]`` of rules/<Op>.toml), references not yet resolved.
+    ``bound``: a ``Rule`` (compare/tolerance.py) for the classes of ``BOUNDED_CLASSES``; ``float_accuracy``:
+    the class of float outputs where it differs from the declared one (Range: the text's S + i*D rounds);
+    ``edge_patterns``: (name, builder) in battery order; ``shared_departures``: IDs another declaration
+    defines that concern this operator too."""
+
+    bound: str | None = None
+    float_accuracy: str | None = None
+    edge_patterns: tuple[tuple[str, str], ...] = ()
+    departures: tuple[Departure, ...] = ()
+    shared_departures: tuple[str, ...] = ()
+
+    def references(self) -> list[tuple[str, str]]:
+        """(what, reference) for every reference the facts name, for the generated tests."""
+        found = [("bound", self.bound)] if self.bound else []
+        found += [(f"edge pattern {name}", builder) for name, builder in self.edge_patterns]
+        return found + [(f"departure {d.id}", d.predicate) for d in self.departures]
+
+
+@dataclass(frozen=True)
 class Operator:
     op_type: str
     spec: str  # file under the working group's sonnx/ folder, e.g. "ops/relu/relu.md"
@@ -81,6 +127,11 @@ class Operator:
     why_no_rules: str = ""  # a stub says why it has no rules (shown in the coverage statement)
     kernel: str | None = None  # "reference.max:run": the reference kernel, "module:function" in sonnx_check
     spec_examples: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)  # the text's examples
+    comparison: Comparison = field(default_factory=Comparison, repr=False)  # [comparison]: bound, edges, ...
+
+    def float_accuracy(self) -> str:
+        """The accuracy class of the operator's float outputs."""
+        return self.comparison.float_accuracy or self.accuracy
 
     def param(self, role: str) -> tuple[str, Param]:
         """("input" | "output", the formal parameter) for a role name of the signature."""
@@ -113,7 +164,41 @@ def _types(op: str, raw: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int
     return out
 
 
-def _declaration(raw: Mapping[str, Any]) -> Operator:
+_DEPARTURE_KEYS = ("id", "summary", "explanation", "seen_in", "versions", "predicate")
+
+
+def _comparison(op: str, raw: Mapping[str, Any]) -> Comparison:
+    float_accuracy = raw.get("float_accuracy")
+    if float_accuracy is not None and float_accuracy not in ACCURACY_CLASSES:
+        raise ValueError(f"{op}.toml: float_accuracy {float_accuracy!r} is not a known one")
+    departures = []
+    for entry in raw.get("departure", ()):
+        missing = [k for k in _DEPARTURE_KEYS if k not in entry]
+        if missing:
+            raise ValueError(f"{op}.toml: departure {entry.get('id', '?')} lacks {', '.join(missing)}")
+        outputs = entry.get("outputs")
+        departures.append(
+            Departure(
+                id=str(entry["id"]),
+                operators=tuple(entry.get("operators", (op,))),
+                outputs=None if outputs is None else tuple(int(k) for k in outputs),
+                summary=str(entry["summary"]),
+                explanation=str(entry["explanation"]),
+                seen_in=tuple(str(s) for s in entry["seen_in"]),
+                versions=tuple((str(low), str(high)) for low, high in entry["versions"]),
+                predicate=str(entry["predicate"]),
+            )
+        )
+    return Comparison(
+        bound=raw.get("bound"),
+        float_accuracy=float_accuracy,
+        edge_patterns=tuple((str(k), str(v)) for k, v in raw.get("edge_patterns", {}).items()),
+        departures=tuple(departures),
+        shared_departures=tuple(str(i) for i in raw.get("shared_departures", ())),
+    )
+
+
+def _declaration(raw: Mapping[str, Any], comparison: Mapping[str, Any] | None = None) -> Operator:
     op = raw["op_type"]
     status = raw.get("status", "complete")
     accuracy = raw.get("accuracy", "exact")
@@ -135,6 +220,7 @@ def _declaration(raw: Mapping[str, Any]) -> Operator:
         why_no_rules=str(raw.get("why_no_rules", "")),
         kernel=raw.get("kernel"),
         spec_examples=tuple(raw.get("spec_example", ())),
+        comparison=_comparison(op, comparison or {}),
     )
 
 
@@ -142,7 +228,7 @@ def _declaration(raw: Mapping[str, Any]) -> Operator:
 def profile_operators() -> dict[str, Operator]:
     """Every operator with a published specification, by op_type."""
     return {
-        data["operator"]["op_type"]: _declaration(data["operator"])
+        data["operator"]["op_type"]: _declaration(data["operator"], data.get("comparison"))
         for _, data in catalogue_files()
         if "operator" in data
     }
@@ -155,3 +241,16 @@ def listed_operators() -> frozenset[str]:
         if stem == "profile":
             return frozenset(data["listed"]["operators"])
     return frozenset()
+
+
+def resolve_reference(reference: str) -> Any:
+    """``"compare.ops.sigmoid:BOUND"`` -> the object ``sonnx_check.compare.ops.sigmoid.BOUND``: how a
+    declaration names its kernel, bound, edge builders and departure predicates. Imports the module, so it
+    is called only where the object is used (a comparison), never while the catalogue is parsed."""
+    module, _, name = reference.partition(":")
+    if not module or not name:
+        raise ValueError(f"reference {reference!r} is not 'module:name'")
+    found = getattr(importlib.import_module(f"sonnx_check.{module}"), name, None)
+    if found is None:
+        raise ValueError(f"reference {reference!r} names nothing")
+    return found

@@ -1,8 +1,9 @@
 """No false positive on a correct runtime: the installed onnxruntime's inexact operators on random data stay
 within their annexes' bounds (CI runs this on the oldest supported onnxruntime and on the newest).
 
-A finding here is either a real departure of a new onnxruntime (look at it, then add it to compare/known.py)
-or a bound that is too tight (the default bounds are the annexes' most permissive ones: accuracy.py)."""
+A finding here is either a real departure of a new onnxruntime (look at it, then declare it in the operator's
+rules/<Op>.toml, [[comparison.departure]]) or a bound that is too tight (the default bounds are the annexes'
+most permissive ones: the operator's declared bound, compare/ops/<op>.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,19 @@
+"""Each operator's comparison facts, in one module per operator (``compare/ops/<op>.py``), named by its
+declaration (``[comparison]`` in rules/<Op>.toml): its accuracy bound (a ``Rule``), its operator-specific
+edge patterns (builders) and the predicates of its known onnxruntime departures. Conv, Gemm and MatMul share
+``products.py``. These modules are imported only when a comparison resolves the references (``facts.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from sonnx_check.compare.tolerance import NodeData
+from sonnx_check.reference import execute
+
+
+def kernel_function(data: NodeData, name: str) -> Callable | None:
+    """A function of the module that holds the operator's declared kernel (reference/conv.py, ...)."""
+    kernel = execute.kernels().get(data.node.op_type)
+    return getattr(sys.modules.get(getattr(kernel, "__module__", ""), None), name, None)

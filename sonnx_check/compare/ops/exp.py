@@ -1,0 +1,25 @@
+"""Exp's comparison facts (rules/Exp.toml names them): its bound. Its edge pattern is the shared sweep."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sonnx_check.compare.floats import EXP_HYPOTHESIS, exp_relative_error
+from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+
+
+def _exp(data: NodeData) -> RuleResult:
+    """err_rel(exp(x)) * max(|Y|, min-normalized): tanh_acc.md's hypothesis on exp, taken as Exp's bound
+    (exp_acc.md gives only the propagated error). min-normalized below the normal range, where a relative
+    claim means nothing, as div_acc.md and tanh_acc.md bound it. Exact: the float section's rules, NaN,
+    -inf -> +0, +inf -> +inf, and X > X_max = ln(largest finite value) -> +inf."""
+    x = data.x()
+    introduced = exp_relative_error(x, data.fmt) * np.maximum(data.magnitude, data.fmt.min_normal)
+    with np.errstate(invalid="ignore"):
+        overflow = x > math.log(float(np.finfo(data.fmt.dtype).max))
+    return introduced, ~np.isfinite(x) | overflow, ""
+
+
+BOUND = Rule("err_rel(exp(x))·max(|Y|, min-normalized)", EXP_HYPOTHESIS, _exp)

@@ -1,0 +1,28 @@
+"""LeakyRelu's comparison facts (rules/LeakyRelu.toml names them): its bound."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sonnx_check.compare.floats import gamma
+from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+
+
+def _leaky_relu(data: NodeData) -> RuleResult:
+    """Y = X where X is not negative (leakyrelu.md's float section, -0 and NaN included): exact there. Where
+    X < 0, Y = alpha X: alpha (a float attribute) rounded to the output type, or the product formed in a wider
+    type and rounded, then one IEEE 754 multiplication (accuracy.md, Example 4: |x||y|u): at most two
+    roundings, gamma_2 * max(|alpha X|, min-normalized). leakyrelu_acc.md gives only the propagated error."""
+    x = data.x()
+    alpha = float(np.float32(data.attrs.get("alpha", 0.01)))
+    negative = x < 0
+    with np.errstate(all="ignore"):
+        product = np.maximum(np.abs(alpha * x), data.fmt.min_normal)
+    return np.where(negative, gamma(2, data.fmt.u) * product, 0.0), ~negative, ""
+
+
+BOUND = Rule(
+    "γ_2·max(|α·X|, min-normalized) for X < 0, exact otherwise",
+    'derived: accuracy.md Example 4, "|IE(f)| ≤ |x|×|y|×u", α rounded to the type',
+    _leaky_relu,
+)

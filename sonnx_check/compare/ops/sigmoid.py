@@ -1,0 +1,55 @@
+"""Sigmoid's comparison facts (rules/Sigmoid.toml names them): its bound and the predicates of its
+known onnxruntime departures. Its edge pattern is the shared sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sonnx_check.compare.floats import EXP_HYPOTHESIS, exp_relative_error
+from sonnx_check.compare.known import DivergenceCase, doubles, none
+from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+
+
+def _sigmoid(data: NodeData) -> RuleResult:
+    """Derived for the algorithm of sigmoid_acc.md's Note ("the minimal precision algorithm shall split the
+    X domain so that only negative exponents are computed": 1/(1 + exp(-X)) for X >= 0, exp(X)/(1 + exp(X))
+    otherwise; sigmoid_acc.md states no introduced error), with t = exp(-|X|) of relative error E =
+    err_rel(exp(-|X|)) (tanh_acc.md's hypothesis) and one rounding u per + and /:
+      X >= 0: yhat/y = (1+d2)/((1+theta)(1+d1)) with |theta| = |t dE/(1+t)| <= E/2 (t <= 1);
+      X < 0:  yhat/y = (1+dE)(1+d2)/((1+theta)(1+d1)).
+    So |Y - exact| <= ((1+E)^[X<0] (1+u) / ((1-E/2)(1-u)) - 1) * max(|Y|, min-normalized).
+    Exact: NaN, -inf -> +0, +inf -> 1."""
+    x = data.x()
+    u = data.fmt.u
+    e = exp_relative_error(-np.abs(x), data.fmt)
+    growth = np.where(x < 0, 1 + e, 1.0) * (1 + u) / ((1 - e / 2) * (1 - u)) - 1
+    return growth * np.maximum(data.magnitude, data.fmt.min_normal), ~np.isfinite(x), ""
+
+
+BOUND = Rule(
+    "((1+E)^[x<0]·(1+u)/((1−E/2)(1−u))−1)·max(|Y|, min-normalized), E = err_rel(exp(−|x|))",
+    "derived: sigmoid_acc.md's split algorithm with " + EXP_HYPOTHESIS,
+    _sigmoid,
+)
+
+
+def sigmoid_float_absolute(case: DivergenceCase) -> np.ndarray:
+    """float32, x < 0 (SONNX result below 1/2): a result in [0, 1/2] within 2^-22 of SONNX's, in absolute
+    terms (the most measured is 3 * 2^-24, at any x)."""
+    if case.actual.dtype != np.float32:
+        return none(case)
+    e, a = doubles(case)
+    with np.errstate(invalid="ignore"):
+        return (e < 0.5) & (a >= 0) & (a <= 0.5) & (np.abs(a - e) <= 2.0**-22)
+
+
+def sigmoid_double_cancellation(case: DivergenceCase) -> np.ndarray:
+    """float64, x < 0: a result that is a multiple of 2^-53 (what 1 - t leaves for t in [1/2, 1]) within
+    2^-51 of SONNX's (the most measured is 1.5 * 2^-53)."""
+    if case.actual.dtype != np.float64:
+        return none(case)
+    e, a = case.expected, case.actual
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = a * 2.0**53
+        on_grid = np.isfinite(scaled) & (scaled == np.floor(scaled))
+        return (e < 0.5) & (a >= 0) & (a <= 0.5) & on_grid & (np.abs(a - e) <= 2.0**-51)

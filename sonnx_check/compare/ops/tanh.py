@@ -1,0 +1,57 @@
+"""Tanh's comparison facts (rules/Tanh.toml names them): its bound and the predicates of its known
+onnxruntime departures. Its edge pattern is the shared sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sonnx_check.compare.floats import ceil_log2
+from sonnx_check.compare.known import DivergenceCase, Predicate, doubles, none
+from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+
+
+def _tanh(data: NodeData) -> RuleResult:
+    """tanh_acc.md's bound for its last reference algorithm, (exp(X) - exp(-X)) / (exp(X) + exp(-X)), the
+    most permissive of the four it derives (its constants 17 and 8.5 exceed the 8 / 9 and 4 / 4.5 of the
+    others, and the bound grows with them), so a finding is beyond every bound the annex derives; it also
+    exceeds the correctly rounded u * max(tanh|x|, min-normalized). With w = e^(-2|x|) and n = 0 for |x| <= 1,
+    else the smallest integer with |x| <= 2^n:
+
+        u/(1 + 2w) * ((2 + (17+n)(1+u)w - 2w^2) / ((1+w)(1-u) - (8.5+n/2)u(1+u)w) * (1+u) + 1 - w)
+
+    (the text's formula; its Unit Verification code writes (1+2w)(1-u) in the denominator and n as the
+    exponent of x, both tighter). The annex restricts that algorithm to |x| <= 1e7; beyond, w = 0 and the
+    bound is ~3u, which every algorithm shares. Exact: NaN, +-inf -> +-1."""
+    x = data.x()
+    u = data.fmt.u
+    n = ceil_log2(np.abs(x))
+    w = np.exp(-2.0 * np.abs(x))
+    numerator = 2 + (17 + n) * (1 + u) * w - 2 * w * w
+    denominator = (1 + w) * (1 - u) - (8.5 + n / 2) * u * (1 + u) * w
+    introduced = u / (1 + 2 * w) * (numerator / denominator * (1 + u) + 1 - w)
+    return introduced, ~np.isfinite(x), ""
+
+
+BOUND = Rule(
+    "u/(1+2w)·((2+(17+n)(1+u)w−2w²)/((1+w)(1−u)−(8.5+n/2)u(1+u)w)·(1+u)+1−w), w = e^(−2|x|)",
+    "tanh_acc.md, bound of its most permissive reference algorithm, (exp(X)−exp(−X))/(exp(X)+exp(−X))",
+    _tanh,
+)
+
+
+def _tanh_close_to_one(limit: float, dtype: type) -> Predicate:
+    """``dtype`` only, |SONNX| > 0.9 (|x| > 1.47): a result of the same sign within ``limit`` of SONNX's."""
+
+    def predicate(case: DivergenceCase) -> np.ndarray:
+        if case.actual.dtype != dtype:
+            return none(case)
+        e, a = doubles(case)
+        with np.errstate(invalid="ignore"):
+            return (np.abs(e) > 0.9) & (np.sign(a) == np.sign(e)) & (np.abs(a - e) <= limit)
+
+    return predicate
+
+
+# ORT-TANH-FLOAT-RATIONAL and ORT-TANH-DOUBLE-EIGEN
+float_rational = _tanh_close_to_one(2.0**-21, np.float32)
+double_eigen = _tanh_close_to_one(2.0**-49, np.float64)
