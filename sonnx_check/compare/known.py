@@ -136,11 +136,25 @@ def doubles(case: DivergenceCase) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- the table ------------------------------------------------------------------------------------------
+class _Declared:
+    """A declaration's predicate reference, imported when first called: only a node of the departure's
+    operators calls it (``KnownDivergence.explains``), so a comparison imports the modules of the operators
+    it meets, not every operator's."""
+
+    def __init__(self, reference: str) -> None:
+        self.reference = reference
+        self._function: Predicate | None = None
+
+    def __call__(self, case: DivergenceCase) -> np.ndarray:
+        if self._function is None:
+            self._function = resolve_reference(self.reference)
+        return self._function(case)
+
+
 @functools.cache
 def known_departures() -> tuple[KnownDivergence, ...]:
     """Every declared departure, in catalogue order (operators by name, then as each declaration lists
-    them), its predicate resolved: imports the operators' comparison modules, so only a comparison calls
-    it."""
+    them); each predicate is imported when a node of its operators first needs it."""
     return tuple(
         KnownDivergence(
             id=d.id,
@@ -150,7 +164,7 @@ def known_departures() -> tuple[KnownDivergence, ...]:
             explanation=d.explanation,
             seen_in=d.seen_in,
             versions=d.versions,
-            predicate=resolve_reference(d.predicate),
+            predicate=_Declared(d.predicate),
         )
         for op in profile_operators().values()
         for d in op.comparison.departures

@@ -204,3 +204,28 @@ def test_parsing_the_declarations_imports_no_kernel_nor_comparison_module(tmp_pa
             [sys.executable, "-c", PARSE_ONLY], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
         )
         assert done.stdout.strip() == "LOADED [] False", done.stderr
+
+
+MATCH_ONE = """
+import sys
+import numpy as np
+from onnx import helper
+from sonnx_check.compare.known import DivergenceCase, explain, known_departures
+assert len(known_departures()) >= 20
+x = np.array([-20.0, 1.0], np.float32)
+expected, actual = np.array([2.0611537e-09, 0.7310586], np.float32), np.array([0.0, 0.7310586], np.float32)
+case = DivergenceCase(helper.make_node("Sigmoid", ["x"], ["y"]), 0, expected, actual, expected != actual, [x])
+print([m.entry.id for m in explain(case).matches])
+print(sorted(m for m in sys.modules if m.startswith("sonnx_check.compare.ops.")))
+"""
+
+
+def test_a_comparison_imports_the_facts_of_the_operators_it_meets_only() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", MATCH_ONE], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.stdout.split("\n")[:2] == [
+        "['ORT-SIGMOID-FLOAT-ABSOLUTE-ERROR']",
+        "['sonnx_check.compare.ops.sigmoid']",
+    ], done.stderr
