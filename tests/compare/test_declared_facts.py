@@ -18,11 +18,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from sonnx_check.compare import accuracy, edge_values, known
 from sonnx_check.compare.tolerance import Rule
-from sonnx_check.profile import BOUNDED_CLASSES, Departure, Operator, profile_operators, resolve_reference
+from sonnx_check.profile import (
+    BOUNDED_CLASSES,
+    TYPE_NAMES,
+    Departure,
+    Operator,
+    profile_operators,
+    resolve_reference,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATORS = profile_operators()
@@ -135,6 +142,33 @@ def test_the_resolved_tables_follow_the_declarations() -> None:
     assert [entry.id for entry in known.known_departures()] == declared
     for op in OPERATORS.values():
         assert edge_values.specific_names(op.op_type) == [name for name, _ in op.comparison.edge_patterns]
+
+
+EDGE_CASES = [(op, name) for op in sorted(OPERATORS) for name, _ in OPERATORS[op].comparison.edge_patterns]
+
+
+@pytest.mark.parametrize(("op_type", "pattern"), EDGE_CASES)
+def test_every_edge_pattern_builds_the_example_inputs_reproducibly(op_type: str, pattern: str) -> None:
+    """Each declared builder applies to the declaration's example configuration and fills exactly the fed
+    positions with their dtype and shape, the same for the same seed (the battery's datasets are
+    reproducible)."""
+    op = OPERATORS[op_type]
+    tensors = op.example["tensors"]
+    roles = [(p.position, p.name) for p in op.inputs if p.name in tensors and not p.variadic]
+    fed = [
+        (position, np.dtype(helper.tensor_dtype_to_np_dtype(TYPE_NAMES[tensors[role]["type"]])),
+         tuple(tensors[role]["shape"]))
+        for position, role in roles
+    ]  # fmt: skip
+    node = helper.make_node(op_type, [role for _, role in roles], ["y"], **op.example.get("attributes", {}))
+    built = [edge_values.build_specific(pattern, node, fed, np.random.default_rng(5)) for _ in range(2)]
+    assert built[0] is not None and built[1] is not None, "the pattern does not apply to the example"
+    assert sorted(built[0]) == [position for position, _, _ in fed]
+    for position, dtype, shape in fed:
+        first, again = built[0][position], built[1][position]
+        assert first.dtype == dtype and first.shape == shape, (position, first.dtype, first.shape)
+        assert first.tobytes() == again.tobytes()
+    assert any(built[0][position].size for position, _, _ in fed)
 
 
 # -- the checks catch what they are for ---------------------------------------------------------------------
