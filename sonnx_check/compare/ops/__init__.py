@@ -15,5 +15,9 @@ from sonnx_check.reference import execute
 
 def kernel_function(data: NodeData, name: str) -> Callable | None:
     """A function of the module that holds the operator's declared kernel (reference/conv.py, ...)."""
-    kernel = execute.kernels().get(data.node.op_type)
+    return kernel_module_function(data.node.op_type, name)
+
+
+def kernel_module_function(op_type: str, name: str) -> Callable | None:
+    kernel = execute.kernels().get(op_type)
     return getattr(sys.modules.get(getattr(kernel, "__module__", ""), None), name, None)

@@ -12,6 +12,7 @@ import onnx
 from sonnx_check.compare.floats import gamma
 from sonnx_check.compare.known import DivergenceCase, attribute, input_value, none
 from sonnx_check.compare.ops import kernel_function as _kernel_function
+from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.compare.tolerance import (
     AccuracyError,
     NodeData,
@@ -20,6 +21,7 @@ from sonnx_check.compare.tolerance import (
     Rule,
     RuleResult,
 )
+from sonnx_check.reference.errors import ReferenceError
 
 
 def _sum_of_products(data: NodeData) -> RuleResult:
@@ -141,10 +143,9 @@ def _signed_sums(case: DivergenceCase) -> tuple[np.ndarray, np.ndarray, int] | N
         ceiling = terms * peak(a_pos, a_neg) * peak(b_pos, b_neg) + peak(c_pos, c_neg)
     if not ceiling >= _overflow_threshold(dtype, terms):
         return None
-    # The kernels' magnitude helpers, imported only for the rare output this can explain.
-    from sonnx_check.reference import ReferenceError, conv, gemm, matmul
-
-    helper = {"Conv": conv.run_abs, "MatMul": matmul.run_abs, "Gemm": gemm.run_abs}[case.node.op_type]
+    helper = kernel_module_function(case.node.op_type, "run_abs")  # its declared kernel module's
+    if helper is None:
+        return None
 
     def run(left: np.ndarray, right: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
         # Back to the data's type: exact for float32 (unscaled); for float64 only values far below the
