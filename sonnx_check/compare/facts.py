@@ -7,13 +7,15 @@ catalogue never imports the modules the references name.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sonnx_check.profile import profile_operators, resolve_reference
 
 if TYPE_CHECKING:
-    from sonnx_check.compare.edge_values import Builder
     from sonnx_check.compare.tolerance import Rule
+
+Builder = Callable[..., Any]  # edge_values.Builder (which imports this module)
 
 
 @functools.cache
