@@ -1,8 +1,8 @@
-"""The Softmax and BatchNormalization bounds of compare/accuracy.py, evaluated block by block (used only by
-the comparison; here beside the kernels so that the operators' own modules can reach it without the
-comparison package).
+"""The Softmax and BatchNormalization bounds (compare/ops/softmax.py, batchnormalization.py), evaluated
+block by block (used only by the comparison; here beside the kernels so that the operators' own modules can
+reach it without the comparison package).
 
-accuracy.py's rules evaluate their formula with whole-tensor numpy passes: some thirty float64 temporaries
+Those rules evaluate their formula with whole-tensor numpy passes: some thirty float64 temporaries
 of the tensor's size, each written to and read back from memory. The functions here evaluate the SAME
 formula, with the same IEEE 754 operations in the same order on every element, over blocks of rows that stay
 in the processor's cache, with the per-row and per-channel factors computed once: so every bound value is
@@ -70,8 +70,8 @@ def _one_plus_exp_error(u: float) -> np.ndarray:
 
 
 def softmax(data) -> tuple[np.ndarray, bool, str] | None:
-    """accuracy._softmax's (introduced, exact, detail) for finite float16/float32 data reduced over its last
-    axis, or None (the rule's whole-tensor evaluation then applies)."""
+    """_softmax's (compare/ops/softmax.py) (introduced, exact, detail) for finite float16/float32 data reduced
+    over its last axis, or None (the rule's whole-tensor evaluation then applies)."""
     x = np.asarray(data.inputs[0]) if data.inputs and data.inputs[0] is not None else None
     if x is None or not _fits(data, x) or x.ndim == 0:
         return None
@@ -118,7 +118,8 @@ def softmax(data) -> tuple[np.ndarray, bool, str] | None:
 
 # -- BatchNormalization --------------------------------------------------------------------------------------
 def batch_normalization(data) -> tuple[np.ndarray, bool, str] | None:
-    """accuracy._batch_normalization's (introduced, exact, detail) for float16/float32 data, or None."""
+    """_batch_normalization's (compare/ops/batchnormalization.py) (introduced, exact, detail) for
+    float16/float32 data, or None."""
     if len(data.inputs) < 5 or any(a is None for a in data.inputs[:5]):
         return None
     x = np.asarray(data.inputs[0])
