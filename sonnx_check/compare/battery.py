@@ -470,6 +470,16 @@ class NodeEdges:
                 fed[position] = edge_array(pattern, dtype, shape, rng, number)
         return fed
 
+    # -- for --export-suite (compare/suite/): a configuration alone, without a session ---------------------
+    def lone_model(self, config: Configuration) -> onnx.ModelProto:
+        """The configuration as the one node of a model, its held weights decoded (the caller drops them)."""
+        self._load_held([config])
+        return configurations_model(self.model, [config])
+
+    def reference_data(self, config: Configuration, dataset: str) -> _Prepared | None:
+        """Fed data, inputs and reference outputs for one dataset, after ``lone_model``; None: see skipped."""
+        return self._prepare(config, dataset)
+
     # -- reporting --------------------------------------------------------------------------------------
     def compared(self) -> bool:
         """Whether a configuration of the model's verdict was compared (operator-level evidence is not)."""

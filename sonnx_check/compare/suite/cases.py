@@ -1,0 +1,278 @@
+"""The cases of one model's suite, computed by the reference kernels alone (onnxruntime is never run).
+
+- The model case: the model itself on the comparison's datasets, its outputs the reference's end-to-end
+  values. An output is judged with its producer's bound when everything upstream of the producer is exact
+  (the producer's inputs are then the values a conforming runtime computes too, as ``--compare`` judges
+  the node in context); through an inexact operator no bound is defined for the accumulated rounding, and
+  the output is written but not judged (``--compare`` reports it as information only). Edge datasets go in
+  only when some output is judged (``--compare`` compares them end to end for an exact graph only).
+- One case per node configuration of the edge battery (battery.py): the node alone, the model's constants
+  held as initializers, on the generic and the operator's own edge datasets, as ``--node-edges`` runs it.
+
+Configurations are observed on the reference's own in-context values (``--compare`` observes them on
+onnxruntime's): the same operator, attributes, types, shapes and held constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from sonnx_check import reference
+from sonnx_check.compare import memory
+from sonnx_check.compare.battery import NODE_SCOPE, Configuration, NodeEdges
+from sonnx_check.compare.datasets import Dataset
+from sonnx_check.compare.localise import ancestors, plan
+from sonnx_check.compare.suite.judgement import Judgement, judge_output, not_judged
+from sonnx_check.errors import first_line
+from sonnx_check.profile import profile_operators
+from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.view import ModelView
+
+MODEL_KIND, CONFIGURATION_KIND = "model", "node-configuration"
+
+
+@dataclass
+class CaseDataset:
+    """One test_data_set: inputs and outputs (graph name, array) in graph order, a judgement per output."""
+
+    name: str
+    inputs: list[tuple[str, np.ndarray]]
+    outputs: list[tuple[str, np.ndarray]]
+    judgements: list[Judgement]
+
+
+@dataclass
+class Case:
+    kind: str
+    label: str  # what the folder name is made from (untrusted: sanitised by the writer)
+    model: onnx.ModelProto
+    datasets: list[CaseDataset] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why it is not in the case
+    about: dict[str, Any] = field(default_factory=dict)  # JSON: what the case is (nodes, configuration)
+    evidence_only: bool = False  # operator-level evidence: a failure is not the model's verdict
+
+
+@dataclass
+class SuiteSettings:
+    """What the cases depend on (the comparison's own options)."""
+
+    maxpool_nan: str
+    seed: int = 0
+    max_elements: int = 100_000_000
+    max_memory: int | None = None
+    accuracy: Mapping[str, str] = field(default_factory=dict)
+    node_edges: bool = True
+
+
+class ModelCases:
+    """Walks the model with the reference on each dataset (observing the node configurations), then yields
+    the model case and one case per configuration."""
+
+    def __init__(self, model: onnx.ModelProto, datasets: Sequence[Dataset], settings: SuiteSettings) -> None:
+        self.model = model
+        self.view = ModelView(model)
+        self.datasets = list(datasets)
+        self.settings = settings
+        self.nodes = plan(self.view, reference.supported_ops())
+        self.edges = NodeEdges(
+            self.view.nodes,
+            model,
+            seed=settings.seed,
+            max_elements=settings.max_elements,
+            budget=memory.halves(settings.max_memory)[1],
+            accuracy=settings.accuracy,
+        )
+        self.judged = {name: self._judged_end_to_end(name) for name in self.view.graph_outputs}
+
+    # -- the model case ---------------------------------------------------------------------------------
+    def model_case(self) -> Case:
+        case = Case(MODEL_KIND, "model", self.model, about={"nodes": len(self.view.nodes)})
+        wanted = [d for d in self.datasets if any(self.judged.values()) or not d.name.startswith("edge/")]
+        for dataset in wanted or self.datasets[:1]:
+            feeds = dataset.feeds
+            outputs, problem = self._walk(feeds)
+            if dataset not in wanted:
+                case.skipped[dataset.name] = (
+                    "edge data end to end through inexact operators is not judged (--compare does not "
+                    "compare it); the node configurations are"
+                )
+            elif problem is not None:
+                case.skipped[dataset.name] = problem
+            else:
+                inputs = [(name, np.asarray(feeds[name])) for name, _, _ in dataset.inputs]
+                ordered = [outputs[name] for name in self.view.graph_outputs]
+                case.datasets.append(
+                    CaseDataset(
+                        dataset.name,
+                        inputs,
+                        [
+                            (name, value)
+                            for name, (value, _) in zip(self.view.graph_outputs, ordered, strict=True)
+                        ],
+                        [judgement for _, judgement in ordered],
+                    )
+                )
+            del feeds, outputs
+        return case
+
+    def _judged_end_to_end(self, name: str) -> bool:
+        """Whether a graph output has a bound: everything upstream of its producer is exact."""
+        producers = self.view.producers.get(name, [])
+        if len(producers) != 1:
+            return False
+        upstream = ancestors(self.view, name) - {producers[0]}
+        return all(self._exact(i) for i in upstream) and self.nodes[producers[0]].has_kernel
+
+    def _exact(self, index: int) -> bool:
+        operator = profile_operators().get(self.view.op_types[index])
+        return operator is not None and getattr(operator, "accuracy", None) == "exact"
+
+    def _walk(
+        self, feeds: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, tuple[np.ndarray, Judgement]], str | None]:
+        """Every node the reference can run, in graph order, each value released after its last use; the
+        graph outputs with their judgements, or why one could not be computed. Observes configurations."""
+        last_use: dict[str, int] = {}
+        for index, names in enumerate(self.view.inputs):
+            for name in names:
+                if name:
+                    last_use[name] = index
+        outputs = set(self.view.graph_outputs)
+        values: dict[str, np.ndarray] = {k: np.asarray(v) for k, v in feeds.items()}
+        found: dict[str, tuple[np.ndarray, Judgement]] = {}
+        problem: str | None = None
+        for index, node in enumerate(self.view.nodes):
+            entry = self.nodes[index]
+            if not entry.has_kernel or entry.reason:
+                continue
+            try:
+                inputs = self._inputs(index, values)
+                if inputs is None:
+                    continue
+                results = reference.run_node(node, inputs, max_elements=self.settings.max_elements)
+            except reference.ReferenceError as exc:
+                problem = (
+                    problem
+                    or f"the reference could not run node #{index} ({node.op_type}): {first_line(exc)}"
+                )
+                continue
+            if self.settings.node_edges:
+                self.edges.observe(index, inputs, list(results))
+            for position, name in enumerate(self.view.outputs[index]):
+                if not name or position >= len(results) or results[position] is None:
+                    continue
+                value = np.asarray(results[position])
+                if name in outputs:
+                    found[name] = (value, self._end_to_end_judgement(name, node, inputs, value))
+                if last_use.get(name, -1) > index:
+                    values[name] = value
+            for name in [n for n in values if last_use.get(n, -1) <= index and n not in feeds]:
+                del values[name]
+        missing = [name for name in self.view.graph_outputs if name not in found]
+        if missing and problem is None:
+            reasons = sorted({n.not_compared_reason() for n in self.nodes if not n.has_kernel or n.reason})
+            problem = (
+                "the reference computes no value for graph output(s) "
+                + ", ".join(f"'{m}'" for m in missing)
+                + (f" ({reasons[0]})" if reasons else "")
+            )
+        return found, problem if missing else None
+
+    def _inputs(self, index: int, values: dict[str, np.ndarray]) -> list[np.ndarray | None] | None:
+        inputs: list[np.ndarray | None] = []
+        for name in self.view.inputs[index]:
+            if not name:
+                inputs.append(None)
+            elif name in values:
+                inputs.append(values[name])
+            elif name in self.view.initializers:
+                tensor = self.view.initializers[name]
+                ensure_within_budget(f"initializer '{name}'", tensor.dims, self.settings.max_elements)
+                values[name] = numpy_helper.to_array(tensor)
+                inputs.append(values[name])
+            else:
+                return None  # produced by a node the reference did not run
+        return inputs
+
+    def _end_to_end_judgement(
+        self, name: str, node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], value: np.ndarray
+    ) -> Judgement:
+        if not self.judged[name]:
+            return not_judged(
+                "end to end through inexact operators: no bound is defined for the accumulated rounding "
+                "(--compare reports it as information); the node configurations are judged"
+            )
+        override = self.settings.accuracy.get(node.op_type)
+        return judge_output(node, inputs, value, override, self.settings.maxpool_nan)
+
+    # -- the configuration cases ------------------------------------------------------------------------
+    def configuration_cases(self) -> Iterator[Case]:
+        """One case per configuration of the battery (the model's own first, then operator-level evidence),
+        computed one at a time (only one case's data is held)."""
+        every = (*self.edges.configurations.values(), *self.edges.operator_configurations.values())
+        for config in every:
+            yield self._configuration_case(config)
+
+    def _configuration_case(self, config: Configuration) -> Case:
+        about = {
+            "op_type": config.op_type,
+            "scope": config.scope,
+            "configuration": config.digest,
+            "nodes": [{"index": i, "name": self.view.nodes[i].name} for i in config.nodes],
+        }
+        evidence = config.scope != NODE_SCOPE
+        label = f"{config.op_type}_{config.digest}" + ("_operator" if evidence else "")
+        case = Case(CONFIGURATION_KIND, label, onnx.ModelProto(), about=about, evidence_only=evidence)
+        if config.reason:
+            case.skipped["*"] = config.reason
+            return case
+        override = self.settings.accuracy.get(config.op_type)
+        with self.edges.held_loaded(config):
+            lone = self.edges.lone_model(config)
+            produced: list[int] | None = None
+            for dataset in self.edges.datasets(config):
+                data = self.edges.reference_data(config, dataset)
+                if data is None:
+                    case.skipped[dataset] = config.skipped.get(dataset, "does not apply")
+                    continue
+                fed, inputs, expected = data
+                available = [
+                    k
+                    for k, name in enumerate(config.node.output)
+                    if name and k < len(expected) and expected[k] is not None
+                ]
+                if produced is None:
+                    produced = available
+                elif available != produced:
+                    case.skipped[dataset] = "the reference computed other optional outputs on this dataset"
+                    continue
+                values = [np.asarray(expected[k]) for k in produced]
+                case.datasets.append(
+                    CaseDataset(
+                        dataset,
+                        [(f"c0_in{position}", fed[position]) for position, _, _ in config.fed],
+                        [(f"c0_out{k}", value) for k, value in zip(produced, values, strict=True)],
+                        [
+                            judge_output(config.node, inputs, value, override, self.settings.maxpool_nan)
+                            for value in values
+                        ],
+                    )
+                )
+            case.model = _typed(lone, case.datasets)
+        return case
+
+
+def _typed(model: onnx.ModelProto, datasets: Sequence[CaseDataset]) -> onnx.ModelProto:
+    """The lone model with only the outputs the reference computed as graph outputs, each declared with its
+    type and shape: backend test runners read an output file by its declared type."""
+    del model.graph.output[:]
+    for name, value in datasets[0].outputs if datasets else ():
+        element = helper.np_dtype_to_tensor_dtype(value.dtype)
+        model.graph.output.append(helper.make_tensor_value_info(name, element, list(value.shape)))
+    return model

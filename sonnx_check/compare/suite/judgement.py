@@ -1,0 +1,127 @@
+"""How a runtime's output is judged against the reference in the exported suite: the accuracy class, the
+allowed difference per element, the non-finite results the readings accept, and the readings' words.
+
+The same bound ``--compare`` uses (compare/accuracy.py: ``bound_for(...).evaluate(node, inputs, expected)``),
+written as data a runner without sonnx-check can apply:
+
+- ``allowed`` (float64, the output's shape): the largest |actual - expected| accepted per element, 0 where the
+  comparison is bit for bit (the sign of zero compared); an infinity counts as 2^(emax+1) of the output type.
+- ``nonfinite`` (int8 bit set, the output's shape): where an infinity or NaN the bound's readings accept
+  stands against a different reference value: 1 = +inf, 2 = -inf, 4 = NaN (sum of products, readings (c)
+  intermediate overflow and (d) product overflow).
+- a subnormal reference flushed to zero by the runtime is accepted for every class but exact (as
+  ``outcome_masks`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from sonnx_check.compare import accuracy
+from sonnx_check.profile import profile_operators
+from sonnx_check.reference import nan_policy
+
+NOT_JUDGED = "not-judged"  # end to end through inexact operators: no bound is defined for the sum
+POSITIVE_INFINITY, NEGATIVE_INFINITY, NAN = 1, 2, 4
+_EXACT_WORDS = "exact: bit for bit, NaN = NaN (payload and sign ignored), sign of zero compared"
+_FLUSH_WORDS = "a subnormal reference value flushed to ±0 by the runtime is accepted"
+_SUM_OF_PRODUCTS_WORDS = (
+    "sums of products read as IEEE 754 evaluation in the output type in any order: (b) the sign of a zero "
+    "result is not compared; (c) an infinity (NaN where both signs can) is accepted where a partial sum can "
+    "overflow (nonfinite bits 1, 2, 4); (d) NaN is accepted against a reference ±inf where finite terms of "
+    "the other sign can overflow (bit 4)"
+)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One output on one dataset. ``allowed`` None: bit for bit (exact class, or an integer output)."""
+
+    accuracy_class: str
+    text: str
+    readings: tuple[str, ...]
+    allowed: np.ndarray | None = None
+    nonfinite: np.ndarray | None = None
+
+    @property
+    def uniform(self) -> float | None:
+        """The allowed difference when it is the same for every element (then no bound file is needed)."""
+        if self.allowed is None:
+            return 0.0
+        flat = self.allowed.reshape(-1)
+        if flat.size == 0:
+            return 0.0
+        first = flat[0]
+        same = bool(np.all(flat == first)) or bool(np.all(np.isnan(flat)))
+        return float(first) if same else None
+
+
+def exact(text: str = _EXACT_WORDS, readings: tuple[str, ...] = ()) -> Judgement:
+    return Judgement(accuracy.EXACT, text, readings)
+
+
+def not_judged(why: str) -> Judgement:
+    return Judgement(NOT_JUDGED, why, ())
+
+
+def node_readings(op_type: str, maxpool_nan: str) -> tuple[str, ...]:
+    """The readings of the texts a node's reference values rest on (printed in every case that has one)."""
+    if op_type == "MaxPool":
+        return (f"MaxPool NaN reading '{maxpool_nan}': {nan_policy.READINGS[maxpool_nan]}",)
+    return ()
+
+
+def judge_output(
+    node: onnx.NodeProto,
+    inputs: Sequence[np.ndarray | None],
+    expected: np.ndarray,
+    override: str | None,
+    maxpool_nan: str,
+) -> Judgement:
+    """The judgement of output ``expected`` of ``node`` run by the reference on ``inputs``, as
+    ``localise.merge`` makes it."""
+    readings = node_readings(node.op_type, maxpool_nan)
+    expected = np.asarray(expected)
+    if expected.dtype.kind != "f" or node.op_type not in profile_operators():
+        return exact(readings=readings)
+    bound = accuracy.bound_for(node.op_type, expected.dtype, override)
+    if bound.accuracy == accuracy.EXACT:
+        return exact(readings=readings)
+    tolerance = bound.evaluate(node, inputs, expected)
+    shape = expected.shape
+    allowed = np.array(np.broadcast_to(np.asarray(tolerance.allowed, dtype=np.float64), shape))
+    exact_mask = np.broadcast_to(np.asarray(tolerance.exact, dtype=bool), shape)
+    allowed[exact_mask] = 0.0
+    nonfinite = _nonfinite(expected, tolerance, exact_mask)
+    words = [*readings, _FLUSH_WORDS]
+    if bound.accuracy == accuracy.SUM_OF_PRODUCTS:
+        words.append(_SUM_OF_PRODUCTS_WORDS)
+    return Judgement(bound.accuracy, tolerance.text, tuple(words), allowed, nonfinite)
+
+
+def _nonfinite(
+    expected: np.ndarray, tolerance: accuracy.Tolerance, exact_mask: np.ndarray
+) -> np.ndarray | None:
+    """Readings (c) and (d) per element, as ``outcome_masks`` applies them to a runtime's infinity or NaN."""
+    codes = np.zeros(expected.shape, dtype=np.int8)
+    e = expected.astype(np.float64)
+    flat_codes = codes.reshape(-1)
+    if tolerance.overflow is not None:
+        flat = np.flatnonzero(~exact_mask & ~np.isnan(e))
+        if flat.size:
+            signs = tolerance.overflow.signs(flat)
+            positive = (signs & accuracy.OVERFLOW_POS) > 0
+            negative = (signs & accuracy.OVERFLOW_NEG) > 0
+            flat_codes[flat] |= np.where(positive, POSITIVE_INFINITY, 0).astype(np.int8)
+            flat_codes[flat] |= np.where(negative, NEGATIVE_INFINITY, 0).astype(np.int8)
+            flat_codes[flat] |= np.where(positive & negative, NAN, 0).astype(np.int8)
+    if tolerance.opposite is not None:
+        flat = np.flatnonzero(np.isinf(e))
+        if flat.size:
+            reached = tolerance.opposite.reachable(flat, e.reshape(-1)[flat] > 0)
+            flat_codes[flat[reached]] |= NAN
+    return codes if codes.any() else None
