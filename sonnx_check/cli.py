@@ -12,7 +12,7 @@ workflow command.
 
 This module is wiring only: the options (the comparison's are declared in ``settings.py``), the order of a
 run's steps, and the exit code. What each step does lives elsewhere: ``commands/`` (checking the models,
-``--add-waivers``, ``--list-rules``/``--explain``), ``report/outputs.py`` (where reports go),
+``--add-waivers``, ``--list-rules``/``--explain``, ``--export-suite``), ``report/outputs.py`` (where reports go),
 ``report/dispatch.py`` (rendering and writing them), ``exit_codes.py``.
 """
 
@@ -288,6 +288,10 @@ def run(
     runtime_named = compared["runtime_command"] or compared["outputs"] or compared["ort_provider"]
     if compared["compare"] is None and runtime_named:
         compared["compare"] = True  # naming the runtime under test asks for a comparison
+    if compared["export_suite"] is not None:
+        from sonnx_check.commands.export_suite import check_suite_target
+
+        check_suite_target(compared["export_suite"])  # a non-empty folder is refused before any model is read
     cli = CliOptions(
         select=select,
         extend_select=extend_select,
@@ -336,6 +340,10 @@ def run(
     fixes = [o.fix for o in outcomes] if settings.fix is not None else None
     internal_errors = [o.internal_error for o in outcomes if o.internal_error]
     user_errors = [o.user_error for o in outcomes if o.user_error]
+    if compared["export_suite"] is not None:
+        from sonnx_check.commands.export_suite import run_export_suite
+
+        user_errors += run_export_suite(compared["export_suite"], targets, results, per_model)
 
     if add_waivers:
         from sonnx_check.commands.add_waivers import run_add_waivers

@@ -281,6 +281,18 @@ OPTIONS: tuple[Option, ...] = (
         to_json=dict,
         to_compare=dict,
     ),
+    Option(
+        "export_suite",
+        "--export-suite",
+        None,  # a folder written once per run: command line only
+        None,
+        help="Write a conformance suite to take away into the new (or empty) folder DIR: every model and "
+        "node configuration as ONNX backend test cases whose expected outputs are the SONNX reference's, "
+        "with per-element bounds and run_suite.py (no onnxruntime needed to write it).",
+        metavar="DIR",
+        report=None,  # an output of the run, not a setting of the comparison
+        compare_arg=None,  # compare/suite/ reads it, the comparison does not
+    ),
 )
 
 BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}

@@ -28,7 +28,7 @@ from sonnx_check.errors import ModelLoadError, UsageError
 from sonnx_check.loading import load_model
 from sonnx_check.reference import nan_policy
 
-__all__ = ["SuiteExport", "check_target", "export_suite"]
+__all__ = ["SuiteExport", "check_target", "export_suite", "options_for"]
 
 
 def check_target(path: str) -> None:
@@ -61,7 +61,11 @@ def export_suite(path: str, models: Sequence[tuple[str, CompareOptions]]) -> Sui
     with new_folder(path) as root:
         for model_path, options in models:
             label = labels.take(Path(model_path).stem, "model")
-            entry: dict[str, Any] = {"model": sanitise.data(model_path), "folder": label}
+            entry: dict[str, Any] = {
+                "model": sanitise.data(model_path),
+                "folder": label,
+                "settings": _settings_json(options),
+            }
             try:
                 entry["cases"] = _export_model(root, label, model_path, options, entry)
             except (ModelLoadError, UsageError) as exc:
@@ -73,6 +77,14 @@ def export_suite(path: str, models: Sequence[tuple[str, CompareOptions]]) -> Sui
         first = models[0][1] if models else CompareOptions()
         write_root(root, export.models, _settings_json(first))
     return export
+
+
+def options_for(settings: Any) -> CompareOptions:
+    """The comparison options of one model's settings (``CompareSettings``, settings.py): the suite is
+    computed as --compare would judge it."""
+    from sonnx_check.settings import compare_arguments
+
+    return CompareOptions(**compare_arguments(settings))
 
 
 def _without_path(exc: Exception, path: str) -> str:

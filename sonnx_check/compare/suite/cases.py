@@ -94,32 +94,35 @@ class ModelCases:
     def model_case(self) -> Case:
         case = Case(MODEL_KIND, "model", self.model, about={"nodes": len(self.view.nodes)})
         wanted = [d for d in self.datasets if any(self.judged.values()) or not d.name.startswith("edge/")]
-        for dataset in wanted or self.datasets[:1]:
-            feeds = dataset.feeds
-            outputs, problem = self._walk(feeds)
+        for dataset in self.datasets:
             if dataset not in wanted:
                 case.skipped[dataset.name] = (
                     "edge data end to end through inexact operators is not judged (--compare does not "
                     "compare it); the node configurations are"
                 )
-            elif problem is not None:
+        if not wanted and self.datasets:
+            self._walk(self.datasets[0].feeds)  # the configurations are observed all the same
+        for dataset in wanted:
+            feeds = dataset.feeds
+            outputs, problem = self._walk(feeds)
+            if problem is not None:
                 case.skipped[dataset.name] = problem
             else:
-                inputs = [(name, np.asarray(feeds[name])) for name, _, _ in dataset.inputs]
-                ordered = [outputs[name] for name in self.view.graph_outputs]
+                names = self.view.graph_outputs
                 case.datasets.append(
                     CaseDataset(
                         dataset.name,
-                        inputs,
-                        [
-                            (name, value)
-                            for name, (value, _) in zip(self.view.graph_outputs, ordered, strict=True)
-                        ],
-                        [judgement for _, judgement in ordered],
+                        [(name, np.asarray(feeds[name])) for name in self._fed_names(feeds)],
+                        [(name, outputs[name][0]) for name in names],
+                        [outputs[name][1] for name in names],
                     )
                 )
             del feeds, outputs
         return case
+
+    def _fed_names(self, feeds: Mapping[str, np.ndarray]) -> list[str]:
+        """The fed inputs in graph input order (input_K.pb's K)."""
+        return [v.name for v in self.model.graph.input if v.name in feeds]
 
     def _judged_end_to_end(self, name: str) -> bool:
         """Whether a graph output has a bound: everything upstream of its producer is exact."""

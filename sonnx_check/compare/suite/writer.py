@@ -58,7 +58,9 @@ def write_case(folder: FolderWriter, names: UniqueNames, case: Case, model_file:
         return entry
     datasets = [backend_layout.CaseData(d.inputs, d.outputs, _bound_files(d)) for d in case.datasets]
     description = _description(name, case, model_file, skipped)
-    extra = [(CASE_FILE, _json_bytes(description)), ("data.json", _json_bytes(_tolerances(case)))]
+    extra = [(CASE_FILE, _json_bytes(description))]
+    if all(j.accuracy_class != NOT_JUDGED for d in case.datasets for j in d.judgements):
+        extra.append(("data.json", _json_bytes(_tolerances(case))))  # else the loader's own defaults
     backend_layout.write_case(folder, name, case.model, datasets, extra)
     entry.update(written=True, datasets=len(case.datasets), skipped=skipped)
     return entry
