@@ -15,6 +15,7 @@ onnxruntime's): the same operator, attributes, types, shapes and held constants.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.view import ModelView
 
 MODEL_KIND, CONFIGURATION_KIND = "model", "node-configuration"
+_FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16})
 
 
 @dataclass
@@ -150,12 +152,13 @@ class ModelCases:
         values: dict[str, np.ndarray] = {k: np.asarray(v) for k, v in feeds.items()}
         found: dict[str, tuple[np.ndarray, Judgement]] = {}
         problem: str | None = None
+        stand_ins: set[str] = set()  # values standing in for what a node without a kernel computes
         for index, node in enumerate(self.view.nodes):
             entry = self.nodes[index]
             if not entry.has_kernel or entry.reason:
                 continue
             try:
-                inputs = self._inputs(index, values)
+                inputs = self._inputs(index, values, stand_ins)
                 if inputs is None:
                     continue
                 results = reference.run_node(node, inputs, max_elements=self.settings.max_elements)
@@ -165,13 +168,16 @@ class ModelCases:
                     or f"the reference could not run node #{index} ({node.op_type}): {first_line(exc)}"
                 )
                 continue
-            if self.settings.node_edges:
+            standing_in = [n for n in self.view.inputs[index] if n in stand_ins]
+            if self.settings.node_edges and self._observable(index, standing_in):
                 self.edges.observe(index, inputs, list(results))
             for position, name in enumerate(self.view.outputs[index]):
                 if not name or position >= len(results) or results[position] is None:
                     continue
                 value = np.asarray(results[position])
-                if name in outputs:
+                if standing_in:
+                    stand_ins.add(name)  # computed from a stand-in: its shape holds, its values do not
+                elif name in outputs:
                     found[name] = (value, self._end_to_end_judgement(name, node, inputs, value))
                 if last_use.get(name, -1) > index:
                     values[name] = value
@@ -187,7 +193,11 @@ class ModelCases:
             )
         return found, problem if missing else None
 
-    def _inputs(self, index: int, values: dict[str, np.ndarray]) -> list[np.ndarray | None] | None:
+    def _inputs(
+        self, index: int, values: dict[str, np.ndarray], stand_ins: set[str]
+    ) -> list[np.ndarray | None] | None:
+        """The node's input values; a value no kernel computed is stood in for by zeros of its inferred type
+        and shape (None when inference has none), so the configurations downstream are still observed."""
         inputs: list[np.ndarray | None] = []
         for name in self.view.inputs[index]:
             if not name:
@@ -200,8 +210,35 @@ class ModelCases:
                 values[name] = numpy_helper.to_array(tensor)
                 inputs.append(values[name])
             else:
-                return None  # produced by a node the reference did not run
+                stand_in = self._stand_in(name)
+                if stand_in is None:
+                    return None  # produced by a node the reference did not run, of unknown shape
+                values[name] = stand_in
+                stand_ins.add(name)
+                inputs.append(stand_in)
         return inputs
+
+    def _stand_in(self, name: str) -> np.ndarray | None:
+        inferred = self.view.inferred.get(name)
+        if inferred is None or inferred.static_shape is None or inferred.elem_type == 0:
+            return None
+        if math.prod(inferred.static_shape) > self.settings.max_elements:
+            return None
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inferred.elem_type))
+        except (KeyError, TypeError, ValueError):
+            return None
+        return np.zeros(inferred.static_shape, dtype=dtype)
+
+    def _observable(self, index: int, standing_in: Sequence[str]) -> bool:
+        """A configuration is keyed by its inputs' types and shapes and by the values of its constants and
+        integer parameters: a stand-in may feed a float data input (edge values replace it), never one
+        whose value is part of the key."""
+        for name in standing_in:
+            inferred = self.view.inferred.get(name)
+            if inferred is None or inferred.elem_type not in _FLOAT_TYPES:
+                return False
+        return True
 
     def _end_to_end_judgement(
         self, name: str, node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], value: np.ndarray
