@@ -306,6 +306,7 @@ def test_hostile_names_make_safe_unique_folders(tmp_path: Path):
 def test_safe_names():
     assert safe("../a b/c") == "a_b_c"
     assert safe("...") == "case"
+    assert safe(":.") == safe("_..") == safe("._.") == "case"
     assert len(safe("x" * 500)) <= 80
     names = UniqueNames()
     assert [names.take(n) for n in ("Conv", "conv", "CONV")] == ["Conv", "conv_2", "CONV_3"]
@@ -331,3 +332,43 @@ def test_the_readme_shows_the_scripts_own_judgement():
     script = template("run_suite.py.template")
     function = script[script.index("def conforms(") : script.index("\n\n\ndef run_case(")]
     assert function in readme
+
+
+def test_nodes_after_an_operator_without_a_kernel_still_get_their_cases(tmp_path: Path):
+    """GlobalAveragePool has no reference kernel: its output is stood in for by zeros of its inferred shape,
+    so the Flatten and Gemm after it are observed (as --compare observes them on onnxruntime's values)."""
+    rng = np.random.default_rng(0)
+    graph = h.make_graph(
+        [
+            h.make_node("GlobalAveragePool", ["x"], ["pooled"], name="gap"),
+            h.make_node("Flatten", ["pooled"], ["flat"], name="flatten", axis=1),
+            h.make_node(
+                "Gemm", ["flat", "w", "b"], ["y"], name="fc", alpha=1.0, beta=1.0, transA=0, transB=0
+            ),
+        ],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4, 3, 3])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 2])],
+        initializer=[
+            onnx.numpy_helper.from_array(rng.standard_normal((4, 2)).astype(np.float32), "w"),
+            onnx.numpy_helper.from_array(rng.standard_normal(2).astype(np.float32), "b"),
+        ],
+    )
+    path = tmp_path / "gap.onnx"
+    onnx.save(finish(graph, 13), str(path))
+    export_suite(str(tmp_path / "suite"), [(str(path), EDGE)])
+    written = {where.split("/")[1].rsplit("_", 1)[0] for where in _cases(tmp_path / "suite")}
+    assert {"test_Flatten", "test_Gemm"} <= written
+    index = json.loads((tmp_path / "suite" / "suite.json").read_text())
+    model_case = index["models"][0]["cases"][0]
+    assert model_case["case"] == "test_model" and not model_case["written"]
+    assert any("GlobalAveragePool" in s["reason"] for s in model_case["skipped"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=300), min_size=1, max_size=8))
+def test_any_model_strings_give_safe_distinct_folder_names(texts: list[str]):
+    names = UniqueNames()
+    taken = [names.take(t) for t in texts]
+    assert all(re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,90}", n) for n in taken), taken
+    assert len({n.lower() for n in taken}) == len(taken)

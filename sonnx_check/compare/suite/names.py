@@ -19,8 +19,8 @@ def safe(text: str | bytes, fallback: str = "case") -> str:
     """``text`` reduced to a portable file name (never empty, never starting with a dot)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    name = _UNSAFE.sub("_", text).lstrip(".")
-    name = name.strip("_") or fallback
+    # any leading mix of dots and underscores goes: "_." must not become "." (the folder itself) or ".."
+    name = _UNSAFE.sub("_", text).lstrip("._").rstrip("_") or fallback
     if len(name) > MAX_LENGTH:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         name = f"{name[: MAX_LENGTH - 9]}_{digest}"
