@@ -444,11 +444,12 @@ def _entries(folder: str) -> list[str]:
 def _read_numbered(
     folder: str,
     kind: str,
-    expected: Sequence[Expected],
+    expected: Sequence[Expected | tuple[str, object, tuple[int | None, ...] | None]],
     max_elements: int | None,
     max_bytes: int | None,
 ) -> FolderReading:
     file_name = input_file_name if kind == "input" else output_file_name
+    expected = [e if isinstance(e, Expected) else Expected(e[0], np.dtype(e[1]), e[2]) for e in expected]
     wanted = {file_name(k) for k in range(len(expected))}
     values = tuple(
         read_tensor(os.path.join(folder, file_name(k)), want, max_elements, max_bytes)
@@ -459,14 +460,20 @@ def _read_numbered(
 
 
 def read_outputs(
-    folder: str, expected: Sequence[Expected], max_elements: int | None, max_bytes: int | None
+    folder: str,
+    expected: Sequence[Expected | tuple[str, object, tuple[int | None, ...] | None]],
+    max_elements: int | None,
+    max_bytes: int | None,
 ) -> FolderReading:
     """``output_K.pb`` for each expected graph output K of one dataset folder (a runtime's outputs)."""
     return _read_numbered(folder, "output", expected, max_elements, max_bytes)
 
 
 def read_inputs(
-    folder: str, expected: Sequence[Expected], max_elements: int | None, max_bytes: int | None
+    folder: str,
+    expected: Sequence[Expected | tuple[str, object, tuple[int | None, ...] | None]],
+    max_elements: int | None,
+    max_bytes: int | None,
 ) -> FolderReading:
     """``input_K.pb`` for each graph input K that needs data, read with the same checks as outputs."""
     return _read_numbered(folder, "input", expected, max_elements, max_bytes)

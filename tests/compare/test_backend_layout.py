@@ -286,3 +286,9 @@ def test_a_users_input_file_may_be_a_link_a_runtimes_output_may_not(tmp_path: Pa
         bl.parse_tensor_file(str(tmp_path / "input_0.pb"), None, follow_links=True), onnx.TensorProto
     )
     assert bl.parse_tensor_file(str(tmp_path / "input_0.pb"), None).kind is Problem.UNREADABLE
+
+
+def test_expectations_may_be_plain_tuples(tmp_path: Path):
+    _write(tmp_path, "output_0.pb", _tensor(np.array([1, 2], np.float32)))
+    (value,) = bl.read_outputs(str(tmp_path), [("y", np.float32, (2,))], 100, 1000).values
+    assert value.tolist() == [1.0, 2.0]

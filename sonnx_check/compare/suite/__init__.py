@@ -68,7 +68,7 @@ def export_suite(path: str, models: Sequence[tuple[str, CompareOptions]]) -> Sui
             }
             try:
                 entry["cases"] = _export_model(root, label, model_path, options, entry)
-            except (ModelLoadError, UsageError) as exc:
+            except (ModelLoadError, UsageError, OSError) as exc:  # OSError: the suite's folder, while writing
                 entry["error"] = sanitise.data(str(exc))
                 export.errors.append(
                     sanitise.line(f"{model_path}: --export-suite: {_without_path(exc, model_path)}")
