@@ -53,9 +53,10 @@ class CaseDataset:
 class Case:
     kind: str
     label: str  # what the folder name is made from (untrusted: sanitised by the writer)
-    model: onnx.ModelProto
-    datasets: list[CaseDataset] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why it is not in the case
+    model: onnx.ModelProto  # a configuration's: set when its first dataset is computed
+    # computed one at a time as they are read (one dataset's data in memory, as --compare holds it)
+    datasets: Iterator[CaseDataset] = field(default_factory=lambda: iter(()))
+    skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why it is not in the case (once read)
     about: dict[str, Any] = field(default_factory=dict)  # JSON: what the case is (nodes, configuration)
     evidence_only: bool = False  # operator-level evidence: a failure is not the model's verdict
 
@@ -91,10 +92,17 @@ class ModelCases:
             accuracy=settings.accuracy,
         )
         self.judged = {name: self._judged_end_to_end(name) for name in self.view.graph_outputs}
+        self._walked = False  # the configurations are observed on the first walk
 
     # -- the model case ---------------------------------------------------------------------------------
     def model_case(self) -> Case:
+        """The model on the comparison's datasets (read it before the configurations: reading it observes
+        them)."""
         case = Case(MODEL_KIND, "model", self.model, about={"nodes": len(self.view.nodes)})
+        case.datasets = self._model_datasets(case)
+        return case
+
+    def _model_datasets(self, case: Case) -> Iterator[CaseDataset]:
         wanted = [d for d in self.datasets if any(self.judged.values()) or not d.name.startswith("edge/")]
         for dataset in self.datasets:
             if dataset not in wanted:
@@ -109,18 +117,15 @@ class ModelCases:
             outputs, problem = self._walk(feeds)
             if problem is not None:
                 case.skipped[dataset.name] = problem
-            else:
-                names = self.view.graph_outputs
-                case.datasets.append(
-                    CaseDataset(
-                        dataset.name,
-                        [(name, np.asarray(feeds[name])) for name in self._fed_names(feeds)],
-                        [(name, outputs[name][0]) for name in names],
-                        [outputs[name][1] for name in names],
-                    )
-                )
+                continue
+            names = self.view.graph_outputs
+            yield CaseDataset(
+                dataset.name,
+                [(name, np.asarray(feeds[name])) for name in self._fed_names(feeds)],
+                [(name, outputs[name][0]) for name in names],
+                [outputs[name][1] for name in names],
+            )
             del feeds, outputs
-        return case
 
     def _fed_names(self, feeds: Mapping[str, np.ndarray]) -> list[str]:
         """The fed inputs in graph input order (input_K.pb's K)."""
@@ -153,6 +158,7 @@ class ModelCases:
         found: dict[str, tuple[np.ndarray, Judgement]] = {}
         problem: str | None = None
         stand_ins: set[str] = set()  # values standing in for what a node without a kernel computes
+        self._walked = True
         for index, node in enumerate(self.view.nodes):
             entry = self.nodes[index]
             if not entry.has_kernel or entry.reason:
@@ -255,6 +261,8 @@ class ModelCases:
     def configuration_cases(self) -> Iterator[Case]:
         """One case per configuration of the battery (the model's own first, then operator-level evidence),
         computed one at a time (only one case's data is held)."""
+        if not self._walked and self.datasets:
+            self._walk(self.datasets[0].feeds)  # the model case was not read: observe them here
         every = (*self.edges.configurations.values(), *self.edges.operator_configurations.values())
         for config in every:
             yield self._configuration_case(config)
@@ -271,7 +279,11 @@ class ModelCases:
         case = Case(CONFIGURATION_KIND, label, onnx.ModelProto(), about=about, evidence_only=evidence)
         if config.reason:
             case.skipped["*"] = config.reason
-            return case
+        else:
+            case.datasets = self._configuration_datasets(config, case)
+        return case
+
+    def _configuration_datasets(self, config: Configuration, case: Case) -> Iterator[CaseDataset]:
         override = self.settings.accuracy.get(config.op_type)
         with self.edges.held_loaded(config):
             lone = self.edges.lone_model(config)
@@ -292,27 +304,26 @@ class ModelCases:
                 elif available != produced:
                     case.skipped[dataset] = "the reference computed other optional outputs on this dataset"
                     continue
-                values = [np.asarray(expected[k]) for k in produced]
-                case.datasets.append(
-                    CaseDataset(
-                        dataset,
-                        [(f"c0_in{position}", fed[position]) for position, _, _ in config.fed],
-                        [(f"c0_out{k}", value) for k, value in zip(produced, values, strict=True)],
-                        [
-                            judge_output(config.node, inputs, value, override, self.settings.maxpool_nan)
-                            for value in values
-                        ],
-                    )
+                outputs = [(f"c0_out{k}", np.asarray(expected[k])) for k in produced]
+                if not len(case.model.graph.node):
+                    case.model = _typed(lone, outputs)
+                yield CaseDataset(
+                    dataset,
+                    [(f"c0_in{position}", fed[position]) for position, _, _ in config.fed],
+                    outputs,
+                    [
+                        judge_output(config.node, inputs, value, override, self.settings.maxpool_nan)
+                        for _, value in outputs
+                    ],
                 )
-            case.model = _typed(lone, case.datasets)
-        return case
+                del data, fed, inputs, expected
 
 
-def _typed(model: onnx.ModelProto, datasets: Sequence[CaseDataset]) -> onnx.ModelProto:
+def _typed(model: onnx.ModelProto, outputs: Sequence[tuple[str, np.ndarray]]) -> onnx.ModelProto:
     """The lone model with only the outputs the reference computed as graph outputs, each declared with its
     type and shape: backend test runners read an output file by its declared type."""
     del model.graph.output[:]
-    for name, value in datasets[0].outputs if datasets else ():
+    for name, value in outputs:
         element = helper.np_dtype_to_tensor_dtype(value.dtype)
         model.graph.output.append(helper.make_tensor_value_info(name, element, list(value.shape)))
     return model

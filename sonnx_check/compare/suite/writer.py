@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from contextlib import ExitStack
 from importlib import resources
 from typing import Any
 
@@ -47,22 +48,34 @@ def _json_bytes(data: dict[str, Any]) -> bytes:
 
 
 def write_case(folder: FolderWriter, names: UniqueNames, case: Case, model_file: str) -> dict[str, Any]:
-    """``case`` as a new case folder under ``folder``; its index entry (with ``skipped`` when no dataset
-    could be written)."""
+    """``case`` as a new case folder under ``folder``, written dataset by dataset as they are computed (one
+    dataset's data in memory); its index entry. A case without any dataset gets no folder."""
     name = names.take(f"test_{case.label}")
     entry: dict[str, Any] = {"case": name, "kind": case.kind, **_about(case)}
-    skipped = [{"dataset": sanitise.data(k), "reason": sanitise.data(v)} for k, v in case.skipped.items()]
-    if not case.datasets:
-        entry["written"] = False
-        entry["skipped"] = skipped
-        return entry
-    datasets = [backend_layout.CaseData(d.inputs, d.outputs, _bound_files(d)) for d in case.datasets]
-    description = _description(name, case, model_file, skipped)
-    extra = [(CASE_FILE, _json_bytes(description))]
-    if all(j.accuracy_class != NOT_JUDGED for d in case.datasets for j in d.judgements):
-        extra.append(("data.json", _json_bytes(_tolerances(case))))  # else the loader's own defaults
-    backend_layout.write_case(folder, name, case.model, datasets, extra)
-    entry.update(written=True, datasets=len(case.datasets), skipped=skipped)
+    datasets: list[dict[str, Any]] = []
+    first: CaseDataset | None = None
+    largest, judged = 0.0, True
+    with ExitStack() as stack:
+        case_folder: FolderWriter | None = None
+        for index, dataset in enumerate(case.datasets):
+            if case_folder is None:
+                case_folder = stack.enter_context(folder.folder(name))
+                first = dataset
+            backend_layout.write_dataset(
+                case_folder, index, dataset.inputs, dataset.outputs, _bound_files(dataset)
+            )
+            datasets.append(_dataset_entry(index, dataset))
+            largest = max(largest, _largest_allowed(dataset))
+            judged = judged and all(j.accuracy_class != NOT_JUDGED for j in dataset.judgements)
+        skipped = [{"dataset": sanitise.data(k), "reason": sanitise.data(v)} for k, v in case.skipped.items()]
+        entry.update(written=case_folder is not None, datasets=len(datasets), skipped=skipped)
+        if case_folder is None or first is None:
+            return entry
+        case_folder.write_file(backend_layout.MODEL_FILE, case.model.SerializeToString())
+        description = _description(name, case, first, datasets, model_file, skipped)
+        case_folder.write_file(CASE_FILE, _json_bytes(description))
+        if judged:  # onnx's loader: one tolerance per case; else its own defaults
+            case_folder.write_file("data.json", _json_bytes({"atol": largest, "rtol": 0.0}))
     return entry
 
 
@@ -92,8 +105,14 @@ def _bound_files(dataset: CaseDataset) -> list[tuple[str, bytes]]:
     return files
 
 
-def _description(name: str, case: Case, model_file: str, skipped: list[dict[str, str]]) -> dict[str, Any]:
-    first = case.datasets[0]
+def _description(
+    name: str,
+    case: Case,
+    first: CaseDataset,
+    datasets: list[dict[str, Any]],
+    model_file: str,
+    skipped: list[dict[str, str]],
+) -> dict[str, Any]:
     outputs = []
     for position, ((output, value), judgement) in enumerate(
         zip(first.outputs, first.judgements, strict=True)
@@ -120,7 +139,7 @@ def _description(name: str, case: Case, model_file: str, skipped: list[dict[str,
         "evidence_only": case.evidence_only,
         "inputs": [sanitise.data(n) for n, _ in first.inputs],
         "outputs": outputs,
-        "datasets": [_dataset_entry(index, d) for index, d in enumerate(case.datasets)],
+        "datasets": datasets,
         "skipped": skipped,
     }
 
@@ -146,17 +165,16 @@ def _dataset_entry(index: int, dataset: CaseDataset) -> dict[str, Any]:
     }
 
 
-def _tolerances(case: Case) -> dict[str, float]:
-    """onnx's backend test loader reads one absolute tolerance per case (``data.json``): the largest finite
-    allowed difference, a coarse stand-in for the per-element bounds run_suite.py applies."""
+def _largest_allowed(dataset: CaseDataset) -> float:
+    """The largest finite allowed difference of a dataset: onnx's backend test loader reads one absolute
+    tolerance per case (``data.json``), a coarse stand-in for the per-element bounds run_suite.py applies."""
     largest = 0.0
-    for dataset in case.datasets:
-        for judgement in dataset.judgements:
-            if judgement.allowed is not None and judgement.allowed.size:
-                finite = judgement.allowed[np.isfinite(judgement.allowed)]
-                if finite.size:
-                    largest = max(largest, float(finite.max()))
-    return {"atol": largest, "rtol": 0.0}
+    for judgement in dataset.judgements:
+        if judgement.allowed is not None and judgement.allowed.size:
+            finite = judgement.allowed[np.isfinite(judgement.allowed)]
+            if finite.size:
+                largest = max(largest, float(finite.max()))
+    return largest
 
 
 def write_root(root: FolderWriter, models: Sequence[dict[str, Any]], settings: dict[str, Any]) -> None:
