@@ -12,8 +12,8 @@ workflow command.
 
 This module is wiring only: the options (the comparison's are declared in ``settings.py``), the order of a
 run's steps, and the exit code. What each step does lives elsewhere: ``commands/`` (checking the models,
-``--add-waivers``, ``--list-rules``/``--explain``, ``--export-suite``), ``report/outputs.py`` (where reports go),
-``report/dispatch.py`` (rendering and writing them), ``exit_codes.py``.
+``--add-waivers``, ``--list-rules``/``--explain``, ``--export-suite``), ``report/outputs.py`` (where reports
+go), ``report/dispatch.py`` (rendering and writing them), ``exit_codes.py``.
 """
 
 from __future__ import annotations

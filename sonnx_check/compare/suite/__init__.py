@@ -120,7 +120,7 @@ def _export_model(
         node_edges=options.node_edges,
     )
     written: list[dict[str, Any]] = []
-    with nan_policy.maxpool_reading(options.maxpool_nan), root.folder(label) as folder:
+    with root.folder(label) as folder:
         cases = ModelCases(model, datasets, settings)
         names = UniqueNames()
         written.append(write_case(folder, names, cases.model_case(), model_path))

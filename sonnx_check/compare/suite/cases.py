@@ -83,6 +83,7 @@ class ModelCases:
         self.datasets = list(datasets)
         self.settings = settings
         self.nodes = plan(self.view, reference.supported_ops())
+        self.readings = reference.Readings(maxpool_nan=settings.maxpool_nan)
         self.edges = NodeEdges(
             self.view.nodes,
             model,
@@ -90,6 +91,7 @@ class ModelCases:
             max_elements=settings.max_elements,
             budget=memory.halves(settings.max_memory)[1],
             accuracy=settings.accuracy,
+            readings=self.readings,
         )
         self.judged = {name: self._judged_end_to_end(name) for name in self.view.graph_outputs}
         self._walked = False  # the configurations are observed on the first walk
@@ -167,7 +169,9 @@ class ModelCases:
                 inputs = self._inputs(index, values, stand_ins)
                 if inputs is None:
                     continue
-                results = reference.run_node(node, inputs, max_elements=self.settings.max_elements)
+                results = reference.run_node(
+                    node, inputs, max_elements=self.settings.max_elements, readings=self.readings
+                )
             except reference.ReferenceError as exc:
                 problem = (
                     problem
@@ -285,15 +289,15 @@ class ModelCases:
 
     def _configuration_datasets(self, config: Configuration, case: Case) -> Iterator[CaseDataset]:
         override = self.settings.accuracy.get(config.op_type)
-        with self.edges.held_loaded(config):
-            lone = self.edges.lone_model(config)
+        lone = self.edges.lone_model(config)
+        try:
             produced: list[int] | None = None
             for dataset in self.edges.datasets(config):
                 data = self.edges.reference_data(config, dataset)
                 if data is None:
                     case.skipped[dataset] = config.skipped.get(dataset, "does not apply")
                     continue
-                fed, inputs, expected = data
+                fed, inputs, expected = data.fed, data.inputs, data.expected
                 available = [
                     k
                     for k, name in enumerate(config.node.output)
@@ -317,6 +321,9 @@ class ModelCases:
                     ],
                 )
                 del data, fed, inputs, expected
+        finally:
+            for position in config.held_from:  # the weights go with the case
+                config.held.pop(position, None)
 
 
 def _typed(model: onnx.ModelProto, outputs: Sequence[tuple[str, np.ndarray]]) -> onnx.ModelProto:
