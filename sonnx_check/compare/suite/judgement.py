@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.compare import accuracy
+from sonnx_check.compare.tolerance import OVERFLOW_NEG, OVERFLOW_POS
 from sonnx_check.profile import profile_operators
 from sonnx_check.reference import nan_policy
 
@@ -117,8 +118,8 @@ def _nonfinite(
         flat = np.flatnonzero(~exact_mask & ~np.isnan(e))
         if flat.size:
             signs = tolerance.overflow.signs(flat)
-            positive = (signs & accuracy.OVERFLOW_POS) > 0
-            negative = (signs & accuracy.OVERFLOW_NEG) > 0
+            positive = (signs & OVERFLOW_POS) > 0
+            negative = (signs & OVERFLOW_NEG) > 0
             flat_codes[flat] |= np.where(positive, POSITIVE_INFINITY, 0).astype(np.int8)
             flat_codes[flat] |= np.where(negative, NEGATIVE_INFINITY, 0).astype(np.int8)
             flat_codes[flat] |= np.where(positive & negative, NAN, 0).astype(np.int8)
