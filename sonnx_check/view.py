@@ -156,7 +156,7 @@ def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
     if which == "dim_value":
         return d.dim_value
     if which == "dim_param":
-        return d.dim_param
+        return text(d.dim_param)  # bytes when not UTF-8: decoded as every untrusted string
     return None
 
 

@@ -51,3 +51,27 @@ def test_subgraph_attribute_name_that_is_not_utf8_is_reported_not_a_crash(tmp_pa
     assert (
         "subgraph attributes: \\xfflse_branch, then_branch" in finding.message or "\udcff" in finding.message
     )
+
+
+def test_dimension_name_that_is_not_utf8_is_reported_not_a_crash(tmp_path: Path) -> None:
+    """Found by the fuzzer: a dim_param that is not text crashed GRAPH.shapes (bytes compared with 0)."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from sonnx_check.engine import check_file
+
+    node = h.make_node("Relu", ["x"], ["y"], name="r")
+    graph = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, ["batch", 2])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["batch", 2])],
+    )
+    data = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)]).SerializeToString()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data.replace(b"batch", b"\xffatch"))
+    result = check_file(str(path))
+    shapes = [f for f in result.findings if f.rule == "GRAPH.shapes"]
+    assert shapes and all(
+        "symbolic dimension '\\xffatch'" in f.message or "\udcff" in f.message for f in shapes
+    )
