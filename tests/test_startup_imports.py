@@ -1,6 +1,7 @@
 """Start-up (issue 21): a static run of a conforming model, the catalogue cache filled, loads none of what
 only other runs need: the comparison side, the --fix machinery (nothing to mark fixable), the TOML parser
-(no configuration file, the catalogue from its cache), difflib (no "did you mean" message)."""
+(no configuration file, the catalogue from its cache), difflib (no "did you mean" message), rich (piped output
+without colour is plain text)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ try:
     main()
 except SystemExit as exit_:
     code = exit_.code
-heavy = ("onnxruntime", "sonnx_check.compare", "sonnx_check.fix", "tomllib", "difflib")
+heavy = ("onnxruntime", "sonnx_check.compare", "sonnx_check.fix", "tomllib", "difflib", "rich")
 print("LOADED", sorted(m for m in sys.modules if m in heavy or m.startswith(heavy[1] + ".")), code,
       file=sys.stderr)
 """
@@ -36,6 +37,7 @@ def test_a_static_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     model = tmp_path / "one.onnx"
     onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), model)
     env = dict(os.environ, PYTHONPATH=str(ROOT), SONNX_CHECK_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("FORCE_COLOR", None)
     for _ in range(2):  # the first run fills the catalogue cache
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, str(model)], cwd=tmp_path, env=env, capture_output=True,

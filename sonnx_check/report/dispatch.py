@@ -7,24 +7,25 @@ Model strings are display-sanitised before any reporter sees them (JSON gets the
 from __future__ import annotations
 
 import datetime
-import io
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from sonnx_check import sanitise
 from sonnx_check.errors import UserError
 from sonnx_check.findings import ModelResult
 from sonnx_check.messages import say
-from sonnx_check.report.console import UNWRAPPED, colour_kept, stdout_console
+from sonnx_check.report.console import colour_kept, stdout_console
 from sonnx_check.report.outputs import EVIDENCE, HTML, Output
+from sonnx_check.report.styled import PlainConsole
 from sonnx_check.report.summary import is_internal, summarise
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sonnx_check.config import Settings
     from sonnx_check.evidence.identity import ModelIdentity
     from sonnx_check.fix.outcome import FixOutcome
@@ -90,7 +91,7 @@ def configuration_label(per_model: list[Settings], isolated: bool) -> str:
     return ", ".join(f"{names[name]} ({n} model(s))" for name, n in counts.items())
 
 
-def render_report(report: RunReport, fmt: str, *, console: Console | None = None) -> str:
+def render_report(report: RunReport, fmt: str, *, console: Console | PlainConsole | None = None) -> str:
     """The report as text in one format. ``console``: the text format's destination (stdout), whose
     colour and terminal width the rendering follows; None renders plain text for a file."""
     settings = report.settings
@@ -119,9 +120,7 @@ def render_report(report: RunReport, fmt: str, *, console: Console | None = None
     if fmt == "text":
         from sonnx_check.report import text as text_report
 
-        target = console or Console(
-            file=io.StringIO(), color_system=None, width=UNWRAPPED, soft_wrap=True, highlight=False
-        )
+        target = console or PlainConsole()
         with target.capture() as captured:
             text_report.render(
                 target,
@@ -196,7 +195,7 @@ def write_reports(report: RunReport, outputs: list[Output]) -> list[str]:
         from sonnx_check.report.text import render_statistics
 
         results, _ = report.display()
-        errors = Console(file=io.StringIO(), color_system=None, width=UNWRAPPED, soft_wrap=True)
+        errors = PlainConsole()
         with errors.capture() as captured:
             render_statistics(errors, results)
         click.echo(sanitise.guard_lines(captured.get()), nl=False, err=True)

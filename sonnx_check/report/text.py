@@ -6,21 +6,23 @@ With --fix, each model's rewrites and what was left to a person come before the 
 --statistics, a count per rule replaces the per-finding lines (as ruff does).
 
 Every string here that a model controls arrives display-sanitised (``sanitise.for_display``) and is put in a
-``rich.text.Text``, never in a markup string: a node named ``[link=...]`` stays those characters."""
+``Text`` (a ``styled.StyledText``: rich's ``Text`` once a rich Console prints it), never in a markup string: a
+node named ``[link=...]`` stays those characters. Piped without colour, a ``styled.PlainConsole`` writes it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.text import Text
-
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
 from sonnx_check.report import NARROW_TERMINAL
+from sonnx_check.report.styled import PlainConsole
+from sonnx_check.report.styled import StyledText as Text
 from sonnx_check.report.summary import in_verdict, is_internal, rule_counts, summarise
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sonnx_check.fix.outcome import FixOutcome
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
@@ -28,7 +30,7 @@ FIXABLE_MARK = "[*]"
 
 
 def render(
-    console: Console,
+    console: Console | PlainConsole,
     results: list[ModelResult],
     *,
     quiet: bool = False,
@@ -57,7 +59,7 @@ def render(
         console.print(_summary_line(results))
 
 
-def render_statistics(console: Console, results: list[ModelResult]) -> None:
+def render_statistics(console: Console | PlainConsole, results: list[ModelResult]) -> None:
     """One line per rule that fired, as ruff prints them: active count, waived count when any, rule ID, the
     fixable marker ``[*]`` (with how many of the rule's findings --fix can rewrite when not all), title."""
     from sonnx_check.catalogue import catalogue
@@ -80,7 +82,7 @@ def render_statistics(console: Console, results: list[ModelResult]) -> None:
         console.print(line)
 
 
-def _fix_block(console: Console, fix: FixOutcome, result: ModelResult) -> None:
+def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelResult) -> None:
     """What --fix rewrote, what it left and why; then how many findings remain for a person."""
     remaining = sum(f.waived is None for f in result.findings)
     if not fix.rewrites and not fix.not_fixed and not remaining:
@@ -109,7 +111,7 @@ def _fix_block(console: Console, fix: FixOutcome, result: ModelResult) -> None:
         console.print(Text(f"  {remaining} finding(s) remain in {where}: they need a person", style="yellow"))
 
 
-def _model(console: Console, result: ModelResult, quiet: bool, note: str = "") -> None:
+def _model(console: Console | PlainConsole, result: ModelResult, quiet: bool, note: str = "") -> None:
     if quiet and not result.findings:
         return
     if result.load_error:
