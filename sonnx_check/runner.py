@@ -21,7 +21,6 @@ import os
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -389,5 +388,7 @@ def internal_message(exc: BaseException, show_traceback: bool, path: str | None 
         "please report it with the model if you can (rerun with --show-traceback for details)."
     )
     if show_traceback:
+        import traceback  # only for --show-traceback: not part of every run's start-up
+
         text += "\n" + "".join(traceback.format_exception(exc))
     return text

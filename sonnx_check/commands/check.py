@@ -5,7 +5,6 @@ the run says on stderr about them."""
 from __future__ import annotations
 
 import os
-import shlex
 from typing import TYPE_CHECKING
 
 from sonnx_check.discovery import FIXED_SUFFIX, Discovery, Target
@@ -87,6 +86,8 @@ def say_how_to_commit_fixes(fixes: list[FixOutcome | None]) -> None:
     for fix in fixes:
         if fix is None or fix.output is None:
             continue
+        import shlex  # only when --fix wrote a model: not part of every run's start-up
+
         move = f"mv {shlex.quote(fix.output)} {shlex.quote(fix.source)} && git add {shlex.quote(fix.source)}"
         say(
             f"{fix.source}: a fixed model was written to {fix.output}; the original still violates and fails "
