@@ -6,8 +6,9 @@ With --fix, each model's rewrites and what was left to a person come before the 
 --statistics, a count per rule replaces the per-finding lines (as ruff does).
 
 Every string here that a model controls arrives display-sanitised (``sanitise.for_display``) and is put in a
-``Text`` (a ``styled.StyledText``: rich's ``Text`` once a rich Console prints it), never in a markup string: a
-node named ``[link=...]`` stays those characters. Piped without colour, a ``styled.PlainConsole`` writes it."""
+``Text`` (a ``styled.StyledText``: rich's ``Text`` once a rich Console prints it), never in a markup
+string: a node named ``[link=...]`` stays those characters. Piped without colour, a ``styled.PlainConsole``
+writes it."""
 
 from __future__ import annotations
 
