@@ -3,15 +3,16 @@ the file and the dotted key. The comparison keys are declared with their options
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sonnx_check import settings as declared
+from sonnx_check.config.departures import canonical_departure, closest_departure
 from sonnx_check.config.reader import TABLE, Reader
 from sonnx_check.config.resolved import Waiver
+from sonnx_check.sanitise import display
 
 FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 FAIL_ON = ("error", "warning")
@@ -31,7 +32,6 @@ TOP_KEYS = (
 COMPARE_KEYS = declared.CONFIG_KEYS
 WAIVER_KEYS = ("rule", "models", "node", "op_type", "known", "reason")
 KNOWN_WAIVER_RULE = "RUNTIME.divergence"  # the one rule a waiver may narrow to known departures (``known``)
-_KNOWN_ID = re.compile(r"[A-Z][A-Z0-9]*(-[A-Z0-9]+)+")
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,7 @@ def _waiver(r: Reader, raw: Mapping[str, Any], wkey: str) -> Waiver:
                 f"{wkey}.known",
                 f'names known onnxruntime departures: only with rule = "{KNOWN_WAIVER_RULE}"',
             )
-        bad = [k for k in known if not _KNOWN_ID.fullmatch(k)]
-        if not known or bad:
-            got = repr(bad[0]) if bad else "an empty list"
-            raise r.fail(
-                f"{wkey}.known", f"expected the ID of a known departure (as ORT-MAXPOOL-NAN), got {got}"
-            )
+        known = _known_ids(r, known, f"{wkey}.known")
     return Waiver(
         rule=raw["rule"],
         rules=rules,
@@ -154,3 +149,23 @@ def _waiver(r: Reader, raw: Mapping[str, Any], wkey: str) -> Waiver:
         known=known,
         origin=f"{r.file}: {wkey}",
     )
+
+
+def _known_ids(r: Reader, given: tuple[str, ...], key: str) -> tuple[str, ...]:
+    """Each ID in its canonical spelling; an ID no known departure has is an error, not a waiver that would
+    silently hide nothing."""
+    if not given:
+        raise r.fail(key, "expected the ID of a known departure (as ORT-MAXPOOL-NAN), got an empty list")
+    canonical = []
+    for name in given:
+        found = canonical_departure(name)
+        if found is None:
+            close = closest_departure(name)
+            hint = (
+                f"; did you mean '{close}'?"
+                if close
+                else " (sonnx-check --explain RUNTIME.divergence lists them)"
+            )
+            raise r.fail(key, f"expected the ID of a known departure, got '{display(name)}'{hint}")
+        canonical.append(found)
+    return tuple(canonical)

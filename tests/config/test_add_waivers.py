@@ -100,3 +100,17 @@ def test_any_node_name_round_trips_through_toml(names: list[str]) -> None:
     parsed = tomllib.loads(skeleton.toml())["tool"]["sonnx-check"]["waivers"][0]
     written = parsed["node"] if isinstance(parsed["node"], list) else [parsed["node"]]
     assert written == list(dict.fromkeys(names)) and parsed["reason"] == ""
+
+
+def test_a_known_departure_is_never_written_as_a_skeleton() -> None:
+    """A known departure is waived by its ID, deliberately by a person: --add-waivers writes no ``known``
+    key, so it can never write an ID the configuration would refuse."""
+    from sonnx_check.baseline import skeletons
+    from sonnx_check.findings import Finding, ModelResult, NodeRef
+
+    node = NodeRef(0, "/pool", "MaxPool")
+    data = {"status": "differs", "mismatches": 1, "known_divergence": [{"id": "ORT-MAXPOOL-NAN"}]}
+    data |= {"unexplained": 0, "explained_by": [{"ids": ["ORT-MAXPOOL-NAN"], "elements": 1}]}
+    departure = Finding("RUNTIME.divergence", "output 'y': differs", node=node, data=data)
+    found, _ = skeletons("m.onnx", ModelResult("m.onnx", [departure, Finding("GR4", "x", node=node)]), ".")
+    assert [s.rule for s in found] == ["GR4"] and "known" not in found[0].toml()

@@ -1,0 +1,37 @@
+"""The IDs a waiver's ``known`` may name: the known onnxruntime departures the comparison can report.
+
+A waiver naming an ID that no departure has would hide nothing, and the run would fail with no hint why, so an
+unknown ID is a configuration error with the closest ID suggested. IDs are matched case-insensitively and
+kept in their canonical spelling (as ``--explain`` does for rule IDs), so the waiver matches what the
+comparison reports.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+
+
+@functools.cache
+def known_departure_ids() -> tuple[str, ...]:
+    """Every known departure's ID, in the comparison's order.
+
+    Read from the comparison's own table, imported here, lazily: only a configuration with a ``known`` waiver
+    pays for it, and such a waiver matters only with ``--compare``. compare.known loads no onnxruntime.
+    """
+    from sonnx_check.compare.known import KNOWN
+
+    return tuple(departure.id for departure in KNOWN)
+
+
+def canonical_departure(given: str) -> str | None:
+    """The departure ID ``given`` names, compared case-insensitively; None when it names none."""
+    by_folded = {known.casefold(): known for known in known_departure_ids()}
+    return by_folded.get(given.casefold())
+
+
+def closest_departure(given: str) -> str | None:
+    """The known ID closest to ``given`` (difflib, case-insensitively), for a "did you mean" hint."""
+    by_folded = {known.casefold(): known for known in known_departure_ids()}
+    close = difflib.get_close_matches(given.casefold(), list(by_folded), n=1, cutoff=0.6)
+    return by_folded[close[0]] if close else None
