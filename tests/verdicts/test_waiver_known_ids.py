@@ -8,13 +8,13 @@ from pathlib import Path
 from clikit import run_cli, save, torchscript_export, write_pyproject
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_classes import divergence
 
 from sonnx_check.compare.known import KNOWN
 from sonnx_check.config.departures import known_departure_ids
 from sonnx_check.config.table import parse_table
 from sonnx_check.findings import ModelResult
 from sonnx_check.waivers import apply_waivers
-from test_classes import divergence
 
 
 def _waiver_config(folder: Path, known: str) -> Path:
@@ -45,7 +45,7 @@ def test_a_misspelt_known_id_stops_the_run_naming_file_key_id_and_the_closest_id
     assert "a.onnx" not in result.stdout and "b.onnx" not in result.stdout
 
 
-def test_an_unknown_id_in_a_list_is_named_and_one_far_from_every_id_points_to_the_list(tmp_path: Path) -> None:
+def test_an_unknown_id_in_a_list_is_named_and_one_unlike_any_points_to_the_list(tmp_path: Path) -> None:
     save(torchscript_export(), tmp_path / "m.onnx")
     _waiver_config(tmp_path, '["ORT-MAXPOOL-NAN", "ORT-SIGNED-ZER0"]')
     result = run_cli(["m.onnx"], cwd=tmp_path)
