@@ -14,14 +14,12 @@ import functools
 
 @functools.cache
 def known_departure_ids() -> tuple[str, ...]:
-    """Every known departure's ID, in the comparison's order.
+    """Every known departure's ID, in catalogue order, from the operators' declarations
+    (``[[comparison.departure]]`` of rules/<Op>.toml, as ``--explain RUNTIME.divergence`` lists them): a
+    static run with such a waiver imports no comparison code."""
+    from sonnx_check.profile import profile_operators
 
-    Read from the comparison's own table, imported here, lazily: only a configuration with a ``known`` waiver
-    pays for it, and such a waiver matters only with ``--compare``. compare.known loads no onnxruntime.
-    """
-    from sonnx_check.compare.known import KNOWN
-
-    return tuple(departure.id for departure in KNOWN)
+    return tuple(d.id for op in profile_operators().values() for d in op.comparison.departures)
 
 
 def canonical_departure(given: str) -> str | None:

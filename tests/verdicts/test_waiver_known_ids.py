@@ -3,6 +3,9 @@ with the closest ID suggested, never a waiver that silently hides nothing; IDs a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from clikit import run_cli, save, torchscript_export, write_pyproject
@@ -10,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_classes import divergence
 
+import sonnx_check
 from sonnx_check.compare.known import KNOWN
 from sonnx_check.config.departures import known_departure_ids
 from sonnx_check.config.table import parse_table
@@ -85,3 +89,28 @@ def test_every_known_id_in_any_case_is_read_as_its_canonical_spelling(pair: tupl
 
 def test_the_ids_a_waiver_may_name_are_the_comparisons_own() -> None:
     assert set(known_departure_ids()) == {departure.id for departure in KNOWN}
+
+
+STATIC_RUN = """
+import sys
+sys.argv = ["sonnx-check", "m.onnx"]
+from sonnx_check.cli import main
+try:
+    main()
+finally:
+    loaded = sorted(m for m in sys.modules if m == "onnxruntime" or m.startswith("sonnx_check.compare"))
+    print("LOADED", loaded, file=sys.stderr)
+"""
+
+
+def test_a_static_run_with_a_known_waiver_imports_no_comparison_code(tmp_path: Path) -> None:
+    """The IDs come from the operators' declarations (rules/<Op>.toml), not from the comparison engine."""
+    save(torchscript_export(), tmp_path / "m.onnx")
+    _waiver_config(tmp_path, '["ort-maxpool-nan", "ORT-SIGNED-ZERO"]')
+    source = str(Path(sonnx_check.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": source, "SONNX_CHECK_CACHE_DIR": ""}
+    out = subprocess.run(
+        [sys.executable, "-c", STATIC_RUN], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 1, out.stderr  # the export's profile findings: the configuration was accepted
+    assert "LOADED []" in out.stderr, out.stderr
