@@ -8,7 +8,6 @@ comparison reports.
 
 from __future__ import annotations
 
-import difflib
 import functools
 
 
@@ -30,6 +29,8 @@ def canonical_departure(given: str) -> str | None:
 
 def closest_departure(given: str) -> str | None:
     """The known ID closest to ``given`` (difflib, case-insensitively), for a "did you mean" hint."""
+    import difflib  # only for this message (start-up time)
+
     by_folded = {known.casefold(): known for known in known_departure_ids()}
     close = difflib.get_close_matches(given.casefold(), list(by_folded), n=1, cutoff=0.6)
     return by_folded[close[0]] if close else None
