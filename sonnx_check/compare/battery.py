@@ -156,6 +156,7 @@ class _Prepared:
     fed: dict[int, np.ndarray]
     inputs: list[np.ndarray | None]
     expected: list[np.ndarray]
+    abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) of a sum-of-products node, from its kernel
 
 
 class NodeEdges:
@@ -425,7 +426,7 @@ class NodeEdges:
                 override = self.accuracy.get(config.op_type)
                 # describe_received: the dataset's name says what the node was fed
                 merge(record, dataset, config.node, k, ready.expected[k], got, ready.inputs, None, override,
-                      describe_received=False)  # fmt: skip
+                      describe_received=False, abs_sum=ready.abs_sum if k == 0 else None)  # fmt: skip
 
     def _prepare(self, config: Configuration, dataset: str) -> _Prepared | None:
         """The data and the reference's outputs for one configuration and dataset; None when the dataset
@@ -442,7 +443,7 @@ class NodeEdges:
                 return None
             inputs = config.inputs(fed)
             try:
-                expected = reference.run_node(
+                expected, abs_sum = reference.run_node_with_abs(
                     config.node, inputs, max_elements=self.max_elements, readings=self.readings
                 )
             except reference.ReferenceError as exc:
@@ -452,7 +453,7 @@ class NodeEdges:
                     return None
                 refusal = f"the data break {rule}, which the profile excludes"
                 continue
-            return _Prepared(fed, inputs, expected)
+            return _Prepared(fed, inputs, expected, abs_sum)
         config.skipped[dataset] = f"not run: {refusal}"
         return None
 

@@ -417,9 +417,17 @@ def _subnormals(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generato
         part[...] = rng.integers(1, 8, size=part.size)
     values = np.empty(shape, dtype=dtype)
     flat = values.reshape(-1)
+    # IEEE binary16/32/64: k * smallest_subnormal is the bit pattern k (k < 8), set directly, for the
+    # arithmetic on subnormals is slow (a microcode assist per operation on x86)
+    bits = np.dtype(f"u{flat.itemsize}") if flat.dtype in (np.float16, np.float32, np.float64) else None
     for start, part in zip(range(0, flat.size, _CHUNK), _chunks(flat), strict=True):
-        signs = np.where(rng.random(size=part.size) < 0.5, -1, 1).astype(dtype)
-        part[...] = steps[start : start + part.size].astype(dtype) * info.smallest_subnormal * signs
+        negative = rng.random(size=part.size) < 0.5
+        step = steps[start : start + part.size]
+        if bits is not None:
+            sign = negative.astype(bits) << (8 * bits.itemsize - 1)
+            np.bitwise_or(step.astype(bits), sign, out=part.view(bits))
+        else:
+            part[...] = step.astype(dtype) * info.smallest_subnormal * np.where(negative, -1, 1).astype(dtype)
     return values
 
 

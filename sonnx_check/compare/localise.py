@@ -191,16 +191,19 @@ def merge(
     override: str | None = None,
     *,
     describe_received: bool = True,
+    abs_sum: np.ndarray | None = None,
 ) -> None:
     """Compare one output on one dataset and add it, with the known behaviours it matches, to ``record``.
     ``spare`` (bytes, None: no limit) is the memory the known-behaviour matching may use. The output of an
     inexact operator is judged against its accuracy bound (``override``: the user's tighter one): only the
     elements beyond it, and special-value mismatches, differ. ``describe_received``: say what the data
-    looked like when it reached the node (not for data fed to the node directly)."""
+    looked like when it reached the node (not for data fed to the node directly). ``abs_sum``: sum |a b|
+    (+ |c|) of a sum-of-products node when the caller has it from the kernel (its bound then needs no second
+    pass over the data)."""
     diff = compare_arrays(expected, actual)
     if node is not None and diff.mismatches and _inexact(node.op_type, expected):
         bound = accuracy.bound_for(node.op_type, expected.dtype, override)
-        tolerance = bound.evaluate(node, inputs, expected)
+        tolerance = bound.evaluate(node, inputs, expected, abs_sum)
         masks, _, _ = accuracy.outcome_masks(expected, actual, tolerance, expected.dtype)
         record.note_accuracy(accuracy.classify(expected, actual, tolerance, expected.dtype))
         accepted = masks[accuracy.MATCH] | masks[accuracy.WITHIN] | masks[accuracy.FLUSHED]

@@ -22,7 +22,7 @@ from sonnx_check.reference.errors import (
     ReferenceError,
     UnsupportedOperatorError,
 )
-from sonnx_check.reference.execute import evaluate, run_node, supported_ops
+from sonnx_check.reference.execute import evaluate, run_node, run_node_with_abs, supported_ops
 from sonnx_check.reference.nan_policy import DEFAULT as DEFAULT_READINGS
 from sonnx_check.reference.nan_policy import Readings
 
@@ -36,5 +36,6 @@ __all__ = [
     "UnsupportedOperatorError",
     "evaluate",
     "run_node",
+    "run_node_with_abs",
     "supported_ops",
 ]
