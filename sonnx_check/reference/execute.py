@@ -89,16 +89,16 @@ def run_node_with_abs(
     readings: Readings = DEFAULT,
 ) -> tuple[list[np.ndarray], np.ndarray | None]:
     """``run_node``, and sum |a b| (+ |c|) of a sum-of-products node (Conv, MatMul, Gemm: its kernel module
-    has ``run_with_abs``) whose float inputs are all finite, None otherwise. On finite data such a node
-    usually differs from a runtime in the last bits, so its bound is then evaluated: the kernel gives that sum
-    with the outputs more cheaply than its ``run_abs`` after them (same values: both are that module's
-    abs_sum)."""
+    has ``run_with_abs``) whose float inputs are all finite and not all zeros, None otherwise. On such data
+    the node usually differs from a runtime in the last bits, so its bound is then evaluated: the kernel
+    gives that sum with the outputs more cheaply than its ``run_abs`` after them (same values: both are the
+    module's abs_sum). A choice of cost only: the outputs are the same either way."""
     kernel = _kernel_for(node)
     together = None if kernel is None else getattr(sys.modules.get(kernel.__module__), "run_with_abs", None)
     if (
         together is None
         or _takes_readings(kernel)  # type: ignore[arg-type]
-        or not all(v.dtype.kind == "f" and np.isfinite(v).all() for v in inputs if v is not None)
+        or not all(v.dtype.kind == "f" and np.isfinite(v).all() and v.any() for v in inputs if v is not None)
     ):
         return run_node(node, inputs, max_elements=max_elements, readings=readings), None
     stop.check()
