@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from models import finish, maxpool
 from onnx import TensorProto as T
 from onnx import helper as h
@@ -320,3 +323,22 @@ def test_an_input_file_over_the_budget_is_refused_from_its_header(
     )
     with pytest.raises(InputBudgetExceeded, match="more than --max-elements 10"):
         build(maxpool((1, 1, 8, 8), x_name="x"), (str(tmp_path),), max_elements=10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([np.float16, np.float32, np.float64]),
+    st.lists(st.integers(0, 9), max_size=3).map(tuple),
+    st.integers(0, 2**32 - 1),
+)
+def test_subnormal_edge_data_are_the_steps_times_the_smallest_subnormal(dtype, shape, seed) -> None:
+    """The subnormals pattern, its bits set directly (issue 21: no subnormal arithmetic), is what its
+    formula says, value for value and sign for sign: steps 1..7 drawn first, then the signs."""
+    values = ds.edge_array("subnormals", np.dtype(dtype), shape, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    size = math.prod(shape)
+    steps = rng.integers(1, 8, size=size).astype(np.float64)
+    signs = np.where(rng.random(size=size) < 0.5, -1.0, 1.0)
+    expected = (steps * float(np.finfo(dtype).smallest_subnormal) * signs).astype(dtype).reshape(shape)
+    assert values.dtype == dtype and values.shape == shape
+    assert np.array_equal(values, expected) and np.array_equal(np.signbit(values), np.signbit(expected))

@@ -685,3 +685,24 @@ def test_torch_linear_gemm_is_computed() -> None:
     node = h.make_node("Gemm", ["X", "W", "B"], ["Y"], alpha=1.0, beta=1.0, transB=1)
     (y,) = reference.run_node(node, [x, w, bias])
     assert_identical(y, naive_gemm(x, w.T.copy(), np.broadcast_to(bias, (2, 3)).copy()))
+
+
+def test_run_node_with_abs_gives_the_outputs_and_the_kernels_sum_of_magnitudes() -> None:
+    """The battery's one pass (issue 21): on finite data not all zeros, a sum-of-products node's outputs are
+    run_node's and its sum |a b| (+ |c|) is its kernel module's run_abs, bit for bit; elsewhere no sum (the
+    bound is then computed on demand), and any other operator has none."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    node = h.make_node("Conv", ["X", "W", "B"], ["Y"], pads=[1, 1, 1, 1])
+    outputs, magnitude = reference.run_node_with_abs(node, [x, w, b])
+    assert_identical(outputs[0], reference.run_node(node, [x, w, b])[0])
+    assert magnitude is not None
+    np.testing.assert_array_equal(magnitude, conv_module.run_abs(node, [x, w, b], None))
+    for data in (np.where(x > 0, np.inf, x), np.zeros_like(x)):
+        outputs, magnitude = reference.run_node_with_abs(node, [data, w, b])
+        assert magnitude is None
+        assert_identical(outputs[0], reference.run_node(node, [data, w, b])[0])
+    relu = h.make_node("Relu", ["X"], ["Y"])
+    assert reference.run_node_with_abs(relu, [x])[1] is None
