@@ -172,6 +172,7 @@ def test_reference_failure_makes_the_node_not_compared(monkeypatch):
         raise reference.BudgetExceededError("MaxPool output Y", 10000, 10)
 
     monkeypatch.setattr(reference, "run_node", refuse)
+    monkeypatch.setattr(reference, "run_node_with_abs", refuse)  # the comparison's node runs
     monkeypatch.setattr(reference, "evaluate", lambda *a, **k: refuse(None, None))
     result = compare_loaded(maxpool((1, 1, 4, 4)), RANDOM)
     [finding] = result.findings
