@@ -19,7 +19,8 @@ import onnx
 
 from sonnx_check import reference
 from sonnx_check.compare import memory
-from sonnx_check.compare.datasets import InputBudgetExceeded, build_datasets, input_specs
+from sonnx_check.compare.datasets import build_datasets
+from sonnx_check.compare.input_specs import InputBudgetExceeded, input_specs
 from sonnx_check.compare.judge import DIVERGENCE, NOT_COMPARED_RULE, Judge
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome

@@ -17,7 +17,8 @@ from pathlib import Path
 import onnx
 
 from sonnx_check.compare import backend_layout
-from sonnx_check.compare.datasets import build_datasets, input_specs
+from sonnx_check.compare.datasets import build_datasets
+from sonnx_check.compare.input_specs import input_specs
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import exposed_tensors, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.runners.command import exposed, value_types

@@ -14,7 +14,7 @@ from sonnx_check import reference
 from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory
 from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.datasets import Dataset
+from sonnx_check.compare.input_specs import Dataset
 from sonnx_check.compare.localise import NodeComparison, plan
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem

@@ -20,7 +20,7 @@ from sonnx_check import reference
 from sonnx_check.compare import memory
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.battery import NodeEdges
-from sonnx_check.compare.datasets import Dataset
+from sonnx_check.compare.input_specs import Dataset
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import RunPlan, all_exact

@@ -77,7 +77,8 @@ def datasets_json(model: onnx.ModelProto | None, settings: CompareSettings, reco
 
 
 def _hashes(model: onnx.ModelProto, settings: CompareSettings) -> dict[str, str]:
-    from sonnx_check.compare.datasets import build_datasets, input_specs
+    from sonnx_check.compare.datasets import build_datasets
+    from sonnx_check.compare.input_specs import input_specs
 
     specs = input_specs(model, dict(settings.shapes))
     datasets = build_datasets(

@@ -45,7 +45,7 @@ import onnx
 
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import DataConstraintError, OutsideProfileError, ReferenceError
-from sonnx_check.reference.products_common import (
+from sonnx_check.reference.exact_sums import (
     F64,
     FLOAT_DTYPES,
     TINY,

@@ -47,7 +47,8 @@ import onnx
 
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
-from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
+from sonnx_check.reference.exact_sums import FLOAT_DTYPES
+from sonnx_check.reference.products_common import Products, abs_sum
 from sonnx_check.reference.products_signs import signed_sums
 from sonnx_check.shapes import dilated_extent
 

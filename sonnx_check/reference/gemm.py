@@ -38,15 +38,9 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
+from sonnx_check.reference.exact_sums import F64, FLOAT_DTYPES, mantissa_exponent, round_dyadic
 from sonnx_check.reference.matmul import _checked as _checked_matrices
-from sonnx_check.reference.products_common import (
-    F64,
-    FLOAT_DTYPES,
-    Products,
-    abs_sum,
-    mantissa_exponent,
-    round_dyadic,
-)
+from sonnx_check.reference.products_common import Products, abs_sum
 from sonnx_check.reference.products_signs import signed_sums
 
 NEUTRAL = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}

@@ -40,7 +40,8 @@ import onnx
 
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
-from sonnx_check.reference.products_common import FLOAT_DTYPES, Products
+from sonnx_check.reference.exact_sums import FLOAT_DTYPES
+from sonnx_check.reference.products_common import Products
 from sonnx_check.reference.relu import relu
 from sonnx_check.reference.sigmoid import sigmoid
 from sonnx_check.reference.tanh import tanh

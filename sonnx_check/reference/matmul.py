@@ -28,7 +28,8 @@ import onnx
 
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
-from sonnx_check.reference.products_common import FLOAT_DTYPES, Products, abs_sum
+from sonnx_check.reference.exact_sums import FLOAT_DTYPES
+from sonnx_check.reference.products_common import Products, abs_sum
 from sonnx_check.reference.products_signs import signed_sums
 
 INT_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64))

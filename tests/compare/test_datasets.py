@@ -16,7 +16,8 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 from sonnx_check.compare import datasets as ds
-from sonnx_check.compare.datasets import InputBudgetExceeded, build_datasets, input_specs
+from sonnx_check.compare.datasets import build_datasets
+from sonnx_check.compare.input_specs import InputBudgetExceeded, input_specs
 from sonnx_check.errors import UsageError
 
 BIG = 100_000_000

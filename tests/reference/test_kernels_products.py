@@ -31,10 +31,10 @@ from sonnx_check.reference import nan_policy
 from sonnx_check.reference.batchnormalization import batch_normalization
 from sonnx_check.reference.conv import conv, conv_abs, conv_with_abs
 from sonnx_check.reference.errors import DataConstraintError
+from sonnx_check.reference.exact_sums import round_dyadic
 from sonnx_check.reference.gemm import gemm, gemm_abs
 from sonnx_check.reference.matmul import matmul, matmul_abs
 from sonnx_check.reference.maxpool import PoolParams, maxpool
-from sonnx_check.reference.products_common import round_dyadic
 
 FLOATS = (np.float16, np.float32, np.float64)
 SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0]
@@ -466,7 +466,7 @@ def test_maxpool_y_only_follows_the_nan_reading_argument(data) -> None:
 def test_fsum_rounding_to_narrow_types_decides_midpoints_by_the_remainder() -> None:
     """The per-element fallback: math.fsum's float64, then a midpoint of the narrower type (or its overflow
     threshold) settled by the sign of what fsum rounded away."""
-    from sonnx_check.reference.products_common import EXACT_ZERO, _fsum_rounded
+    from sonnx_check.reference.exact_sums import EXACT_ZERO, _fsum_rounded
 
     rng = np.random.default_rng(2)
     for dtype in (np.float16, np.float32):

@@ -8,12 +8,6 @@ from pathlib import Path
 from import_graph import ROOT, cycles, graph, modules
 
 MAX_LINES = 600
-# Modules still over the limit, each owned by another part of issue 19 that splits it: this list only
-# shrinks (issue 19 removes these entries; a module that got under the limit must leave the list).
-OVER_THE_LIMIT = {
-    "compare/datasets.py",  # issue 19: the comparison side (runners, backend layout)
-    "reference/products_common.py",  # issue 21: the fast bound modules
-}
 
 
 def test_the_package_has_no_import_circle() -> None:
@@ -42,15 +36,9 @@ def _lines(path: Path) -> int:
 
 def test_no_module_is_over_600_lines() -> None:
     over = {
-        name: _lines(path)
+        path.relative_to(ROOT).as_posix(): _lines(path)
         for path in modules().values()
-        if (name := path.relative_to(ROOT).as_posix()) not in OVER_THE_LIMIT and _lines(path) > MAX_LINES
+        if _lines(path) > MAX_LINES
     }
     assert over == {}, "modules over 600 lines (split them by purpose)"
 
-
-def test_the_list_of_modules_over_the_limit_only_shrinks() -> None:
-    """An entry whose module is now within the limit (or gone) must be removed."""
-    for name in sorted(OVER_THE_LIMIT):
-        path = ROOT / name
-        assert path.exists() and _lines(path) > MAX_LINES, f"{name}: remove it from OVER_THE_LIMIT"

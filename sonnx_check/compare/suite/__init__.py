@@ -20,7 +20,8 @@ from sonnx_check.compare import CompareOptions
 from sonnx_check.compare import refusal as comparison_refusal
 from sonnx_check.compare.backend_layout import FolderWriter, new_folder
 from sonnx_check.compare.backend_layout import refusal as folder_refusal
-from sonnx_check.compare.datasets import InputBudgetExceeded, build_datasets, input_specs
+from sonnx_check.compare.datasets import build_datasets
+from sonnx_check.compare.input_specs import InputBudgetExceeded, input_specs
 from sonnx_check.compare.suite.cases import ModelCases, SuiteSettings
 from sonnx_check.compare.suite.names import UniqueNames
 from sonnx_check.compare.suite.writer import write_case, write_root
