@@ -19,8 +19,8 @@ import onnx
 
 from sonnx_check import reference
 from sonnx_check.compare import memory
-from sonnx_check.compare.datasets import build_datasets
-from sonnx_check.compare.input_specs import InputBudgetExceeded, input_specs
+from sonnx_check.compare.datasets import model_datasets
+from sonnx_check.compare.input_specs import InputBudgetExceeded
 from sonnx_check.compare.judge import DIVERGENCE, NOT_COMPARED_RULE, Judge
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
@@ -98,14 +98,9 @@ def _judge(
 def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) -> CompareResult:
     view = ModelView(model)
     judge = _judge(model, options, runner, view)
-    specs = input_specs(model, options.shapes)
     try:
-        datasets = build_datasets(
-            options.datasets,
-            specs,
-            seed=options.seed,
-            max_elements=options.max_elements,
-            feedable=[v.name for v in model.graph.input],
+        datasets = model_datasets(
+            model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
         )
     except InputBudgetExceeded as exc:
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 from sonnx_check.compare import backend_layout
 from sonnx_check.compare.input_specs import (
@@ -28,6 +29,7 @@ from sonnx_check.compare.input_specs import (
     Dataset,
     InputSpec,
     check_budget,
+    input_specs,
 )
 from sonnx_check.errors import UsageError
 from sonnx_check.inputs_option import check_inputs_source
@@ -40,6 +42,25 @@ TIE_FRACTION = 0.125  # share of random elements overwritten by a copy of anothe
 _CHUNK = 1 << 20  # elements generated at a time
 
 # -- building the datasets -------------------------------------------------------------------------------
+
+
+def model_datasets(
+    model: onnx.ModelProto,
+    sources: Sequence[str],
+    shapes: Mapping[str, Sequence[int]],
+    *,
+    seed: int,
+    max_elements: int,
+) -> list[Dataset]:
+    """The datasets of a model's comparison: its inputs that need data (``--shape`` applied), fed from the
+    sources the options name; any graph input may be given by a user file."""
+    return build_datasets(
+        sources,
+        input_specs(model, shapes),
+        seed=seed,
+        max_elements=max_elements,
+        feedable=[v.name for v in model.graph.input],
+    )
 
 
 def build_datasets(

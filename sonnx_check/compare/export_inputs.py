@@ -17,8 +17,7 @@ from pathlib import Path
 import onnx
 
 from sonnx_check.compare import backend_layout
-from sonnx_check.compare.datasets import build_datasets
-from sonnx_check.compare.input_specs import input_specs
+from sonnx_check.compare.datasets import model_datasets
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import exposed_tensors, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.runners.command import exposed, value_types
@@ -56,12 +55,8 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
     if problem is not None:
         raise UsageError(f"--export-inputs: {folder} {problem}")
     view = ModelView(model)
-    datasets = build_datasets(
-        options.datasets,
-        input_specs(model, options.shapes),
-        seed=options.seed,
-        max_elements=options.max_elements,
-        feedable=[v.name for v in model.graph.input],
+    datasets = model_datasets(
+        model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
     )
     problem, sizes = over_budget(model, view, datasets, options.max_elements)
     if problem is not None and not problem.size_unknown:

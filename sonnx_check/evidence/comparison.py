@@ -77,16 +77,10 @@ def datasets_json(model: onnx.ModelProto | None, settings: CompareSettings, reco
 
 
 def _hashes(model: onnx.ModelProto, settings: CompareSettings) -> dict[str, str]:
-    from sonnx_check.compare.datasets import build_datasets
-    from sonnx_check.compare.input_specs import input_specs
+    from sonnx_check.compare.datasets import model_datasets
 
-    specs = input_specs(model, dict(settings.shapes))
-    datasets = build_datasets(
-        settings.inputs,
-        specs,
-        seed=settings.seed,
-        max_elements=settings.max_elements,
-        feedable=[v.name for v in model.graph.input],
+    datasets = model_datasets(
+        model, settings.inputs, dict(settings.shapes), seed=settings.seed, max_elements=settings.max_elements
     )
     hashes = {}
     for dataset in datasets:

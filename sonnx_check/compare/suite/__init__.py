@@ -20,8 +20,8 @@ from sonnx_check.compare import CompareOptions
 from sonnx_check.compare import refusal as comparison_refusal
 from sonnx_check.compare.backend_layout import FolderWriter, new_folder
 from sonnx_check.compare.backend_layout import refusal as folder_refusal
-from sonnx_check.compare.datasets import build_datasets
-from sonnx_check.compare.input_specs import InputBudgetExceeded, input_specs
+from sonnx_check.compare.datasets import model_datasets
+from sonnx_check.compare.input_specs import InputBudgetExceeded
 from sonnx_check.compare.suite.cases import ModelCases, SuiteSettings
 from sonnx_check.compare.suite.names import UniqueNames
 from sonnx_check.compare.suite.writer import write_case, write_root
@@ -100,14 +100,9 @@ def _export_model(
     if refused is not None:
         entry["skipped"] = sanitise.data(str(refused.comparison.get("reason", "not compared")))
         return []
-    specs = input_specs(model, options.shapes)
     try:
-        datasets = build_datasets(
-            options.datasets,
-            specs,
-            seed=options.seed,
-            max_elements=options.max_elements,
-            feedable=[v.name for v in model.graph.input],
+        datasets = model_datasets(
+            model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
         )
     except InputBudgetExceeded as exc:
         entry["skipped"] = sanitise.data(f"input data over budget: {exc}")
