@@ -52,10 +52,11 @@ class StyledText:
         return line
 
 
-def _plain_as_rich(text: str, soft_wrap: bool) -> bool:
+def _plain_as_rich(text: str) -> bool:
     """rich writes ``text`` as it is: printable characters only (rich strips some controls and expands
-    tabs), and, when rich may wrap it, too short to reach the width even at two columns a character."""
-    return text.isprintable() and (soft_wrap or 2 * len(text) < UNWRAPPED)
+    tabs), too short to reach the width even at two columns a character. Soft-wrapped lines too: rich 13.0
+    drops the trailing space of a soft-wrapped line wider than the console, rich 15 keeps it."""
+    return text.isprintable() and 2 * len(text) < UNWRAPPED
 
 
 class PlainConsole:
@@ -74,7 +75,7 @@ class PlainConsole:
     def print(self, renderable: Any, *, soft_wrap: bool | None = None) -> None:
         if isinstance(renderable, StyledText):
             text = renderable.plain
-            if _plain_as_rich(text, soft_wrap is not False):
+            if _plain_as_rich(text):
                 self._written.append(text + "\n")
                 return
         self._written.append(self._by_rich(renderable, soft_wrap))
