@@ -31,9 +31,13 @@ def run_export_suite(
         for t, r, s in zip(targets, results, per_model, strict=True)
         if not r.load_error and not is_internal(r)
     ]
+    import os
+    import shlex
+
     export = export_suite(folder, models)
+    script = shlex.quote(os.path.join(folder, "run_suite.py"))
     say(
         f"suite: {export.cases} case(s) of {len(models)} model(s) written to {folder}; "
-        f"run it with: python {folder}/run_suite.py"
+        f"run it with: python {script} {shlex.quote(str(folder))}"
     )
     return export.errors
