@@ -38,3 +38,15 @@ class Size(click.ParamType):
             return parse_size(value)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class Text(click.ParamType):
+    """A non-empty string (a command, a folder): an empty one, as an unset shell variable gives, must not
+    silently mean "not given" (``--runtime-command "$RUNTIME"`` would then test onnxruntime instead)."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not str(value).strip():
+            self.fail("must not be empty", param, ctx)
+        return str(value)

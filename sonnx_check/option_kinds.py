@@ -209,6 +209,12 @@ def click_seconds() -> Any:
     return Seconds()
 
 
+def click_text() -> Any:
+    from sonnx_check.cli_types import Text
+
+    return Text()
+
+
 def click_size() -> Any:
     from sonnx_check.cli_types import Size
 

@@ -248,6 +248,7 @@ OPTIONS: tuple[Option, ...] = (
         help="Test another runtime: run 'CMD MODEL INPUT_DIR OUTPUT_DIR', which writes "
         "test_data_set_N/output_K.pb (README: Testing another runtime).",
         read=kinds.read_string,
+        click=kinds.click_text,
         metavar="CMD",
         check=kinds.check_command,
     ),
@@ -258,6 +259,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         help="Compare the outputs a runtime wrote earlier into the folders --export-inputs DIR wrote.",
         read=kinds.read_path,
+        click=kinds.click_text,
         metavar="DIR",
         cli_name="outputs",
     ),
@@ -268,6 +270,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         help="Write each model with the tensors a comparison reads exposed, and its datasets, under DIR, for "
         "--outputs; compare nothing.",
+        click=kinds.click_text,
         metavar="DIR",
         report=None,
         compare_arg=None,
@@ -289,6 +292,7 @@ OPTIONS: tuple[Option, ...] = (
         help="Write a conformance suite to take away into the new (or empty) folder DIR: every model and "
         "node configuration as ONNX backend test cases whose expected outputs are the SONNX reference's, "
         "with per-element bounds and run_suite.py (no onnxruntime needed to write it).",
+        click=kinds.click_text,
         metavar="DIR",
         report=None,  # an output of the run, not a setting of the comparison
         compare_arg=None,  # compare/suite/ reads it, the comparison does not
