@@ -186,15 +186,16 @@ def external_data_committed(view: ModelView) -> Iterator[Violation]:
     base = os.path.realpath(folder)
     for path in files:
         name = os.path.relpath(path, base)
+        staged = shown(os.path.join(os.path.dirname(view.path), name))  # as the model was named
         if path in state.untracked:
             yield Violation(
                 f"external data file {shown(name)} is not in git's index: the commit would hold the model "
-                f"without its weights (git add -- {shown(name)})",
+                f"without its weights (git add -- {staged})",
                 actual=name,
             )
         elif path in state.modified:
             yield Violation(
                 f"external data file {shown(name)} has changes that are not staged: the commit would hold "
-                f"other weights than the ones checked (git add -- {shown(name)})",
+                f"other weights than the ones checked (git add -- {staged})",
                 actual=name,
             )
