@@ -101,6 +101,7 @@ from sonnx_check.compare.outcomes import (
 )
 from sonnx_check.compare.tolerance import (
     AccuracyError,
+    DeferredBound,
     NodeData,
     OppositeRoom,
     OverflowRoom,
@@ -205,6 +206,15 @@ class Bound:
         if self.accuracy in (EXACT, CORRECTLY_ROUNDED) or self.dtype.kind != "f":
             return Tolerance(0.0, True, self.text)
         data = NodeData(node, list(inputs), expected, float_format(self.dtype), attributes(node), abs_sum)
+        if self.override is None and self.rule.deferred is not None:
+            deferred = self._deferred(data)
+            if deferred is not None:
+                return deferred
+        return self._evaluated(data)
+
+    def _evaluated(self, data: NodeData) -> Tolerance:
+        """The bound on every element of one node's output."""
+        expected = data.expected
         with np.errstate(all="ignore"):  # overflow to inf and 0 * inf are part of the formulas' domains
             introduced, exact, detail = self.rule.evaluate(data)
         introduced = np.broadcast_to(np.asarray(introduced, dtype=np.float64), expected.shape)
@@ -226,6 +236,38 @@ class Bound:
         text = f"{text} + {self.reference_ulps:g} ulp for the reference's rounding"
         # reading (d) is the text's IEEE semantics, not an error bound: it holds under an override too
         return Tolerance(allowed, exact, text, overflow, data.opposite)
+
+    def _deferred(self, data: NodeData) -> Tolerance | None:
+        """The bound as a floor and a way to compute its values where needed (``DeferredBound``), for a rule
+        that has one and data it applies to (no override: the user's bound is evaluated everywhere). The
+        values are ``_evaluated``'s bit for bit: the same operations element by element (the rule's
+        deferred form promises that for the introduced error); no element is exact there."""
+        assert self.rule.deferred is not None
+        with np.errstate(all="ignore"):
+            found = self.rule.deferred(data)
+        if found is None:
+            return None
+        floor, introduced_at, detail, unit = found
+        expected, fmt, reference_ulps = data.expected, data.fmt, self.reference_ulps
+
+        def at(flat: np.ndarray | slice | None) -> np.ndarray:
+            with np.errstate(all="ignore"):
+                introduced = introduced_at(flat)
+            undefined = np.isnan(introduced)
+            if undefined.any():
+                introduced = np.where(undefined, np.inf, introduced)
+            e = expected if flat is None else expected.reshape(-1)[flat]
+            allowed = ulp(e, fmt)
+            allowed *= reference_ulps
+            allowed += introduced
+            return allowed.reshape(expected.shape) if flat is None else allowed
+
+        # allowed = ulp * reference_ulps + introduced, one rounding of a sum of non-negative terms, and
+        # ulp(e) >= u max(|e|, min-normalized) in every format: the floor loses at most that rounding
+        coefficient = None if floor is None else (floor + reference_ulps * fmt.u) * (1 - 2.0**-40)
+        text = f"{self.rule.formula}{detail} ({self.rule.source})"
+        text = f"{text} + {reference_ulps:g} ulp for the reference's rounding"
+        return Tolerance(None, False, text, data.overflow, data.opposite, DeferredBound(coefficient, at, unit))
 
 
 def bound_for(op_type: str, dtype: np.dtype | type | str, override: str | Override | None = None) -> Bound:

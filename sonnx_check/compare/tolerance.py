@@ -19,14 +19,16 @@ class AccuracyError(ValueError):
     """An override that cannot be used, or an operator without a bound; the message is one line."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tolerance:
     """A bound evaluated on one node's data. ``allowed``: the largest |actual - expected| accepted per
     element (float64, broadcastable to the output), introduced error plus the reference's own rounding;
     ``exact``: where the comparison is bit for bit, sign of zero included (a scalar or a boolean array);
-    ``text``: the bound as a report prints it."""
+    ``text``: the bound as a report prints it. ``values`` is ``allowed`` as given; a ``deferred`` bound
+    gives None there and computes ``allowed`` only when something reads it (the judging needs it only at
+    the elements its certified floor does not decide: compare/judging.py)."""
 
-    allowed: np.ndarray | float
+    values: np.ndarray | float | None
     exact: np.ndarray | bool
     text: str
     # sum of products without an override, reading (c): which infinities an implementation in the output
@@ -35,6 +37,40 @@ class Tolerance:
     # sum of products, reading (d): where an IEEE evaluation may meet an infinite term with an overflowed one
     # of the other sign (evaluated only where the runtime returned NaN against an infinite reference)
     opposite: OppositeRoom | None = None
+    deferred: DeferredBound | None = None
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray | float:
+        """The allowed difference of every element (computed once, on first use, for a deferred bound)."""
+        if self.deferred is not None:
+            return self.deferred.at(None)
+        assert self.values is not None
+        return self.values
+
+
+@dataclass(frozen=True)
+class DeferredBound:
+    """An operator's bound evaluated where the judging needs it (compare/judging.py). ``at(where)``: the
+    allowed values, float64, at flat indices of the output (an index array, or a slice of whole rows of
+    ``unit`` elements), bit for bit what the whole-tensor evaluation gives there; ``at(None)``: all of them,
+    in the output's shape. ``coefficient``: a proven floor, ``allowed >= coefficient * max(|expected|,
+    min-normalized)`` for every element whose reference is finite (so |actual - expected| at most that is
+    within the bound, and the exact values are needed only elsewhere); None: no useful floor, the judging
+    evaluates the bound block by block."""
+
+    coefficient: float | None
+    at: Callable[[np.ndarray | slice | None], np.ndarray]
+    unit: int = 1
+
+
+# A rule's deferred form: (c, introduced error at flat indices, a slice of whole rows, or everywhere, the
+# detail of its text, the row length), with introduced >= c max(|expected|, min-normalized) proven for every
+# element whose reference is finite (c None: no floor); None where it does not apply. compare/accuracy.py
+# adds the reference's rounding.
+DeferredRule = Callable[
+    ["NodeData"],
+    "tuple[float | None, Callable[[np.ndarray | slice | None], np.ndarray], str, int] | None",
+]
 
 
 OVERFLOW_POS, OVERFLOW_NEG = 1, 2  # the infinities an intermediate overflow may give; both: NaN too
@@ -161,6 +197,8 @@ class Rule:
     evaluate: Callable[[NodeData], RuleResult]
 
     reference_ulps: float = 0.5  # the reference kernel's own error bound, in ulps of the output
+    # the same bound, evaluated only where needed (Tolerance.deferred), for the data it applies to
+    deferred: DeferredRule | None = None
 
     def __call__(self, data: NodeData) -> RuleResult:
         return self.evaluate(data)
