@@ -247,10 +247,11 @@ class Bound:
             found = self.rule.deferred(data)
         if found is None:
             return None
-        floor, introduced_at, detail, unit = found
-        expected, fmt, reference_ulps = data.expected, data.fmt, self.reference_ulps
+        expected, fmt, reference_ulps, introduced_at = data.expected, data.fmt, self.reference_ulps, found.at
 
-        def at(flat: np.ndarray | slice | None) -> np.ndarray:
+        def at(flat: np.ndarray | None) -> np.ndarray:
+            if flat is not None and flat.size == 0:
+                return np.empty(0)
             with np.errstate(all="ignore"):
                 introduced = introduced_at(flat)
             undefined = np.isnan(introduced)
@@ -264,10 +265,12 @@ class Bound:
 
         # allowed = ulp * reference_ulps + introduced, one rounding of a sum of non-negative terms, and
         # ulp(e) >= u max(|e|, min-normalized) in every format: the floor loses at most that rounding
-        coefficient = None if floor is None else (floor + reference_ulps * fmt.u) * (1 - 2.0**-40)
-        text = f"{self.rule.formula}{detail} ({self.rule.source})"
+        coefficient = (found.coefficient + reference_ulps * fmt.u) * (1 - 2.0**-40)
+        text = f"{self.rule.formula}{found.detail} ({self.rule.source})"
         text = f"{text} + {reference_ulps:g} ulp for the reference's rounding"
-        return Tolerance(None, False, text, data.overflow, data.opposite, DeferredBound(coefficient, at, unit))
+        # allowed >= introduced too (adding a non-negative term rounds to no less): the row floor holds as is
+        deferred = DeferredBound(coefficient, at, found.unit, found.row_floor)
+        return Tolerance(None, False, text, data.overflow, data.opposite, deferred)
 
 
 def bound_for(op_type: str, dtype: np.dtype | type | str, override: str | Override | None = None) -> Bound:

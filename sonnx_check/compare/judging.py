@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sonnx_check.compare.floats import Format, float_format
+from sonnx_check.compare.floats import float_format
 from sonnx_check.compare.outcomes import (
     BEYOND,
     FLUSHED,
@@ -96,25 +96,26 @@ def _fast(expected: np.ndarray, actual: np.ndarray, bound: Tolerance, dtype: np.
         or np.any(bound.exact)
     ):
         return None
-    fmt = float_format(dtype)
     deferred = bound.deferred
-    allowed_flat: np.ndarray | None = None
+    allowed: np.ndarray | None = None
     if deferred is None:
         values = np.asarray(bound.allowed, dtype=np.float64)
         if values.shape != expected.shape:
             values = np.broadcast_to(values, expected.shape)
-        allowed_flat = values.reshape(-1)
-    unit = 1 if deferred is None else deferred.unit
-    block = unit * max(1, _BLOCK // unit)  # whole rows of a deferred bound evaluated block by block
-    pair = _Pair(expected.reshape(-1), actual.reshape(-1), fmt, dtype)
+        allowed = values.reshape(-1)
+    pair = _Pair(expected.reshape(-1), actual.reshape(-1), dtype)
     tally = _Tally(dict.fromkeys(OUTCOMES, 0), {})
     open_: list[np.ndarray] = []  # beyond the floor (or the bound): decided at the end
-    tops: list[tuple[float, int, int]] = []  # floor only: per block, the largest d / floor and where
+    tops: list[tuple[float, int]] = []  # deferred: per block, the largest d / floor and where
+    bounds = np.empty(expected.size if deferred is not None else 0, dtype=np.float32)  # deferred: d / floor
+    block = _BLOCK if deferred is None else deferred.unit * max(1, _BLOCK // deferred.unit)  # whole rows
     for lo in range(0, expected.size, block):
         part = slice(lo, lo + block)
-        d = pair.distance(part)
-        if d is None:
+        d, t = pair.distance(part)
+        top = int(np.argmax(t))  # the first NaN if there is one
+        if not np.isfinite(t[top]):
             return None  # a NaN or an infinity on either side: the general path
+        tally.max_ulps = max(tally.max_ulps, float(t[top]) * pair.ulps)
         same = pair.same(part)
         n, n_same = d.size, int(np.count_nonzero(same))
         if n_same:
@@ -122,84 +123,93 @@ def _fast(expected: np.ndarray, actual: np.ndarray, bound: Tolerance, dtype: np.
             tally.first_of(MATCH, lo + int(np.argmax(same)))
         if n_same == n:
             continue
-        if deferred is None or deferred.coefficient is None:
-            # the bound itself: given, or evaluated on this block (its exact values, in the cache)
-            floor = allowed_flat[part] if deferred is None else deferred.at(part)  # type: ignore[index]
+        if allowed is not None:
+            floor = allowed[part]
             if not floor.min() > 0:
                 return None  # nothing allowed somewhere: the general path's +inf ratios
-            exact = True
         else:
-            floor = pair.floor(part, deferred.coefficient)
-            exact = False
-        decided = d <= floor  # within the bound (or the same value: d = 0 <= floor)
-        n_decided = int(np.count_nonzero(decided))
+            assert deferred is not None
+            floor = _floor(pair, part, deferred, out=t)  # at most allowed: d <= floor is within
+        decided = d <= floor
+        ratio = np.divide(d, floor, out=t)  # the true ratio, or an upper bound of it (deferred)
+        best = int(np.argmax(ratio))
+        if allowed is not None and ratio[best] > tally.best:
+            tally.best, tally.best_at = float(ratio[best]), lo + best
+        elif allowed is None:
+            np.copyto(bounds[part], ratio, casting="same_kind")  # for the margin, within 2^-24 (normal)
+            if ratio[best] > 0:
+                tops.append((float(ratio[best]), lo + best))
+        n_decided = int(np.count_nonzero(decided))  # the same elements too (d = 0)
         if n_decided > n_same:
             tally.counts[WITHIN] += n_decided - n_same
             if WITHIN not in tally.first:
                 tally.first_of(WITHIN, lo + int(np.argmax(decided ^ same)))  # same implies decided
         if n_decided < n:
             open_.append(np.flatnonzero(~decided) + lo)
-        ratio = np.divide(d, floor, out=None if deferred is None else floor)  # true, or an upper bound
-        top = int(np.argmax(ratio))
-        if exact and ratio[top] > tally.best:
-            tally.best, tally.best_at = float(ratio[top]), lo + top
-        elif not exact and ratio[top] > 0:
-            tops.append((float(ratio[top]), lo + top, lo))
-        tally.max_ulps = max(tally.max_ulps, pair.max_ulps(part, d))
-    if open_:
-        _open(pair, np.concatenate(open_), deferred, allowed_flat, tally)
+    known = _open(pair, np.concatenate(open_), deferred, tally) if open_ else None
     if tops:
-        assert deferred is not None and deferred.coefficient is not None
-        _margin(pair, tops, block, deferred, tally)
+        assert deferred is not None
+        _margin(pair, tops, bounds, block, deferred, known, tally)
     divergent = np.zeros(expected.size, dtype=bool)
     divergent[tally.beyond] = True
-    classification = _classification(expected, actual, bound, tally, allowed_flat)
+    classification = _classification(expected, actual, bound, tally, allowed)
     return Judged(classification, divergent.reshape(expected.shape))
 
 
 class _Pair:
     """The reference and the runtime's output, flat, read block by block."""
 
-    def __init__(self, e: np.ndarray, a: np.ndarray, fmt: Format, dtype: np.dtype) -> None:
-        self.e, self.a, self.fmt, self.dtype = e, a, fmt, dtype
+    def __init__(self, e: np.ndarray, a: np.ndarray, dtype: np.dtype) -> None:
+        self.e, self.a, self.dtype = e, a, dtype
+        self.fmt = fmt = float_format(dtype)
         self.unsigned = _UNSIGNED[dtype.itemsize]
         self.field = self.unsigned(_EXPONENT_FIELD[dtype.itemsize])
-        self.smallest_normal = dtype.type(fmt.min_normal)
+        shift, bias = fmt.precision - 1, fmt.emax
+        self.lowest = self.unsigned((fmt.emin + bias) << shift)  # max(|e|, min-normalized)
+        self.highest = self.unsigned((2 * bias) << shift)  # +-inf and NaN: as the largest finite values
+        self.flip = self.unsigned((2 * bias + 1) << shift)  # field F -> 2bias + 1 - F: 2^E -> 2^(1-E)
+        self.ulps = 2.0 ** (fmt.precision - 2)  # d / ulp(e) = t 2^(p-2)
+        self._buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def distance(self, part: slice | np.ndarray) -> np.ndarray | None:
-        """|a - e| in float64 (exact or one rounding, as outcome_masks computes it); None unless finite."""
-        d = self.a[part].astype(np.float64)
+    def distance(self, part: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """d = |a - e| in float64 (as outcome_masks computes it) and t = d 2^(1-E), 2^E the power of two at
+        or below max(|e|, min-normalized), from e's exponent field: an exact scaling by a power of two (a
+        normal number of the format), so d / ulp(e) is t 2^(p-2) and d <= c 2^E is t <= 2c; NaN or +inf
+        where either value is not finite. A block (a slice) is computed into the same buffers each time:
+        the previous block's d and t are overwritten."""
+        a, e = self.a[part], self.e[part]
+        n = a.size
+        if isinstance(part, slice):
+            if self._buffers is None or self._buffers[0].size < n:
+                self._buffers = (np.empty(n), np.empty(n), np.empty(n, dtype=self.unsigned))
+            d, t, field = (b[:n] for b in self._buffers)
+        else:
+            d, t, field = np.empty(n), np.empty(n), np.empty(n, dtype=self.unsigned)
+        np.copyto(d, a)
         with np.errstate(invalid="ignore"):  # inf - inf: NaN, the general path's
-            d -= self.e[part]
+            np.subtract(d, e, out=d)
         np.abs(d, out=d)
-        return d if np.isfinite(d.max()) else None
+        np.bitwise_and(e.view(self.unsigned), self.field, out=field)
+        np.clip(field, self.lowest, self.highest, out=field)
+        scale = np.subtract(self.flip, field, out=field).view(self.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.multiply(d, scale, out=t)
+        return d, t
 
     def same(self, part: slice | np.ndarray) -> np.ndarray:
         """Bit for bit equal: for finite values, equal with the same sign of zero (outcome_masks' MATCH)."""
         return self.e[part].view(self.unsigned) == self.a[part].view(self.unsigned)
 
-    def floor(self, part: slice, coefficient: float) -> np.ndarray:
-        """A deferred bound's floor, coefficient * max(|e|, min-normalized) (a new array)."""
-        floor = np.abs(self.e[part], dtype=np.float64)
-        np.maximum(floor, self.fmt.min_normal, out=floor)
-        floor *= coefficient
-        return floor
 
-    def max_ulps(self, part: slice, d: np.ndarray) -> float:
-        """The largest d / ulp(e): ulp(e) = 2^(exponent of max(|e|, min-normalized) - p + 1), read from e's
-        exponent field; both divisions by powers of two are exact, as floats.ulp's is."""
-        power = (self.e[part].view(self.unsigned) & self.field).view(self.dtype)
-        np.maximum(power, self.smallest_normal, out=power)
-        return float(np.max(np.divide(d, power))) * 2.0 ** (self.fmt.precision - 1)
-
-
-def _open(
-    pair: _Pair, flat: np.ndarray, deferred: DeferredBound | None, allowed: np.ndarray | None, tally: _Tally
-) -> None:
+def _open(pair: _Pair, flat: np.ndarray, deferred: DeferredBound | None, tally: _Tally) -> float | None:
     """The elements beyond the floor: within the bound (deferred: its exact values there), a subnormal
-    reference flushed to zero, or beyond."""
-    if deferred is not None and deferred.coefficient is not None:
-        inside = pair.distance(flat) <= deferred.at(flat)  # type: ignore[operator]
+    reference flushed to zero, or beyond. Returns a deferred bound's largest true ratio there."""
+    known = None
+    if deferred is not None:
+        d, _ = pair.distance(flat)
+        values = deferred.at(flat)
+        inside = d <= values
+        known = float(np.max(_true_ratios(d, values)))
         within = flat[inside]
         if within.size:
             tally.counts[WITHIN] += within.size
@@ -212,30 +222,59 @@ def _open(
             tally.counts[outcome] += where.size
             tally.first_of(outcome, int(where[0]))
     tally.beyond = flat[~flushed]
+    return known
 
 
 def _margin(
-    pair: _Pair, tops: list[tuple[float, int, int]], block: int, deferred: DeferredBound, tally: _Tally
+    pair: _Pair,
+    tops: list[tuple[float, int]],
+    bounds: np.ndarray,
+    block: int,
+    deferred: DeferredBound,
+    known: float | None,
+    tally: _Tally,
 ) -> None:
-    """max_ratio and worst of a deferred bound: d / floor bounds each true ratio from above, so only the
-    elements where it reaches the largest true ratio among the blocks' leaders can hold the largest (or tie
-    with it): their true ratios are computed, every other element's is below."""
-    leaders = sorted(tops, reverse=True)[:_LEADERS]
-    at = np.array(sorted(flat for _, flat, _ in leaders))
-    threshold = float(np.max(_true_ratios(pair.distance(at), deferred.at(at))))  # type: ignore[arg-type]
-    candidates = []
-    for high, _, lo in tops:
+    """max_ratio and worst of a deferred bound. Each true ratio is at most d / floor: so with T the largest
+    true ratio known (the elements beyond the floor, the largest d / floor of a few blocks), only elements
+    where d / floor reaches T can hold the largest ratio or tie with it; their true ratios are computed, every
+    other element's is below T. ``bounds``: d / floor rounded to float32; ``tops``: each block's largest."""
+    leaders = np.array(sorted(flat for _, flat in sorted(tops, reverse=True)[:_LEADERS]))
+    d, _ = pair.distance(leaders)
+    threshold = float(np.max(_true_ratios(d, deferred.at(leaders))))
+    if known is not None:
+        threshold = max(threshold, known)
+    # d / floor >= T (both rounded) implies at least T (1 - 2^-22) in float32 where that is a normal number
+    cut = threshold * (1 - 2.0**-22) if threshold > 2.0**-100 else 0.0
+    chosen = []
+    for high, flat in tops:
         if high >= threshold:
-            part = slice(lo, lo + block)
-            floor = pair.floor(part, deferred.coefficient)  # type: ignore[arg-type]
-            ratio = pair.distance(part) / floor  # type: ignore[operator]
-            chosen = np.flatnonzero(ratio >= threshold) if threshold > 0 else np.flatnonzero(ratio > 0)
-            candidates.append(chosen + lo)
-    flat = np.concatenate(candidates)  # increasing: the first of the largest is the first index
-    ratios = _true_ratios(pair.distance(flat), deferred.at(flat))  # type: ignore[arg-type]
+            lo = flat - flat % block
+            part = bounds[lo : lo + block]
+            chosen.append(np.flatnonzero(part >= cut if cut > 0 else part > 0) + lo)
+    flat = np.concatenate(chosen)  # increasing: the first of the largest is the first index
+    d, _ = pair.distance(flat)
+    ratios = _true_ratios(d, deferred.at(flat))
     top = int(np.argmax(ratios))
     if ratios[top] > 0:
         tally.best, tally.best_at = float(ratios[top]), int(flat[top])
+
+
+def _floor(
+    pair: _Pair, where: slice | np.ndarray, deferred: DeferredBound, out: np.ndarray | None = None
+) -> np.ndarray:
+    """A deferred bound's floor at some elements, c max(|e|, min-normalized) and its per-row floor where it
+    has one, the larger: at most allowed (1 - 2^-41), so d / floor is at least d / allowed, both rounded."""
+    floor = np.abs(pair.e[where], dtype=np.float64, out=out)
+    np.maximum(floor, pair.fmt.min_normal, out=floor)
+    floor *= deferred.coefficient
+    if deferred.row_floor is not None:
+        if isinstance(where, slice):  # a block of whole rows
+            first = where.start // deferred.unit
+            rows = floor.reshape(-1, deferred.unit)
+            np.maximum(rows, deferred.row_floor[first : first + rows.shape[0], None], out=rows)
+        else:
+            np.maximum(floor, deferred.row_floor[where // deferred.unit], out=floor)
+    return floor
 
 
 def _true_ratios(d: np.ndarray, allowed: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.compare.floats import Format, ulp
+from sonnx_check.reference.fast_bounds import DeferredRule
 
 
 class AccuracyError(ValueError):
@@ -50,27 +51,17 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class DeferredBound:
-    """An operator's bound evaluated where the judging needs it (compare/judging.py). ``at(where)``: the
-    allowed values, float64, at flat indices of the output (an index array, or a slice of whole rows of
-    ``unit`` elements), bit for bit what the whole-tensor evaluation gives there; ``at(None)``: all of them,
-    in the output's shape. ``coefficient``: a proven floor, ``allowed >= coefficient * max(|expected|,
-    min-normalized)`` for every element whose reference is finite (so |actual - expected| at most that is
-    within the bound, and the exact values are needed only elsewhere); None: no useful floor, the judging
-    evaluates the bound block by block."""
+    """An operator's bound evaluated where the judging needs it (compare/judging.py). A proven floor:
+    ``allowed >= max(coefficient * max(|expected|, min-normalized), row_floor[row])`` for every element whose
+    reference is finite (rows of ``unit`` elements, as the output lies in memory; ``row_floor`` None: the
+    first term alone), so |actual - expected| at most that is within the bound whatever its exact value;
+    ``at(flat)``: the allowed values, float64, at the flat indices ``flat`` of the output, bit for bit what
+    the whole-tensor evaluation gives there; ``at(None)``: all of them, in the output's shape."""
 
-    coefficient: float | None
-    at: Callable[[np.ndarray | slice | None], np.ndarray]
+    coefficient: float
+    at: Callable[[np.ndarray | None], np.ndarray]
     unit: int = 1
-
-
-# A rule's deferred form: (c, introduced error at flat indices, a slice of whole rows, or everywhere, the
-# detail of its text, the row length), with introduced >= c max(|expected|, min-normalized) proven for every
-# element whose reference is finite (c None: no floor); None where it does not apply. compare/accuracy.py
-# adds the reference's rounding.
-DeferredRule = Callable[
-    ["NodeData"],
-    "tuple[float | None, Callable[[np.ndarray | slice | None], np.ndarray], str, int] | None",
-]
+    row_floor: np.ndarray | None = None
 
 
 OVERFLOW_POS, OVERFLOW_NEG = 1, 2  # the infinities an intermediate overflow may give; both: NaN too
@@ -198,7 +189,7 @@ class Rule:
 
     reference_ulps: float = 0.5  # the reference kernel's own error bound, in ulps of the output
     # the same bound, evaluated only where needed (Tolerance.deferred), for the data it applies to
-    deferred: DeferredRule | None = None
+    deferred: Callable[[NodeData], DeferredRule | None] | None = None
 
     def __call__(self, data: NodeData) -> RuleResult:
         return self.evaluate(data)

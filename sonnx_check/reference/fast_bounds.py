@@ -16,9 +16,28 @@ outputs), they return None and the rule evaluates its formula on the whole tenso
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 _BLOCK = 1 << 15  # elements per block: a few float64 temporaries of 256 KiB stay in a 2 MiB cache
+
+
+@dataclass(frozen=True)
+class DeferredRule:
+    """A rule's deferred form on one node's data (tolerance.Rule.deferred returns it, or None where it does
+    not apply): a floor of the introduced error proven for every element whose reference is finite,
+    ``max(coefficient * max(|expected|, min-normalized), row_floor[row])`` (rows of ``unit`` elements as the
+    output lies in memory; ``row_floor`` None: the first term alone), the introduced error at flat indices or
+    everywhere (``at``, bit for bit the whole-tensor values), and the detail of the rule's text.
+    compare/accuracy.py adds the reference's rounding."""
+
+    coefficient: float
+    at: Callable[[np.ndarray | None], np.ndarray]
+    detail: str
+    unit: int = 1
+    row_floor: np.ndarray | None = None
 
 
 def _gamma(n: int, u: float) -> float:
@@ -130,8 +149,8 @@ def softmax(data) -> tuple[np.ndarray, bool, str] | None:
     return introduced.reshape(data.expected.shape), False, f" with n = {rows_x.shape[1]}"
 
 
-def softmax_deferred(data):
-    """_softmax's deferred form (tolerance.DeferredRule) for the data ``softmax`` applies to: its values at
+def softmax_deferred(data) -> DeferredRule | None:
+    """_softmax's deferred form (DeferredRule) for the data ``softmax`` applies to: its values at
     given elements come from their rows alone.
 
     The floor: with t_i >= 0 and eta >= 0 (sums of non-negative terms), the growth factor
@@ -148,13 +167,11 @@ def softmax_deferred(data):
     n, fmt = rows_x.shape[1], data.fmt
     step = max(1, _BLOCK // n)
 
-    def introduced_at(flat: np.ndarray | slice | None) -> np.ndarray:
+    def introduced_at(flat: np.ndarray | None) -> np.ndarray:
         if flat is None:
             found = softmax(data)
             assert found is not None  # finite data, checked above
             return found[0]
-        if isinstance(flat, slice):
-            flat = np.arange(rows_e.size)[flat]
         rows, where = np.unique(flat // n, return_inverse=True)
         values = np.empty((rows.size, n))
         for first in range(0, rows.size, step):
@@ -163,7 +180,7 @@ def softmax_deferred(data):
         return values[where.reshape(-1), flat % n]
 
     floor = (2 * fmt.u + _gamma(n - 1, fmt.u)) * (1 - 2.0**-26)
-    return floor, introduced_at, f" with n = {n}", n
+    return DeferredRule(floor, introduced_at, f" with n = {n}", n)
 
 
 # -- BatchNormalization --------------------------------------------------------------------------------------
@@ -227,11 +244,19 @@ def batch_normalization(data) -> tuple[np.ndarray, bool, str] | None:
     return introduced.reshape(data.expected.shape), False, ""
 
 
-def batch_normalization_deferred(data):
-    """_batch_normalization's deferred form (tolerance.DeferredRule): no floor (the bound grows with |k X|,
-    which |Y| does not bracket where the terms cancel), its values on blocks of whole rows as ``batch_
-    normalization`` computes them, or at given elements, element by element: the judging evaluates it in the
-    cache, block by block, and the whole tensor is never written out unless something reads it."""
+def batch_normalization_deferred(data) -> DeferredRule | None:
+    """_batch_normalization's deferred form (DeferredRule): its values at given elements, element by
+    element (the same operations as ``batch_normalization``'s blocks).
+
+    The floors, where Y is finite. (1) With k' = k (1 + d), |d| <= 3 2^-53 (k's three roundings), |k' X| +
+    |k' mean| + |B| >= (1 - 3 2^-53)(|k (X - mean)| + |B|) >= (1 - 3 2^-53)|y|, y the exact result, and
+    |y| >= |Y| - ulp(Y)/2 (Y is y correctly rounded): at least |Y| (1 - u) for a normal Y, at least
+    |Y| - u min-normalized below it. With gamma_7 >= 7u, u magnitude >= u|Y| and the 7u min-normalized
+    term, the introduced error is at least 7u (1 - 2u) max(|Y|, min-normalized) once its float64 additions
+    of non-negative terms (a few roundings of 2^-53) are counted. (2) Per channel, the computed value is at
+    least gamma_7 (|k mean| + |B|) as computed: each step adds a non-negative term or multiplies by
+    gamma_7, and rounding is monotonic. An infinite or NaN value is at least both (a NaN bound is +inf,
+    accuracy.Bound)."""
     layout = _batch_normalization_layout(data)
     if layout is None:
         return None
@@ -240,25 +265,23 @@ def batch_normalization_deferred(data):
     flat_x, flat_e = rows_x.reshape(-1), rows_e.reshape(-1)
     channels = k.size
 
-    def introduced_at(flat: np.ndarray | slice | None) -> np.ndarray:
+    def introduced_at(flat: np.ndarray | None) -> np.ndarray:
         if flat is None:
             found = batch_normalization(data)
             assert found is not None  # the same layout
             return found[0]
+        out = np.empty(flat.shape)
         with np.errstate(all="ignore"):
-            if isinstance(flat, slice):  # whole rows
-                start, stop, _ = flat.indices(flat_e.size)
-                rows = slice(start // inner, -(-stop // inner))
-                out = np.empty((rows.stop - rows.start, inner))
-                c = channel_of_row[rows, None]
-                _batch_normalization_values(rows_x[rows], rows_e[rows], c, k, fixed, absolute_bias, fmt, out)
-                return out.reshape(-1)[start - rows.start * inner : stop - rows.start * inner]
-            out = np.empty(flat.shape)
             c = (flat // inner) % channels
             _batch_normalization_values(flat_x[flat], flat_e[flat], c, k, fixed, absolute_bias, fmt, out)
         return out
 
-    return None, introduced_at, "", inner
+    with np.errstate(all="ignore"):
+        per_channel = fixed + absolute_bias
+        per_channel *= _gamma(7, fmt.u)
+    per_channel = np.where(np.isnan(per_channel), 0.0, per_channel)
+    coefficient = 7 * fmt.u * (1 - 2 * fmt.u) * (1 - 2.0**-40)
+    return DeferredRule(coefficient, introduced_at, "", inner, per_channel[channel_of_row])
 
 
 def _magnitude(e: np.ndarray, fmt) -> np.ndarray:

@@ -163,11 +163,12 @@ def _floor_holds(tolerance: accuracy.Tolerance, expected: np.ndarray) -> None:
     deferred = tolerance.deferred
     assert deferred is not None
     allowed = np.asarray(tolerance.allowed)
-    if deferred.coefficient is not None:
-        e = np.abs(expected.astype(np.float64))
-        floor = deferred.coefficient * np.maximum(e, accuracy.float_format(expected.dtype).min_normal)
-        finite = np.isfinite(e)
-        assert np.all(floor[finite] <= allowed[finite])
+    e = np.abs(expected.astype(np.float64)).reshape(-1)
+    floor = deferred.coefficient * np.maximum(e, accuracy.float_format(expected.dtype).min_normal)
+    if deferred.row_floor is not None:  # BatchNormalization: gamma_7 (|k mean| + |B|) per channel
+        floor = np.maximum(floor, deferred.row_floor[np.arange(e.size) // deferred.unit])
+    finite = np.isfinite(e)
+    assert np.all(floor[finite] <= allowed.reshape(-1)[finite])
     flat = np.arange(expected.size)[::3]
     same = deferred.at(flat).view(np.uint64) == allowed.reshape(-1)[flat].view(np.uint64)
     assert same.all()
@@ -187,6 +188,30 @@ def test_softmax_floor_is_below_the_bound_and_its_values_are_the_whole_ones(data
     if tolerance.deferred is None:
         assert not np.isfinite(x).all()
         return
+    assert np.array_equal(np.asarray(tolerance.allowed).view(np.uint64), np.asarray(full.allowed).view(np.uint64))
+    _floor_holds(tolerance, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float16]),
+       shape=st.sampled_from([(5,), (2, 3), (2, 3, 5), (1, 2, 4, 4)]), extreme=st.booleans())  # fmt: skip
+def test_batch_normalization_floors_are_below_the_bound(data, dtype, shape, extreme) -> None:
+    """Both floors, 7u (1 - 2u) max(|Y|, min-normalized) + the reference's half ulp and gamma_7 (|k mean| +
+    |B|) per channel, at most the bound on every element with a finite reference: cancellations, huge and
+    tiny parameters, subnormal results."""
+    channels = shape[1] if len(shape) > 1 else 1
+    x = _draw(data, shape, dtype)
+    params = [_draw(data, (channels,), dtype) for _ in "sbm"]
+    var = np.abs(_draw(data, (channels,), dtype))
+    if extreme:
+        info = np.finfo(dtype)
+        pool = [np.inf, np.nan, -0.0, info.max, info.tiny, info.smallest_subnormal, 1.0]
+        params[data.draw(st.integers(0, 2))] = np.array([data.draw(st.sampled_from(pool))] * channels, dtype)
+    inputs = [x, *params, var]
+    with np.errstate(all="ignore"):
+        (expected,) = bn_kernel.run(BN, inputs, None)
+    tolerance = accuracy.bound_for("BatchNormalization", expected.dtype).evaluate(BN, inputs, expected)
+    full = _whole(accuracy.bound_for("BatchNormalization", expected.dtype), BN, inputs, expected)
     assert np.array_equal(np.asarray(tolerance.allowed).view(np.uint64), np.asarray(full.allowed).view(np.uint64))
     _floor_holds(tolerance, expected)
 
