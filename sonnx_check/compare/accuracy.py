@@ -263,13 +263,11 @@ class Bound:
             allowed += introduced
             return allowed.reshape(expected.shape) if flat is None else allowed
 
-        # allowed = ulp * reference_ulps + introduced, one rounding of a sum of non-negative terms, and
-        # ulp(e) >= u max(|e|, min-normalized) in every format: the floor loses at most that rounding
-        coefficient = (found.coefficient + reference_ulps * fmt.u) * (1 - 2.0**-40)
         text = f"{self.rule.formula}{found.detail} ({self.rule.source})"
         text = f"{text} + {reference_ulps:g} ulp for the reference's rounding"
-        # allowed >= introduced too (adding a non-negative term rounds to no less): the row floor holds as is
-        deferred = DeferredBound(coefficient, at, found.unit, found.row_floor)
+        # allowed = ulp * reference_ulps + introduced >= introduced (adding a non-negative term rounds to no
+        # less, and a NaN introduced error is +inf): the rule's floor is a floor of allowed as it is
+        deferred = DeferredBound(found.floor, at, found.unit)
         return Tolerance(None, False, text, data.overflow, data.opposite, deferred)
 
 

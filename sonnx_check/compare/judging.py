@@ -259,22 +259,10 @@ def _margin(
         tally.best, tally.best_at = float(ratios[top]), int(flat[top])
 
 
-def _floor(
-    pair: _Pair, where: slice | np.ndarray, deferred: DeferredBound, out: np.ndarray | None = None
-) -> np.ndarray:
-    """A deferred bound's floor at some elements, c max(|e|, min-normalized) and its per-row floor where it
-    has one, the larger: at most allowed (1 - 2^-41), so d / floor is at least d / allowed, both rounded."""
-    floor = np.abs(pair.e[where], dtype=np.float64, out=out)
-    np.maximum(floor, pair.fmt.min_normal, out=floor)
-    floor *= deferred.coefficient
-    if deferred.row_floor is not None:
-        if isinstance(where, slice):  # a block of whole rows
-            first = where.start // deferred.unit
-            rows = floor.reshape(-1, deferred.unit)
-            np.maximum(rows, deferred.row_floor[first : first + rows.shape[0], None], out=rows)
-        else:
-            np.maximum(floor, deferred.row_floor[where // deferred.unit], out=floor)
-    return floor
+def _floor(pair: _Pair, where: slice | np.ndarray, deferred: DeferredBound, out: np.ndarray | None = None):
+    """A deferred bound's floor at some elements: at most allowed, so d / floor is at least d / allowed
+    (both rounded: division rounds monotonically)."""
+    return deferred.floor(where, out)
 
 
 def _true_ratios(d: np.ndarray, allowed: np.ndarray) -> np.ndarray:

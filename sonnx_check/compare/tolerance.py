@@ -51,17 +51,16 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class DeferredBound:
-    """An operator's bound evaluated where the judging needs it (compare/judging.py). A proven floor:
-    ``allowed >= max(coefficient * max(|expected|, min-normalized), row_floor[row])`` for every element whose
-    reference is finite (rows of ``unit`` elements, as the output lies in memory; ``row_floor`` None: the
-    first term alone), so |actual - expected| at most that is within the bound whatever its exact value;
-    ``at(flat)``: the allowed values, float64, at the flat indices ``flat`` of the output, bit for bit what
-    the whole-tensor evaluation gives there; ``at(None)``: all of them, in the output's shape."""
+    """An operator's bound evaluated where the judging needs it (compare/judging.py). ``floor(where,
+    out)``: a proven lower bound of the allowed values, positive, at a slice of whole rows of ``unit``
+    elements (as the output lies in memory) or at flat indices, valid where the reference is finite (so
+    |actual - expected| at most that is within the bound whatever its exact value); ``at(flat)``: the
+    allowed values, float64, at the flat indices ``flat`` of the output, bit for bit what the whole-tensor
+    evaluation gives there; ``at(None)``: all of them, in the output's shape."""
 
-    coefficient: float
+    floor: Callable[[slice | np.ndarray, np.ndarray | None], np.ndarray]
     at: Callable[[np.ndarray | None], np.ndarray]
     unit: int = 1
-    row_floor: np.ndarray | None = None
 
 
 OVERFLOW_POS, OVERFLOW_NEG = 1, 2  # the infinities an intermediate overflow may give; both: NaN too

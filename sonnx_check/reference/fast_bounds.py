@@ -27,17 +27,23 @@ _BLOCK = 1 << 15  # elements per block: a few float64 temporaries of 256 KiB sta
 @dataclass(frozen=True)
 class DeferredRule:
     """A rule's deferred form on one node's data (tolerance.Rule.deferred returns it, or None where it does
-    not apply): a floor of the introduced error proven for every element whose reference is finite,
-    ``max(coefficient * max(|expected|, min-normalized), row_floor[row])`` (rows of ``unit`` elements as the
-    output lies in memory; ``row_floor`` None: the first term alone), the introduced error at flat indices or
-    everywhere (``at``, bit for bit the whole-tensor values), and the detail of the rule's text.
-    compare/accuracy.py adds the reference's rounding."""
+    not apply): ``floor(where, out)``, a proven lower bound of the introduced error (as computed) at a slice
+    of whole rows of ``unit`` elements or at flat indices, positive, valid where the reference is finite;
+    ``at(flat)``, the introduced error at flat indices or everywhere (None), bit for bit the whole-tensor
+    values; the detail of the rule's text. compare/accuracy.py adds the reference's rounding."""
 
-    coefficient: float
+    floor: Callable[[slice | np.ndarray, np.ndarray | None], np.ndarray]
     at: Callable[[np.ndarray | None], np.ndarray]
     detail: str
     unit: int = 1
-    row_floor: np.ndarray | None = None
+
+
+def _magnitude_floor_times(e: np.ndarray, coefficient: float, min_normal: float, out) -> np.ndarray:
+    """coefficient * max(|e|, min_normal) in float64, into ``out`` when given."""
+    floor = np.abs(e, dtype=np.float64, out=out)
+    np.maximum(floor, min_normal, out=floor)
+    floor *= coefficient
+    return floor
 
 
 def _gamma(n: int, u: float) -> float:
@@ -179,7 +185,12 @@ def softmax_deferred(data) -> DeferredRule | None:
             _softmax_rows(rows_x[chosen].astype(np.float64), rows_e[chosen], fmt, values[first : first + step])
         return values[where.reshape(-1), flat % n]
 
-    floor = (2 * fmt.u + _gamma(n - 1, fmt.u)) * (1 - 2.0**-26)
+    coefficient = (2 * fmt.u + _gamma(n - 1, fmt.u)) * (1 - 2.0**-26)
+    flat_e = rows_e.reshape(-1)
+
+    def floor(where: slice | np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        return _magnitude_floor_times(flat_e[where], coefficient, fmt.min_normal, out)
+
     return DeferredRule(floor, introduced_at, f" with n = {n}", n)
 
 
@@ -276,12 +287,30 @@ def batch_normalization_deferred(data) -> DeferredRule | None:
             _batch_normalization_values(flat_x[flat], flat_e[flat], c, k, fixed, absolute_bias, fmt, out)
         return out
 
-    with np.errstate(all="ignore"):
-        per_channel = fixed + absolute_bias
-        per_channel *= _gamma(7, fmt.u)
-    per_channel = np.where(np.isnan(per_channel), 0.0, per_channel)
-    coefficient = 7 * fmt.u * (1 - 2 * fmt.u) * (1 - 2.0**-40)
-    return DeferredRule(coefficient, introduced_at, "", inner, per_channel[channel_of_row])
+    g7, smallest = _gamma(7, fmt.u), 7 * fmt.u * fmt.min_normal
+
+    def floor(where: slice | np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        """The first steps of ``_batch_normalization_values``, gamma_7 (|k X| + |k mean| + |B|), plus its
+        last term, 7u min-normalized: the same roundings, and the steps left out add non-negative terms
+        (rounding is monotonic), so the value is at most the introduced error; at least 7u min-normalized."""
+        with np.errstate(all="ignore"):
+            if isinstance(where, slice):  # whole rows
+                first, stop = where.start // inner, -(-where.stop // inner)
+                c = channel_of_row[first:stop, None]
+                x = rows_x[first:stop]
+                result = np.multiply(k[c], x, out=None if out is None else out.reshape(x.shape))
+            else:
+                c = (where // inner) % channels
+                result = np.multiply(k[c], flat_x[where], out=out)
+            np.abs(result, out=result)
+            result += fixed[c]
+            result += absolute_bias[c]
+            result *= g7
+            result += smallest
+            result = result.reshape(-1)
+        return np.where(np.isnan(result), np.inf, result) if np.isnan(result.max()) else result
+
+    return DeferredRule(floor, introduced_at, "", inner)
 
 
 def _magnitude(e: np.ndarray, fmt) -> np.ndarray:

@@ -163,12 +163,12 @@ def _floor_holds(tolerance: accuracy.Tolerance, expected: np.ndarray) -> None:
     deferred = tolerance.deferred
     assert deferred is not None
     allowed = np.asarray(tolerance.allowed)
-    e = np.abs(expected.astype(np.float64)).reshape(-1)
-    floor = deferred.coefficient * np.maximum(e, accuracy.float_format(expected.dtype).min_normal)
-    if deferred.row_floor is not None:  # BatchNormalization: gamma_7 (|k mean| + |B|) per channel
-        floor = np.maximum(floor, deferred.row_floor[np.arange(e.size) // deferred.unit])
+    e = expected.reshape(-1)
     finite = np.isfinite(e)
-    assert np.all(floor[finite] <= allowed.reshape(-1)[finite])
+    everywhere = np.arange(e.size)
+    for floor in (deferred.floor(everywhere, None), deferred.floor(slice(0, e.size), None)):
+        assert np.all(floor > 0)
+        assert np.all(floor[finite] <= allowed.reshape(-1)[finite])
     flat = np.arange(expected.size)[::3]
     same = deferred.at(flat).view(np.uint64) == allowed.reshape(-1)[flat].view(np.uint64)
     assert same.all()
