@@ -277,7 +277,9 @@ def batchnorm_model(shape: list[int]) -> onnx.ModelProto:
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 15)], ir_version=10)
 
 
-def judged(node: onnx.NodeProto, inputs: list[np.ndarray], kernel, actual: np.ndarray) -> Callable[[], object]:
+def judged(
+    node: onnx.NodeProto, inputs: list[np.ndarray], kernel, actual: np.ndarray
+) -> Callable[[], object]:
     """What ``--compare`` does with one node's output, given the runtime's (computed once, before): the
     reference kernel, the bound and the judging of the runtime's output against it (localise.merge: the
     accuracy classification and the comparison of the elements it does not accept)."""

@@ -53,9 +53,7 @@ class Judged:
     divergent: np.ndarray
 
 
-def judge(
-    expected: np.ndarray, actual: np.ndarray, bound: Tolerance, dtype: np.dtype | type | str
-) -> Judged:
+def judge(expected: np.ndarray, actual: np.ndarray, bound: Tolerance, dtype: np.dtype | type | str) -> Judged:
     """``classify`` and the divergent elements of ``outcome_masks`` of one float output, in one pass."""
     expected, actual = np.asarray(expected), np.asarray(actual)
     dtype = np.dtype(dtype)

@@ -182,7 +182,8 @@ def softmax_deferred(data) -> DeferredRule | None:
         values = np.empty((rows.size, n))
         for first in range(0, rows.size, step):
             chosen = rows[first : first + step]
-            _softmax_rows(rows_x[chosen].astype(np.float64), rows_e[chosen], fmt, values[first : first + step])
+            block = values[first : first + step]
+            _softmax_rows(rows_x[chosen].astype(np.float64), rows_e[chosen], fmt, block)
         return values[where.reshape(-1), flat % n]
 
     coefficient = (2 * fmt.u + _gamma(n - 1, fmt.u)) * (1 - 2.0**-26)

@@ -146,8 +146,8 @@ def test_batch_normalization_deferred_judgement_is_the_full_one(data, dtype, sha
         info = np.finfo(dtype)
         pool = [np.inf, -np.inf, np.nan, 0.0, -0.0, info.max, info.tiny, info.smallest_subnormal, 1.0]
         params = [np.array([data.draw(st.sampled_from(pool)) for _ in range(channels)], dtype) for _ in "sbm"]
-        var = np.array([data.draw(st.sampled_from([np.inf, 0.0, info.max, info.tiny])) for _ in range(channels)],
-                       dtype)  # fmt: skip
+        variances = st.sampled_from([np.inf, 0.0, info.max, info.tiny])
+        var = np.array([data.draw(variances) for _ in range(channels)], dtype)
     inputs = [x, *params, var]
     with np.errstate(all="ignore"):
         (expected,) = bn_kernel.run(BN, inputs, None)
@@ -157,6 +157,10 @@ def test_batch_normalization_deferred_judgement_is_the_full_one(data, dtype, sha
     allowed = np.broadcast_to(np.asarray(full.allowed, dtype=np.float64), expected.shape)
     actual = _near_bound(data, expected, allowed)
     _same_judgement(expected, actual, fast, full)
+
+
+def _same_bits(a, b) -> bool:
+    return np.array_equal(np.asarray(a).view(np.uint64), np.asarray(b).view(np.uint64))
 
 
 def _floor_holds(tolerance: accuracy.Tolerance, expected: np.ndarray) -> None:
@@ -188,7 +192,7 @@ def test_softmax_floor_is_below_the_bound_and_its_values_are_the_whole_ones(data
     if tolerance.deferred is None:
         assert not np.isfinite(x).all()
         return
-    assert np.array_equal(np.asarray(tolerance.allowed).view(np.uint64), np.asarray(full.allowed).view(np.uint64))
+    assert _same_bits(tolerance.allowed, full.allowed)
     _floor_holds(tolerance, expected)
 
 
@@ -212,7 +216,7 @@ def test_batch_normalization_floors_are_below_the_bound(data, dtype, shape, extr
         (expected,) = bn_kernel.run(BN, inputs, None)
     tolerance = accuracy.bound_for("BatchNormalization", expected.dtype).evaluate(BN, inputs, expected)
     full = _whole(accuracy.bound_for("BatchNormalization", expected.dtype), BN, inputs, expected)
-    assert np.array_equal(np.asarray(tolerance.allowed).view(np.uint64), np.asarray(full.allowed).view(np.uint64))
+    assert _same_bits(tolerance.allowed, full.allowed)
     _floor_holds(tolerance, expected)
 
 
@@ -223,8 +227,10 @@ def test_deferred_bounds_apply_to_finite_data_and_not_under_an_override() -> Non
     x = rng.standard_normal((4, 50)).astype(np.float32)
     (expected,) = softmax_kernel.run(SOFTMAX, [x], None)
     assert accuracy.bound_for("Softmax", np.float32).evaluate(SOFTMAX, [x], expected).deferred is not None
-    assert accuracy.bound_for("Softmax", np.float32, "3 ulp").evaluate(SOFTMAX, [x], expected).deferred is None
-    inputs = [rng.standard_normal((2, 3, 4)).astype(np.float32)] + [rng.random(3).astype(np.float32) for _ in "sbmv"]
+    overridden = accuracy.bound_for("Softmax", np.float32, "3 ulp")
+    assert overridden.evaluate(SOFTMAX, [x], expected).deferred is None
+    inputs = [rng.standard_normal((2, 3, 4)).astype(np.float32)]
+    inputs += [rng.random(3).astype(np.float32) for _ in "sbmv"]
     (expected,) = bn_kernel.run(BN, inputs, None)
     tolerance = accuracy.bound_for("BatchNormalization", np.float32).evaluate(BN, inputs, expected)
     assert tolerance.deferred is not None
@@ -258,7 +264,8 @@ def test_merge_notes_what_the_two_passes_noted() -> None:
         rng.standard_normal(8).astype(np.float32) for _ in "sbm"
     ] + [np.abs(rng.standard_normal(8)).astype(np.float32)]  # fmt: skip
     (expected,) = bn_kernel.run(BN, inputs, None)
-    actual = (expected.view(np.int32) + rng.integers(-3, 4, size=expected.shape).astype(np.int32)).view(np.float32)
+    steps = rng.integers(-3, 4, size=expected.shape).astype(np.int32)
+    actual = (expected.view(np.int32) + steps).view(np.float32)
     actual.reshape(-1)[5] = expected.reshape(-1)[5] + np.float32(0.5)
     record = OutputRecord("Y", 0)
     localise.merge(record, "random", BN, 0, expected, actual, inputs)
@@ -271,3 +278,20 @@ def test_merge_notes_what_the_two_passes_noted() -> None:
     assert record.margin == classification.max_ratio
     assert record.mismatches == diff.mismatches == 1
     assert record.first == diff.first
+
+
+def test_merge_of_nan_payloads_alone_notes_no_accuracy() -> None:
+    """Outputs that differ only in NaN payloads match, as the comparison has always read them: no bound is
+    evaluated and no accuracy is noted; a difference beside them is judged."""
+    x = np.array([[1.0, np.nan, 2.0], [0.5, 0.25, 3.0]], dtype=np.float32)
+    (expected,) = softmax_kernel.run(SOFTMAX, [x], None)
+    actual = expected.copy()
+    actual.view(np.uint32)[0] |= 0x00400001  # other NaN payloads in the NaN row
+    assert np.isnan(actual[0]).all() and not np.array_equal(actual.view(np.uint32), expected.view(np.uint32))
+    record = OutputRecord("Y", 0)
+    localise.merge(record, "random", SOFTMAX, 0, expected, actual, [x])
+    assert record.outcomes == {} and record.mismatches == 0 and not record.diverges
+    actual[1, 0] = np.nextafter(expected[1, 0], np.float32(1))
+    record = OutputRecord("Y", 0)
+    localise.merge(record, "random", SOFTMAX, 0, expected, actual, [x])
+    assert record.outcomes[accuracy.WITHIN] == 1 and record.mismatches == 0
