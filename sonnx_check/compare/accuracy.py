@@ -14,6 +14,9 @@ bound the error an implementation *introduces*, and leave the reference algorith
                     bound (the text used), divergent (beyond + special), as_dict() (JSON-safe)
     outcome_masks(expected, actual, bound, dtype) -> (masks, |a - e|, allowed)   MATCH | WITHIN | FLUSHED is
                     what a caller accepts; WITHIN includes the intermediate overflows (OVERFLOW, a subset)
+    judge(expected, actual, bound, dtype) -> Judged   classify and the divergent elements (not accepted) of
+                    a float output in one pass, bit for bit theirs (judging.py; a deferred bound's values
+                    are computed only where its floor does not decide)
 
 **What a bound is.** ``introduced`` is the annex's bound on |runtime - exact| (the exact real result of the
 operator on the node's inputs), per element, in the output type's units. The reference kernels compute the
@@ -84,6 +87,7 @@ import onnx
 
 from sonnx_check.compare import facts
 from sonnx_check.compare.floats import Format, exp_relative_error, float_format, gamma, ulp
+from sonnx_check.compare.judging import judge
 from sonnx_check.compare.outcomes import (
     BEYOND,
     DIVERGENT,
@@ -117,7 +121,7 @@ __all__ = [  # the API above, wherever its engine lives
     "OVERFLOW", "PRODUCT_OVERFLOW", "SPECIAL", "SUM_OF_PRODUCTS", "TRANSCENDENTAL", "WITHIN",
     "AccuracyError", "Bound", "Classification", "Format", "Instance", "NodeData", "OppositeRoom",
     "OverflowRoom", "Override", "Rule", "RuleResult", "Tolerance", "accuracy_class", "bound_for",
-    "check_override", "classify", "compare_node", "exp_relative_error", "float_format", "gamma",
+    "check_override", "classify", "compare_node", "exp_relative_error", "float_format", "gamma", "judge",
     "outcome_masks", "parse_override", "ulp",
 ]  # fmt: skip
 
@@ -330,9 +334,12 @@ def compare_node(
     actual: np.ndarray,
     override: str | Override | None = None,
 ) -> Classification:
-    """bound_for + evaluate + classify for one output of one node (its dtype is the reference's)."""
+    """bound_for + evaluate + classify for one output of one node (its dtype is the reference's; a float
+    output is classified in one pass, judging.judge)."""
     expected = np.asarray(expected)
     tolerance = bound_for(node.op_type, expected.dtype, override).evaluate(node, inputs, expected)
+    if expected.dtype.kind == "f":
+        return judge(expected, actual, tolerance, expected.dtype).classification
     return classify(expected, actual, tolerance, expected.dtype)
 
 

@@ -295,3 +295,30 @@ def test_merge_of_nan_payloads_alone_notes_no_accuracy() -> None:
     record = OutputRecord("Y", 0)
     localise.merge(record, "random", SOFTMAX, 0, expected, actual, [x])
     assert record.outcomes[accuracy.WITHIN] == 1 and record.mismatches == 0
+
+
+def test_a_comparison_evaluates_deferred_bounds_only_where_needed(monkeypatch) -> None:
+    """What makes judging fast: on finite Softmax and BatchNormalization outputs a few ulps off, merge never
+    evaluates the bound on the whole tensor, and reports what the full evaluation gives."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 100)).astype(np.float32)
+    (softmax_y,) = softmax_kernel.run(SOFTMAX, [x], None)
+    bn_inputs = [rng.standard_normal((2, 4, 8, 8)).astype(np.float32)]
+    bn_inputs += [rng.standard_normal(4).astype(np.float32) for _ in "sbm"]
+    bn_inputs.append(rng.random(4).astype(np.float32))
+    (bn_y,) = bn_kernel.run(BN, bn_inputs, None)
+    cases = [(SOFTMAX, [x], softmax_y), (BN, bn_inputs, bn_y)]
+    fulls = [_whole(accuracy.bound_for(n.op_type, np.float32), n, inputs, y) for n, inputs, y in cases]
+
+    def refuse(data):
+        raise AssertionError("the bound was evaluated on the whole tensor")
+
+    monkeypatch.setattr(fast_bounds, "softmax", refuse)
+    monkeypatch.setattr(fast_bounds, "batch_normalization", refuse)
+    for (node, inputs, expected), full in zip(cases, fulls, strict=True):
+        steps = rng.integers(-2, 3, size=expected.shape).astype(np.int32)
+        actual = (expected.view(np.int32) + steps).view(np.float32)
+        record = OutputRecord("Y", 0)
+        localise.merge(record, "random", node, 0, expected, actual, inputs)
+        reference = accuracy.classify(expected, actual, full, np.float32)
+        assert record.outcomes == dict(reference.counts) and record.margin == reference.max_ratio
