@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx import helper as h
 
-from sonnx_check.compare import accuracy, localise
+from sonnx_check.compare import accuracy, judging, localise
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.judging import judge
@@ -39,7 +39,15 @@ def _whole(bound: accuracy.Bound, node, inputs, expected) -> accuracy.Tolerance:
 
 
 def _same_judgement(expected: np.ndarray, actual: np.ndarray, fast: accuracy.Tolerance, full) -> None:
-    """judge on ``fast`` against outcome_masks + classify on ``full``, everything a user sees."""
+    """judge on ``fast`` against outcome_masks + classify on ``full``, everything a user sees; with blocks of
+    the default size and tiny ones too, so that first instances, ties and the margin cross blocks."""
+    for block in (judging._BLOCK, 3, 16):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(judging, "_BLOCK", block)
+            _same_judgement_once(expected, actual, fast, full)
+
+
+def _same_judgement_once(expected: np.ndarray, actual: np.ndarray, fast: accuracy.Tolerance, full) -> None:
     judged = judge(expected, actual, fast, expected.dtype)
     reference = accuracy.classify(expected, actual, full, expected.dtype)
     masks, _, _ = accuracy.outcome_masks(expected, actual, full, expected.dtype)
@@ -322,3 +330,24 @@ def test_a_comparison_evaluates_deferred_bounds_only_where_needed(monkeypatch) -
         localise.merge(record, "random", node, 0, expected, actual, inputs)
         reference = accuracy.classify(expected, actual, full, np.float32)
         assert record.outcomes == dict(reference.counts) and record.margin == reference.max_ratio
+
+
+def test_flushed_subnormals_in_the_fast_path() -> None:
+    """A subnormal reference the runtime flushed to zero, beyond the bound: flushed-subnormal, accepted;
+    with a given bound and with Softmax's deferred one (rows spread so far that results are subnormal)."""
+    expected = np.array([1e-40, -3e-39, 1.0, 2.0, 1e-45], dtype=np.float32)
+    actual = np.array([0.0, -0.0, 1.0, np.nextafter(np.float32(2), np.float32(3)), 0.0], dtype=np.float32)
+    given = accuracy.Tolerance(np.full(5, 1e-44), False, "tiny")
+    _same_judgement(expected, actual, given, given)
+    counts = judge(expected, actual, given, np.float32).classification.counts
+    assert counts[accuracy.FLUSHED] == 2 and counts[accuracy.BEYOND] == 1
+    x = np.array([[0.0, -95.0, -100.0, -103.0, -1.0]], dtype=np.float32)
+    (expected,) = softmax_kernel.run(SOFTMAX, [x], None)
+    assert 0 < expected[0, 2] < np.finfo(np.float32).tiny
+    actual = expected.copy()
+    actual[0, 1:4] = 0.0
+    bound = accuracy.bound_for("Softmax", np.float32)
+    fast = bound.evaluate(SOFTMAX, [x], expected)
+    assert fast.deferred is not None
+    _same_judgement(expected, actual, fast, _whole(bound, SOFTMAX, [x], expected))
+    assert judge(expected, actual, fast, np.float32).classification.counts[accuracy.FLUSHED] >= 1
