@@ -8,10 +8,11 @@ pieces with a few float64 temporaries, and the margin (``max_ratio``, ``worst``)
 running maxima (the first element wins a tie, as numpy's argmax does over the whole tensor).
 
 A deferred bound (tolerance.DeferredBound: Softmax, BatchNormalization) is not evaluated everywhere: its
-proven floor c max(|e|, min-normalized) decides the elements within it, and its exact values are computed only
-where the floor does not decide (an element beyond the floor, maybe still within the bound) and where an
-element's ratio against the floor, an upper bound of its true ratio, could still reach the largest true
-ratio found (ties included): the margin and the worst element are those of the full evaluation.
+proven floor (the operator's, cheaper than the bound and at most it) decides the elements within it, and its
+exact values are computed only where the floor does not decide (an element beyond the floor, maybe still
+within the bound) and where an element's ratio against the floor, an upper bound of its true ratio, could
+still reach the largest true ratio found (ties included): the margin and the worst element are those of the
+full evaluation.
 
 Everything else (NaN, infinities, exact elements, float64 outputs, the readings of the sums of products on a
 runtime's infinity) takes the general path, ``outcome_masks`` then the classification on the same masks.

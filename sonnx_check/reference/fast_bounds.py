@@ -11,6 +11,10 @@ huge and tiny magnitudes, subnormals), and a verdict can never differ. Where the
 apply (non-finite inputs, a reduction over another axis than the last, a non-contiguous tensor, float64
 outputs), they return None and the rule evaluates its formula on the whole tensor, as before.
 
+Their deferred forms (``softmax_deferred``, ``batch_normalization_deferred``: ``DeferredRule``) give the same
+values at chosen elements only, with a proven floor, so that the judging (compare/judging.py) evaluates the
+bound only where the floor does not decide.
+
 ``data`` is accuracy.NodeData (read by attribute; this module does not import accuracy).
 """
 
