@@ -249,8 +249,12 @@ def _margin(
     for high, flat in tops:
         if high >= threshold:
             lo = flat - flat % block
-            part = bounds[lo : lo + block]
-            chosen.append(np.flatnonzero(part >= cut if cut > 0 else part > 0) + lo)
+            if cut > 0:
+                chosen.append(np.flatnonzero(bounds[lo : lo + block] >= cut) + lo)
+            else:  # ratios that small may be below float32's range: again in float64
+                part = slice(lo, lo + block)
+                d, _ = pair.distance(part)
+                chosen.append(np.flatnonzero(d / _floor(pair, part, deferred) > 0) + lo)
     flat = np.concatenate(chosen)  # increasing: the first of the largest is the first index
     d, _ = pair.distance(flat)
     ratios = _true_ratios(d, deferred.at(flat))

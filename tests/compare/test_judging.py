@@ -21,6 +21,7 @@ from sonnx_check.compare import accuracy, judging, localise
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.diff import compare_arrays
 from sonnx_check.compare.judging import judge
+from sonnx_check.compare.tolerance import DeferredBound
 from sonnx_check.reference import batchnormalization as bn_kernel
 from sonnx_check.reference import fast_bounds
 from sonnx_check.reference import softmax as softmax_kernel
@@ -351,3 +352,25 @@ def test_flushed_subnormals_in_the_fast_path() -> None:
     assert fast.deferred is not None
     _same_judgement(expected, actual, fast, _whole(bound, SOFTMAX, [x], expected))
     assert judge(expected, actual, fast, np.float32).classification.counts[accuracy.FLUSHED] >= 1
+
+
+def test_the_margin_of_ratios_below_float32s_range() -> None:
+    """A deferred bound so wide and differences so small that every ratio is below float32's range (where
+    the margin keeps its upper bounds): still the full evaluation's margin and worst, first of ties."""
+    expected = np.array([1e-40, 2e-40, 1.0, 3e-45, 1e-40, 2.0], dtype=np.float32)
+    actual = np.nextafter(expected, np.float32(1))
+    actual[2] = expected[2]
+    allowed = np.array([1e37, 1e38, 1e30, 1e38, 1e37, 1e300])  # elements 0 and 4 tie: the largest
+
+    def floor(where, out=None):
+        values = allowed[where] / 2
+        if out is None:
+            return values
+        out[...] = values
+        return out
+
+    deferred = accuracy.Tolerance(None, False, "wide", deferred=DeferredBound(floor, lambda f: allowed[f]))
+    given = accuracy.Tolerance(allowed, False, "wide")
+    _same_judgement(expected, actual, deferred, given)
+    classification = judge(expected, actual, deferred, np.float32).classification
+    assert 0 < classification.max_ratio < 2.0**-149 and classification.worst.index == (0,)
