@@ -14,6 +14,9 @@ bound the error an implementation *introduces*, and leave the reference algorith
                     bound (the text used), divergent (beyond + special), as_dict() (JSON-safe)
     outcome_masks(expected, actual, bound, dtype) -> (masks, |a - e|, allowed)   MATCH | WITHIN | FLUSHED is
                     what a caller accepts; WITHIN includes the intermediate overflows (OVERFLOW, a subset)
+    judge(expected, actual, bound, dtype) -> Judged   classify and the divergent elements (not accepted) of
+                    a float output in one pass, bit for bit theirs (judging.py; a deferred bound's values
+                    are computed only where its floor does not decide)
 
 **What a bound is.** ``introduced`` is the annex's bound on |runtime - exact| (the exact real result of the
 operator on the node's inputs), per element, in the output type's units. The reference kernels compute the
@@ -84,6 +87,7 @@ import onnx
 
 from sonnx_check.compare import facts
 from sonnx_check.compare.floats import Format, exp_relative_error, float_format, gamma, ulp
+from sonnx_check.compare.judging import judge
 from sonnx_check.compare.outcomes import (
     BEYOND,
     DIVERGENT,
@@ -101,6 +105,7 @@ from sonnx_check.compare.outcomes import (
 )
 from sonnx_check.compare.tolerance import (
     AccuracyError,
+    DeferredBound,
     NodeData,
     OppositeRoom,
     OverflowRoom,
@@ -116,7 +121,7 @@ __all__ = [  # the API above, wherever its engine lives
     "OVERFLOW", "PRODUCT_OVERFLOW", "SPECIAL", "SUM_OF_PRODUCTS", "TRANSCENDENTAL", "WITHIN",
     "AccuracyError", "Bound", "Classification", "Format", "Instance", "NodeData", "OppositeRoom",
     "OverflowRoom", "Override", "Rule", "RuleResult", "Tolerance", "accuracy_class", "bound_for",
-    "check_override", "classify", "compare_node", "exp_relative_error", "float_format", "gamma",
+    "check_override", "classify", "compare_node", "exp_relative_error", "float_format", "gamma", "judge",
     "outcome_masks", "parse_override", "ulp",
 ]  # fmt: skip
 
@@ -205,6 +210,15 @@ class Bound:
         if self.accuracy in (EXACT, CORRECTLY_ROUNDED) or self.dtype.kind != "f":
             return Tolerance(0.0, True, self.text)
         data = NodeData(node, list(inputs), expected, float_format(self.dtype), attributes(node), abs_sum)
+        if self.override is None and self.rule.deferred is not None:
+            deferred = self._deferred(data)
+            if deferred is not None:
+                return deferred
+        return self._evaluated(data)
+
+    def _evaluated(self, data: NodeData) -> Tolerance:
+        """The bound on every element of one node's output."""
+        expected = data.expected
         with np.errstate(all="ignore"):  # overflow to inf and 0 * inf are part of the formulas' domains
             introduced, exact, detail = self.rule.evaluate(data)
         introduced = np.broadcast_to(np.asarray(introduced, dtype=np.float64), expected.shape)
@@ -226,6 +240,39 @@ class Bound:
         text = f"{text} + {self.reference_ulps:g} ulp for the reference's rounding"
         # reading (d) is the text's IEEE semantics, not an error bound: it holds under an override too
         return Tolerance(allowed, exact, text, overflow, data.opposite)
+
+    def _deferred(self, data: NodeData) -> Tolerance | None:
+        """The bound as a floor and a way to compute its values where needed (``DeferredBound``), for a rule
+        that has one and data it applies to (no override: the user's bound is evaluated everywhere). The
+        values are ``_evaluated``'s bit for bit: the same operations element by element (the rule's
+        deferred form promises that for the introduced error); no element is exact there."""
+        assert self.rule.deferred is not None
+        with np.errstate(all="ignore"):
+            found = self.rule.deferred(data)
+        if found is None:
+            return None
+        expected, fmt, reference_ulps, introduced_at = data.expected, data.fmt, self.reference_ulps, found.at
+
+        def at(flat: np.ndarray | None) -> np.ndarray:
+            if flat is not None and flat.size == 0:
+                return np.empty(0)
+            with np.errstate(all="ignore"):
+                introduced = introduced_at(flat)
+            undefined = np.isnan(introduced)
+            if undefined.any():
+                introduced = np.where(undefined, np.inf, introduced)
+            e = expected if flat is None else expected.reshape(-1)[flat]
+            allowed = ulp(e, fmt)
+            allowed *= reference_ulps
+            allowed += introduced
+            return allowed.reshape(expected.shape) if flat is None else allowed
+
+        text = f"{self.rule.formula}{found.detail} ({self.rule.source})"
+        text = f"{text} + {reference_ulps:g} ulp for the reference's rounding"
+        # allowed = ulp * reference_ulps + introduced >= introduced (adding a non-negative term rounds to no
+        # less, and a NaN introduced error is +inf): the rule's floor is a floor of allowed as it is
+        deferred = DeferredBound(found.floor, at, found.unit)
+        return Tolerance(None, False, text, data.overflow, data.opposite, deferred)
 
 
 def bound_for(op_type: str, dtype: np.dtype | type | str, override: str | Override | None = None) -> Bound:
@@ -287,9 +334,12 @@ def compare_node(
     actual: np.ndarray,
     override: str | Override | None = None,
 ) -> Classification:
-    """bound_for + evaluate + classify for one output of one node (its dtype is the reference's)."""
+    """bound_for + evaluate + classify for one output of one node (its dtype is the reference's; a float
+    output is classified in one pass, judging.judge)."""
     expected = np.asarray(expected)
     tolerance = bound_for(node.op_type, expected.dtype, override).evaluate(node, inputs, expected)
+    if expected.dtype.kind == "f":
+        return judge(expected, actual, tolerance, expected.dtype).classification
     return classify(expected, actual, tolerance, expected.dtype)
 
 

@@ -196,6 +196,28 @@ def compare_arrays(
     if accepted is not None:
         mask &= ~accepted
         classes = _recount(expected, actual, mask)
+    return _from_mask(expected, actual, mask, classes, base)
+
+
+def diff_of(expected: np.ndarray, actual: np.ndarray, mask: np.ndarray) -> TensorDiff:
+    """The comparison of two arrays of one dtype and shape whose differing elements are known (``mask``:
+    what ``compare_arrays(..., accepted=...)`` computes when an accuracy bound accepts the others)."""
+    base = {
+        "expected_dtype": expected.dtype.name,
+        "actual_dtype": actual.dtype.name,
+        "expected_shape": tuple(int(d) for d in expected.shape),
+        "actual_shape": tuple(int(d) for d in actual.shape),
+    }
+    return _from_mask(expected, actual, mask, _recount(expected, actual, mask), base)
+
+
+def _from_mask(
+    expected: np.ndarray,
+    actual: np.ndarray,
+    mask: np.ndarray,
+    classes: dict[MismatchClass, int],
+    base: dict[str, Any],
+) -> TensorDiff:
     count = int(np.count_nonzero(mask))
     if count == 0:
         return TensorDiff(Outcome.MATCH, expected.size, 0, classes, None, None, mask=mask, **base)

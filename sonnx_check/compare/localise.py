@@ -21,7 +21,8 @@ import onnx
 from sonnx_check import reference
 from sonnx_check.compare import accuracy
 from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.diff import compare_arrays
+from sonnx_check.compare.diff import TensorDiff, compare_arrays, diff_of
+from sonnx_check.compare.judging import judge
 from sonnx_check.compare.known import DivergenceCase, explain
 from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
@@ -203,15 +204,7 @@ def merge(
     looked like when it reached the node (not for data fed to the node directly). ``abs_sum``: sum |a b|
     (+ |c|) of a sum-of-products node when the caller has it from the kernel (its bound then needs no second
     pass over the data)."""
-    diff = compare_arrays(expected, actual)
-    if node is not None and diff.mismatches and _inexact(node.op_type, expected):
-        bound = accuracy.bound_for(node.op_type, expected.dtype, override)
-        tolerance = bound.evaluate(node, inputs, expected, abs_sum)
-        masks, _, _ = accuracy.outcome_masks(expected, actual, tolerance, expected.dtype)
-        record.note_accuracy(accuracy.classify(expected, actual, tolerance, expected.dtype))
-        accepted = masks[accuracy.MATCH] | masks[accuracy.WITHIN] | masks[accuracy.FLUSHED]
-        del masks
-        diff = compare_arrays(expected, actual, accepted=accepted)
+    diff = _judged(record, node, expected, actual, inputs, override, abs_sum)
     known, explained, by_set = [], 0, {}
     if diff.mask is not None and diff.mismatches and node is not None:
         if spare is not None and diff.total * KNOWN_BYTES_PER_ELEMENT > spare:
@@ -226,6 +219,45 @@ def merge(
         explanation = explain(case)
         known, explained, by_set = explanation.matches, explanation.explained, explanation.by_set
     record.add(dataset, diff, known, explained, by_set)
+
+
+def _judged(
+    record: OutputRecord,
+    node: onnx.NodeProto | None,
+    expected: np.ndarray,
+    actual: np.ndarray,
+    inputs: Sequence[np.ndarray | None],
+    override: str | None,
+    abs_sum: np.ndarray | None,
+) -> TensorDiff:
+    """The comparison of one output; an inexact operator's judged against its bound, in one pass
+    (judging.judge: the classification the record notes and the divergent elements together). The bound
+    is evaluated only where something differs, as before: bit for bit equal outputs are compared as such."""
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    if (
+        node is None
+        or expected.dtype != actual.dtype
+        or expected.shape != actual.shape
+        or not _inexact(node.op_type, expected)
+    ):
+        return compare_arrays(expected, actual)
+    unsigned = np.dtype(f"u{expected.dtype.itemsize}")
+    differs = expected.view(unsigned) != actual.view(unsigned)
+    first = np.unravel_index(int(np.argmax(differs)), differs.shape) if differs.size else ()
+    if not differs.size or not differs[first]:
+        return compare_arrays(expected, actual)  # nothing differs: no bound to evaluate
+    if np.isnan(expected[first]) and np.isnan(actual[first]):  # NaN payloads, maybe nothing else
+        diff = compare_arrays(expected, actual)
+        if not diff.mismatches:
+            return diff
+    del differs
+    bound = accuracy.bound_for(node.op_type, expected.dtype, override)
+    tolerance = bound.evaluate(node, inputs, expected, abs_sum)
+    judged = judge(expected, actual, tolerance, expected.dtype)
+    if judged.classification.counts[accuracy.MATCH] == expected.size:
+        return compare_arrays(expected, actual)  # NaN payloads alone differ: nothing to note
+    record.note_accuracy(judged.classification)
+    return diff_of(expected, actual, judged.divergent)
 
 
 def node_inputs(

@@ -105,11 +105,24 @@ def classify(
             raise ValueError(f"shapes differ: expected {list(expected.shape)}, actual {list(actual.shape)}")
         return _classify_exact(expected, actual, bound.text)
     masks, diff, allowed = outcome_masks(expected, actual, bound, dtype)
+    return summarise(masks, diff, allowed, expected, actual, bound.text, dtype)
+
+
+def summarise(
+    masks: dict[str, np.ndarray],
+    diff: np.ndarray,
+    allowed: np.ndarray,
+    expected: np.ndarray,
+    actual: np.ndarray,
+    text: str,
+    dtype: np.dtype | type | str,
+) -> Classification:
+    """The Classification of a float output from ``outcome_masks``'s masks, |a - e| and allowed."""
     fmt = float_format(np.dtype(dtype))
     skip = masks[MATCH] | masks[SPECIAL] | masks[OVERFLOW] | masks[PRODUCT_OVERFLOW]  # no finite error
     ratio = _ratio(diff, allowed, skip)
     max_ulps = _max_ulps(diff, expected.astype(np.float64), fmt, skip)
-    return _summary(masks, expected, actual, allowed, ratio, max_ulps, bound.text)
+    return _summary(masks, expected, actual, allowed, ratio, max_ulps, text)
 
 
 def outcome_masks(

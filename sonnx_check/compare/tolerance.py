@@ -13,20 +13,23 @@ import numpy as np
 import onnx
 
 from sonnx_check.compare.floats import Format, ulp
+from sonnx_check.reference.fast_bounds import DeferredRule
 
 
 class AccuracyError(ValueError):
     """An override that cannot be used, or an operator without a bound; the message is one line."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tolerance:
     """A bound evaluated on one node's data. ``allowed``: the largest |actual - expected| accepted per
     element (float64, broadcastable to the output), introduced error plus the reference's own rounding;
     ``exact``: where the comparison is bit for bit, sign of zero included (a scalar or a boolean array);
-    ``text``: the bound as a report prints it."""
+    ``text``: the bound as a report prints it. ``values`` is ``allowed`` as given; a ``deferred`` bound
+    gives None there and computes ``allowed`` only when something reads it (the judging needs it only at
+    the elements its certified floor does not decide: compare/judging.py)."""
 
-    allowed: np.ndarray | float
+    values: np.ndarray | float | None
     exact: np.ndarray | bool
     text: str
     # sum of products without an override, reading (c): which infinities an implementation in the output
@@ -35,6 +38,29 @@ class Tolerance:
     # sum of products, reading (d): where an IEEE evaluation may meet an infinite term with an overflowed one
     # of the other sign (evaluated only where the runtime returned NaN against an infinite reference)
     opposite: OppositeRoom | None = None
+    deferred: DeferredBound | None = None
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray | float:
+        """The allowed difference of every element (computed once, on first use, for a deferred bound)."""
+        if self.deferred is not None:
+            return self.deferred.at(None)
+        assert self.values is not None
+        return self.values
+
+
+@dataclass(frozen=True)
+class DeferredBound:
+    """An operator's bound evaluated where the judging needs it (compare/judging.py). ``floor(where,
+    out)``: a proven lower bound of the allowed values, positive, at a slice of whole rows of ``unit``
+    elements (as the output lies in memory) or at flat indices, valid where the reference is finite (so
+    |actual - expected| at most that is within the bound whatever its exact value); ``at(flat)``: the
+    allowed values, float64, at the flat indices ``flat`` of the output, bit for bit what the whole-tensor
+    evaluation gives there; ``at(None)``: all of them, in the output's shape."""
+
+    floor: Callable[[slice | np.ndarray, np.ndarray | None], np.ndarray]
+    at: Callable[[np.ndarray | None], np.ndarray]
+    unit: int = 1
 
 
 OVERFLOW_POS, OVERFLOW_NEG = 1, 2  # the infinities an intermediate overflow may give; both: NaN too
@@ -161,6 +187,8 @@ class Rule:
     evaluate: Callable[[NodeData], RuleResult]
 
     reference_ulps: float = 0.5  # the reference kernel's own error bound, in ulps of the output
+    # the same bound, evaluated only where needed (Tolerance.deferred), for the data it applies to
+    deferred: Callable[[NodeData], DeferredRule | None] | None = None
 
     def __call__(self, data: NodeData) -> RuleResult:
         return self.evaluate(data)

@@ -5,6 +5,8 @@ the special values the fast path hands back to the formula)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,13 +21,17 @@ from sonnx_check.reference import softmax as softmax_kernel
 
 
 def _both(node, inputs, expected) -> tuple:
-    """The Tolerance with the fast path and without it (the rule's whole-tensor formula)."""
+    """The Tolerance with the fast path and without it (the rule's whole-tensor formula, evaluated at once:
+    neither the block-by-block functions nor the deferred form)."""
     bound = accuracy.bound_for(node.op_type, expected.dtype)
     fast = bound.evaluate(node, inputs, expected)
+    fast.allowed  # noqa: B018 - a deferred bound computes its values on first use
+    whole = dataclasses.replace(bound, rule=dataclasses.replace(bound.rule, deferred=None))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fast_bounds, "softmax", lambda data: None)
         patch.setattr(fast_bounds, "batch_normalization", lambda data: None)
-        slow = bound.evaluate(node, inputs, expected)
+        slow = whole.evaluate(node, inputs, expected)
+        assert slow.deferred is None
     return fast, slow
 
 

@@ -42,6 +42,7 @@ BOUND = Rule(
     "γ_7·(|k·X| + |k·mean| + |B|) + u·|Y|, k = scale/√(var+ε)",
     "derived: batch_normalization.md's formula, text order or folded, accuracy.md's u per rounding",
     _batch_normalization,
+    deferred=fast_bounds.batch_normalization_deferred,  # evaluated where the judging needs it
 )
 
 

@@ -53,6 +53,7 @@ BOUND = Rule(
     "derived: softmax.md's e^(X−M)/Σe^(X−M) with " + EXP_HYPOTHESIS,
     _softmax,
     reference_ulps=1.0,
+    deferred=fast_bounds.softmax_deferred,  # evaluated where the judging needs it (compare/judging.py)
 )
 
 
