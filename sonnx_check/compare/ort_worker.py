@@ -121,13 +121,9 @@ class Worker:
             timer.daemon = True
             timer.start()
         try:
-            payload, spans = shared_arrays.encode((stage, *arguments), self._requests)
-            pickle.dump((payload, spans), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self._process.stdin.flush()
-            del payload
-            payload, spans = pickle.load(self._process.stdout)
+            shared_arrays.send((stage, *arguments), self._process.stdin, self._requests)
             # copied out of the region: the results outlive the next reply, which overwrites it
-            reply = shared_arrays.decode(payload, spans, self._replies, copy=True)
+            reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
             stop.check()  # the signal handler killed the worker: not a crash of onnxruntime
             if self._expired:
@@ -288,19 +284,19 @@ def _serve(
     inbound, outbound = regions if regions is not None else (None, None)
     while True:
         try:
-            payload, spans = pickle.load(requests)
+            framing = pickle.load(requests)
         except EOFError:
             return
-        stage = "run"  # what a request that cannot even be read was (its arrays did not fit)
+        stage = "run"  # what a request whose arrays cannot be mapped was
         try:
             # the feeds stay where the parent put them: onnxruntime reads them in the region
             try:
-                request = shared_arrays.decode(payload, spans, inbound, copy=False)
+                request = shared_arrays.unpack(framing, inbound, copy=False)
             except OSError as exc:  # mapping the region failed under the memory limit
                 if exc.errno != errno.ENOMEM:
                     raise
                 raise MemoryError from exc
-            del payload
+            del framing
             stage = request[0]
             if stage == "session":
                 key, own, sent_base, outputs, constants, level, budget, threads, providers = request[1:]
@@ -311,7 +307,7 @@ def _serve(
                 serialized = _session_model(own, base, outputs, constants)
                 del own
                 if inbound is not None:
-                    inbound.discard()  # the model's bytes were copied out: not held twice while it loads
+                    inbound.unmap()  # the model's bytes were copied out: not resident twice while it loads
                 if budget is not None:
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
@@ -342,8 +338,7 @@ def _serve(
             reply = ("error", traceback.format_exc())
         # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
         request = value = None
-        pickle.dump(shared_arrays.encode(reply, outbound), replies, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.flush()
+        shared_arrays.send(reply, replies, outbound)
         del reply
 
 

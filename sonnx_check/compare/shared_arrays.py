@@ -1,20 +1,23 @@
 """Large arrays between sonnx-check and its onnxruntime worker without copying them through a pipe.
 
 A request or a reply is pickled with protocol 5: the buffers of large arrays (and of model bytes wrapped in
-``pickle.PickleBuffer``) are placed out of band in a shared memory file, and only the small pickle and the
+``pickle.PickleBuffer``) are written out of band to a shared memory file, and only the small pickle and the
 buffers' places cross the pipe. Through a pipe, 300 MB of edge datasets cost thousands of 64 KiB writes and
-reads and two kernel copies; through the shared file they cost one copy (the worker runs onnxruntime on the
-arrays where they lie).
+reads on each side; through the shared file they cost one copy, and the worker runs onnxruntime on the
+feeds where they lie (mapped), as it would on feeds it had unpickled.
 
 The shared files are anonymous (``memfd_create``): nothing has a name on disk, so nothing is left behind
 whatever ends either process (a crash, SIGKILL, an OOM kill); the memory goes with the last process holding
 them. The parent creates two, one for requests and one for replies, and hands them to its worker only
 (``pass_fds``); only that worker writes what the parent reads, as with the pipe. Where ``memfd_create`` does
-not exist (not Linux), or when a region cannot grow (no memory), a message is pickled in band as before.
+not exist (not Linux), or when a region cannot take a message (no memory), the message is pickled into the
+pipe as before.
 
-Each side writes only its own region and only while the other waits for the message, and a region only ever
-grows (a shrinking file would fault the other side's mapping): what it holds beyond ``KEEP`` bytes is given
-back to the system by the parent once a call is over.
+Writers write with ``pwrite`` and the parent reads replies with ``preadv`` into memory of its own: neither
+maps a region, so a region is never part of the writer's address space (the worker's RLIMIT_AS) or of the
+parent's resident memory. Only the worker maps the request region, to read feeds in place. Each side writes
+only while the other waits for the message; the parent empties a region that took more than ``KEEP``
+bytes once the call is over.
 """
 
 from __future__ import annotations
@@ -22,22 +25,23 @@ from __future__ import annotations
 import mmap
 import os
 import pickle
-from typing import Any
+from typing import IO, Any
 
 INLINE = 1 << 16  # a buffer smaller than this travels inside the pickle: a region costs more than it saves
-KEEP = 64 << 20  # bytes a region keeps between calls (its pages stay mapped: no page faults next time)
+KEEP = 32 << 20  # bytes a region keeps between calls (kept: no new pages to fault in on the next call)
 _ALIGN = 64  # each buffer starts on a cache line (and SIMD-aligned for onnxruntime's kernels)
+_IN_BAND, _OUT_OF_BAND = "in-band", "out-of-band"
 
 Spans = list[tuple[int, int]]  # (offset, length) of each out-of-band buffer, in pickling order
 
 
 class Region:
-    """One anonymous shared memory file and this process's mapping of it."""
+    """One anonymous shared memory file."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self._map: mmap.mmap | None = None
-        self._used = 0  # bytes the last message placed in it
+        self._map: mmap.mmap | None = None  # the reader's mapping, for views in place
+        self._used = 0  # bytes the last message took
 
     @classmethod
     def create(cls) -> Region | None:
@@ -48,87 +52,106 @@ class Region:
             return None
         return cls(fd)
 
-    def _mapped(self, size: int, *, grow: bool) -> mmap.mmap:
-        """The mapping, covering at least ``size`` bytes; ``grow``: the writer grows the file to that."""
-        if self._map is None or len(self._map) < size:
-            length = os.fstat(self.fd).st_size
-            if length < size:
-                if not grow:
-                    raise ValueError("a buffer lies past the end of the shared region")
-                length = size + (-size % mmap.PAGESIZE)
-                os.ftruncate(self.fd, length)
-            # the old mapping stays alive as long as arrays made from it do
-            self._map = mmap.mmap(self.fd, length)
-        return self._map
-
     def write(self, buffers: list[pickle.PickleBuffer]) -> Spans:
-        """Copy ``buffers`` into the region; their places."""
+        """Write ``buffers`` into the region (it grows as needed); their places."""
         spans: Spans = []
         end = 0
         for buffer in buffers:
+            raw = buffer.raw()
             start = end + (-end % _ALIGN)
-            end = start + buffer.raw().nbytes
-            spans.append((start, end - start))
-        target = memoryview(self._mapped(end, grow=True))
-        for (start, length), buffer in zip(spans, buffers, strict=True):
-            target[start : start + length] = buffer.raw()
-        target.release()
+            end = start + raw.nbytes
+            spans.append((start, raw.nbytes))
+            written = 0
+            while written < raw.nbytes:
+                written += os.pwrite(self.fd, raw[written:], start + written)
         self._used = end
         return spans
 
-    def read(self, spans: Spans) -> list[memoryview]:
-        """Views of the buffers at ``spans`` (valid until the writer writes the region again)."""
-        whole = memoryview(self._mapped(max((s + n for s, n in spans), default=0), grow=False))
+    def copies(self, spans: Spans) -> list[bytearray]:
+        """The buffers at ``spans``, each read into memory of its own."""
+        self._used = max((start + length for start, length in spans), default=0)
+        out = []
+        for start, length in spans:
+            buffer = bytearray(length)
+            view = memoryview(buffer)
+            done = 0
+            while done < length:
+                got = os.preadv(self.fd, [view[done:]], start + done)
+                if got <= 0:
+                    raise ValueError("a buffer lies past the end of the shared region")
+                done += got
+            out.append(buffer)
+        return out
+
+    def views(self, spans: Spans) -> list[memoryview]:
+        """The buffers at ``spans`` where they lie (valid until the writer writes the region again)."""
+        size = self._used = max((start + length for start, length in spans), default=0)
+        if self._map is None or len(self._map) < size:
+            length = os.fstat(self.fd).st_size
+            if length < size:
+                raise ValueError("a buffer lies past the end of the shared region")
+            self._map = mmap.mmap(self.fd, length)  # the old mapping lives on while arrays use it
+        whole = memoryview(self._map)
         return [whole[start : start + length] for start, length in spans]
 
-    def trim(self) -> None:
-        """Give back the pages of a large message (the file keeps its size: the other side's mapping
-        stays valid and reads zeros)."""
-        if self._used > KEEP:
-            self.discard()
+    def unmap(self) -> None:
+        """Let go of the reader's mapping (once the views into it are gone): after a model's bytes were
+        copied out, its pages are not kept resident while onnxruntime loads it."""
+        self._map = None
 
-    def discard(self) -> None:
-        """Give back the pages of the region, whatever it holds (its reader is done with the message)."""
-        if self._map is not None:
-            try:
-                self._map.madvise(mmap.MADV_REMOVE)
-            except (AttributeError, OSError):  # not supported here: the pages stay until the region closes
-                return
-        self._used = 0
+    def trim(self) -> None:
+        """Empty the region if the last message was large (called while the other side waits: its
+        mapping, if any, is not being read)."""
+        if self._used > KEEP:
+            os.ftruncate(self.fd, 0)
+            self._used = 0
 
     def close(self) -> None:
         self._map = None  # unmapped once no array refers to it
         os.close(self.fd)
 
 
-def encode(message: Any, region: Region | None) -> tuple[bytes, Spans]:
-    """``message`` pickled, its large buffers placed in ``region`` (None: everything in band)."""
+def send(message: Any, stream: IO[bytes], region: Region | None) -> None:
+    """Pickle ``message`` into ``stream``, its large buffers into ``region`` (None: all into the stream)."""
     if region is not None:
         large: list[pickle.PickleBuffer] = []
 
         def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-            if buffer.raw().nbytes < INLINE:
+            if buffer.raw().nbytes < max(INLINE, 1):
                 return True  # in band
             large.append(buffer)
             return False
 
         try:
             payload = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-            return payload, region.write(large) if large else []
-        except (OSError, MemoryError, ValueError):
-            pass  # the region could not grow: in band, as through a plain pipe
+            spans = region.write(large)
+        except (OSError, MemoryError):  # the region could not take it: into the stream, as before
+            pass
+        else:
+            pickle.dump((_OUT_OF_BAND, payload, spans), stream, protocol=5)
+            stream.flush()
+            return
         finally:
             del large
-    return pickle.dumps(message, protocol=5), []
+    # written straight to the stream: a large buffer is never copied into one whole pickle in memory
+    pickle.dump((_IN_BAND, message), stream, protocol=5)
+    stream.flush()
 
 
-def decode(payload: bytes, spans: Spans, region: Region | None, *, copy: bool) -> Any:
-    """The message ``encode`` made. ``copy``: its arrays get memory of their own (needed when they outlive
-    the next message); otherwise they are views of the region."""
+def receive(stream: IO[bytes], region: Region | None, *, copy: bool) -> Any:
+    """The message ``send`` wrote. ``copy``: its arrays get memory of their own (needed when they outlive
+    the next message); otherwise they are views of the region. Raises EOFError when the stream ended."""
+    return unpack(pickle.load(stream), region, copy=copy)
+
+
+def unpack(framing: Any, region: Region | None, *, copy: bool) -> Any:
+    """``receive`` once the framing was read from the stream (the stream is then at the next message)."""
+    if framing[0] == _IN_BAND:
+        return framing[1]
+    _, payload, spans = framing
     if not spans:
         return pickle.loads(payload)
-    assert region is not None, "out-of-band buffers without a region"
-    views = region.read(spans)
-    buffers: list[Any] = [bytearray(view) for view in views] if copy else views
-    del views
+    if region is None:
+        raise ValueError("out-of-band buffers without a shared region")
+    buffers: list[Any] = region.copies(spans) if copy else region.views(spans)
     return pickle.loads(payload, buffers=buffers)
