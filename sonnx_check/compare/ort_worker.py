@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from sonnx_check import stop
-from sonnx_check.compare import model_bytes, shared_arrays
 from sonnx_check.children import (
     LIVE_WORKERS,
     die_with_parent,
@@ -44,6 +43,7 @@ from sonnx_check.children import (
     kill,
     kill_live_workers,
 )
+from sonnx_check.compare import model_bytes, shared_arrays
 from sonnx_check.compare.ort_session import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -91,6 +91,7 @@ class Worker:
         self._stderr = tempfile.TemporaryFile()
         self._requests, self._replies = shared_arrays.Region.create(), shared_arrays.Region.create()
         regions = [r.fd for r in (self._requests, self._replies) if r is not None]
+        env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
         if len(regions) == 2:
             env[_REGIONS_VARIABLE] = f"{regions[0]},{regions[1]}"
         else:  # no shared memory here: everything through the pipes
@@ -124,10 +125,12 @@ class Worker:
             shared_arrays.send((stage, *arguments), self._process.stdin, self._requests)
             # copied out of the region: the results outlive the next reply, which overwrites it
             reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
             stop.check()  # the signal handler killed the worker: not a crash of onnxruntime
             if self._expired:
                 raise self._timed_out(stage) from None
+            if isinstance(exc, ValueError):  # a reply placed where its region does not reach: end it
+                kill(self._process.pid)
             raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
         finally:
             if timer is not None:
@@ -307,7 +310,7 @@ def _serve(
                 serialized = _session_model(own, base, outputs, constants)
                 del own
                 if inbound is not None:
-                    inbound.unmap()  # the model's bytes were copied out: not resident twice while it loads
+                    inbound.release()  # the model's bytes were copied out: not held twice while it loads
                 if budget is not None:
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
@@ -338,7 +341,7 @@ def _serve(
             reply = ("error", traceback.format_exc())
         # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
         request = value = None
-        shared_arrays.send(reply, replies, outbound)
+        shared_arrays.send(reply, replies, outbound, limit=shared_arrays.KEEP)
         del reply
 
 

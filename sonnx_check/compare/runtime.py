@@ -160,7 +160,9 @@ class SessionHost:
         try:
             return self.base.SerializeToString()
         except ValueError as exc:  # protobuf refuses messages over 2 GiB
-            raise RuntimeRefusal("session", f"the model cannot be serialised for onnxruntime: {exc}") from None
+            raise RuntimeRefusal(
+                "session", f"the model cannot be serialised for onnxruntime: {exc}"
+            ) from None
 
     def base_sent(self) -> None:
         self._base_sent = True

@@ -94,10 +94,13 @@ class Region:
         whole = memoryview(self._map)
         return [whole[start : start + length] for start, length in spans]
 
-    def unmap(self) -> None:
-        """Let go of the reader's mapping (once the views into it are gone): after a model's bytes were
-        copied out, its pages are not kept resident while onnxruntime loads it."""
+    def release(self) -> None:
+        """The reader is done with the message (its views are gone): let go of the mapping and of the
+        region's pages. After a model's bytes were copied out, they are then not held twice while
+        onnxruntime loads it (the writer waits for the reply: it reads nothing of the region meanwhile)."""
         self._map = None
+        self._used = KEEP + 1
+        self.trim()
 
     def trim(self) -> None:
         """Empty the region if the last message was large (called while the other side waits: its
@@ -111,8 +114,10 @@ class Region:
         os.close(self.fd)
 
 
-def send(message: Any, stream: IO[bytes], region: Region | None) -> None:
-    """Pickle ``message`` into ``stream``, its large buffers into ``region`` (None: all into the stream)."""
+def send(message: Any, stream: IO[bytes], region: Region | None, limit: int | None = None) -> None:
+    """Pickle ``message`` into ``stream``, its large buffers into ``region`` (None: all into the stream).
+    ``limit``: more out-of-band bytes than that go into the stream too (the worker's replies: the parent
+    copies a reply out of the region, and a large one must not be held three times at once)."""
     if region is not None:
         large: list[pickle.PickleBuffer] = []
 
@@ -124,6 +129,8 @@ def send(message: Any, stream: IO[bytes], region: Region | None) -> None:
 
         try:
             payload = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
+            if limit is not None and sum(b.raw().nbytes for b in large) > limit:
+                raise MemoryError
             spans = region.write(large)
         except (OSError, MemoryError):  # the region could not take it: into the stream, as before
             pass

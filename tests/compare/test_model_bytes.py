@@ -109,7 +109,9 @@ def test_the_edge_battery_sends_the_models_weights_once(monkeypatch: pytest.Monk
     sent: list[int] = []
     original = ort_worker.Worker.call
 
-    def counting(self: ort_worker.Worker, stage: str, *arguments: object, timeout: float | None = None) -> object:
+    def counting(
+        self: ort_worker.Worker, stage: str, *arguments: object, timeout: float | None = None
+    ) -> object:
         if stage == "session":
             sent.append(sum(len(a.raw()) for a in arguments[1:3] if a is not None))  # type: ignore[union-attr]
         return original(self, stage, *arguments, timeout=timeout)

@@ -198,3 +198,20 @@ def test_a_killed_worker_leaves_nothing_and_the_next_worker_has_regions_of_its_o
         assert len(_region_descriptors(os.getpid())) == len(regions) + 2
     assert _region_descriptors(os.getpid()) == regions
     assert _temporary_entries() - before == set()
+
+
+def test_a_reply_over_the_limit_goes_through_the_pipe_and_a_released_region_holds_nothing():
+    """The parent copies replies out of the region: a large one travels in the pipe, so it is never held
+    three times at once; a region the reader released (a model's bytes copied out) gives its pages back."""
+    region = shared_arrays.Region.create()
+    assert region is not None
+    big = np.ones(1_000_000, np.float32)
+    stream = io.BytesIO()
+    shared_arrays.send({"y": big}, stream, region, limit=1 << 20)
+    assert len(stream.getvalue()) > big.nbytes and os.fstat(region.fd).st_size == 0
+    stream = io.BytesIO()
+    shared_arrays.send({"y": big}, stream, region)
+    assert len(stream.getvalue()) < 2_000 and os.fstat(region.fd).st_size >= big.nbytes
+    region.release()
+    assert os.fstat(region.fd).st_size == 0
+    region.close()
