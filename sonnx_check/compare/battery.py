@@ -70,8 +70,7 @@ _INTEGER_TYPES = frozenset(
 # Operators whose output shape is their inputs' values: a lone run on edge values has no shape to compare.
 _VALUE_SHAPED = {"Range": "its output's length is computed from its input values"}
 
-# a session on a configurations model; its second argument names the initializers left out of it, to be
-# taken from the compared model (None: the model holds every initializer)
+# a session on a configurations model and the initializers it takes from the compared model (None: none)
 OpenSession = Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]
 CheckRun = Callable[[DatasetRun], None]  # raises to stop the battery (the time limit ran out)
 
@@ -200,8 +199,7 @@ class NodeEdges:
         # of a batch on each dataset: those the dataset does not concern get data the reference accepted for
         # them (zeros could be data the profile excludes, an integer division by zero).
         self.computes_all_outputs = computes_all_outputs
-        # A runner that holds the compared model takes the held weights from it: the configurations model
-        # then carries no copy of them (for a ResNet, as many bytes as the model itself).
+        # a runner holding the compared model takes the held weights from it: no copy in the batch's model
         self.shares_constants = shares_constants
         self._fillers: dict[int, dict[int, np.ndarray]] = {}
         self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
