@@ -215,3 +215,26 @@ def test_a_reply_over_the_limit_goes_through_the_pipe_and_a_released_region_hold
     region.release()
     assert os.fstat(region.fd).st_size == 0
     region.close()
+
+
+def test_without_shared_memory_everything_goes_through_the_pipe_with_the_same_results(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Where memfd_create does not exist (not Linux), the worker gets no region: the same comparison."""
+    options = CompareOptions(datasets=("random", "edge"))
+    shared = compare_loaded(conv_model(), options)
+    monkeypatch.setattr(shared_arrays.Region, "create", classmethod(lambda cls: None))
+    monkeypatch.setenv(ort_worker._REGIONS_VARIABLE, "0,1")  # inherited: never handed to the worker
+    started: list[dict[str, str]] = []
+    original = ort_worker.subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> object:
+        started.append(dict(kwargs["env"]))  # type: ignore[arg-type]
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ort_worker.subprocess, "Popen", popen)
+    piped = compare_loaded(conv_model(), options)
+    assert started and all(ort_worker._REGIONS_VARIABLE not in env for env in started)
+    for key in ("nodes", "node_edges", "end_to_end", "status"):
+        assert shared.comparison.get(key) == piped.comparison.get(key), key
+    assert [f.message for f in shared.findings] == [f.message for f in piped.findings]
