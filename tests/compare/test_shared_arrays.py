@@ -163,8 +163,18 @@ def _region_descriptors(pid: int) -> list[str]:
 
 
 def _temporary_entries() -> set[str]:
-    folders = [Path(tempfile.gettempdir()), Path("/dev/shm")]
-    return {str(p) for folder in folders if folder.is_dir() for p in folder.iterdir()}
+    """What is in the temporary folder (a private one: other processes of the machine write to /tmp) and
+    sonnx-check's own names in /dev/shm."""
+    entries = {str(p) for p in Path(tempfile.gettempdir()).iterdir()}
+    shm = Path("/dev/shm")
+    return entries | ({str(p) for p in shm.iterdir() if "sonnx" in p.name} if shm.is_dir() else set())
+
+
+@pytest.fixture(autouse=True)
+def _private_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
