@@ -15,7 +15,9 @@ Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare|mo
 The two commands of a figure run in turn, A B A B ..., each in a fresh process; a pair's ratio is A's CPU
 time over B's (user + system, children included, from wait4: what other processes take of the machine is
 not counted), and the median of the pairs is printed with their range, the load average before and after,
-and each command's largest peak memory (the largest single process). Bytecode is compiled first, as an
+and each command's largest peak memory (the largest single process); a ``--compare`` figure also splits its
+CPU time between sonnx-check's own process and its children (the onnxruntime worker), medians over the
+pairs. Bytecode is compiled first, as an
 installed package has it, and the runs keep the rule catalogue's cache in their own folder, as a user's
 installation has it (the warm-up run fills it).
 """
@@ -41,6 +43,19 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
 
+# ``python -m sonnx_check`` that also writes its own CPU seconds and its children's to $SONNX_BENCH_SPLIT
+SPLIT = """
+import atexit, os, resource, runpy, sys
+def write():
+    own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    with open(os.environ["SONNX_BENCH_SPLIT"], "w") as out:
+        out.write(f"{own.ru_utime + own.ru_stime} {children.ru_utime + children.ru_stime}")
+atexit.register(write)
+sys.argv = ["sonnx-check", *sys.argv[1:]]
+runpy.run_module("sonnx_check", run_name="__main__")
+"""
+
+
 def run(command: list[str], cwd: Path) -> tuple[float, float]:
     """CPU seconds (user + system, reaped children included) and peak resident MiB of one run."""
     # A catalogue cache of the run's own (in its folder): on a shared machine, other checkouts of sonnx-check
@@ -54,19 +69,33 @@ def run(command: list[str], cwd: Path) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def pairs(name: str, a: list[str], b: list[str], count: int, cwd: Path) -> str:
+def pairs(name: str, a: list[str], b: list[str], count: int, cwd: Path, split: bool = False) -> str:
+    """``split``: ``a`` is sonnx-check's arguments, run through SPLIT to split its CPU time."""
+    record = cwd / "split.txt"
+    if split:
+        os.environ["SONNX_BENCH_SPLIT"] = str(record)
+        a = [PYTHON, "-c", SPLIT, *a]
     run(a, cwd), run(b, cwd)  # warm-up: the page cache, the catalogue cache
     load = os.getloadavg()[0]
-    ratios, a_cpu, b_cpu, a_peak, b_peak = [], [], [], 0.0, 0.0
+    ratios, a_cpu, b_cpu, a_peak, b_peak, a_split = [], [], [], 0.0, 0.0, []
     for _ in range(count):
-        (ta, pa), (tb, pb) = run(a, cwd), run(b, cwd)
+        ta, pa = run(a, cwd)
+        if split:
+            a_split.append(tuple(float(x) for x in record.read_text().split()))
+        tb, pb = run(b, cwd)
         ratios.append(ta / tb)
         a_cpu.append(ta)
         b_cpu.append(tb)
         a_peak, b_peak = max(a_peak, pa), max(b_peak, pb)
+    own = (
+        f" (own {statistics.median(s[0] for s in a_split):.3f} + children "
+        f"{statistics.median(s[1] for s in a_split):.3f})"
+        if a_split
+        else ""
+    )
     return (
         f"{name:46} {statistics.median(ratios):5.2f}x (pairs {min(ratios):.2f}-{max(ratios):.2f}) | "
-        f"CPU s {statistics.median(a_cpu):6.3f} vs {statistics.median(b_cpu):6.3f} | "
+        f"CPU s {statistics.median(a_cpu):6.3f}{own} vs {statistics.median(b_cpu):6.3f} | "
         f"peak MiB {a_peak:5.0f} vs {b_peak:5.0f} | load {load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
 
@@ -158,17 +187,17 @@ def main() -> None:
                         [PYTHON, "-c", "import onnx"], args.pairs, where))  # fmt: skip
         if args.only in (None, "compare"):
             block = resnet_block(where / "block.onnx")
-            print(pairs("--compare block / one ReferenceEvaluator run", [*check, "--compare", str(block)],
-                        [PYTHON, "-c", EVALUATOR, str(block)], args.pairs, where))  # fmt: skip
+            print(pairs("--compare block / one ReferenceEvaluator run", ["--compare", str(block)],
+                        [PYTHON, "-c", EVALUATOR, str(block)], args.pairs, where, split=True))  # fmt: skip
         if args.model is not None:
             model = args.model.resolve()
             label = f"{model.parent.name}/{model.name}"
-            print(pairs(f"--compare {label} / one onnxruntime run", [*check, "--compare", str(model)],
-                        [PYTHON, "-c", ORT, str(model)], args.pairs, where))  # fmt: skip
+            print(pairs(f"--compare {label} / one onnxruntime run", ["--compare", str(model)],
+                        [PYTHON, "-c", ORT, str(model)], args.pairs, where, split=True))  # fmt: skip
             if args.no_node_edges:
-                quick = [*check, "--compare", "--no-node-edges", str(model)]
+                quick = ["--compare", "--no-node-edges", str(model)]
                 print(pairs("  the same, --no-node-edges", quick, [PYTHON, "-c", ORT, str(model)],
-                            args.pairs, where))  # fmt: skip
+                            args.pairs, where, split=True))  # fmt: skip
     print("targets: start-up <= 1.3x; --compare of the block <= 3x; of a ResNet-18 export <= 5x onnxruntime")
 
 

@@ -45,7 +45,12 @@ from onnx import numpy_helper
 from sonnx_check import reference
 from sonnx_check.compare import edge_values
 from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.battery_model import configurations_model, input_name, output_name
+from sonnx_check.compare.battery_model import (
+    configurations_model,
+    input_name,
+    output_name,
+    source_initializers,
+)
 from sonnx_check.compare.datasets import edge_array, edge_pattern_names, random_array, seeded
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
@@ -65,7 +70,8 @@ _INTEGER_TYPES = frozenset(
 # Operators whose output shape is their inputs' values: a lone run on edge values has no shape to compare.
 _VALUE_SHAPED = {"Range": "its output's length is computed from its input values"}
 
-OpenSession = Callable[[onnx.ModelProto], Session]
+# a session on a configurations model and the initializers it takes from the compared model (None: none)
+OpenSession = Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]
 CheckRun = Callable[[DatasetRun], None]  # raises to stop the battery (the time limit ran out)
 
 
@@ -176,6 +182,7 @@ class NodeEdges:
         subject: str = "onnxruntime",
         computes_all_outputs: bool = False,
         readings: reference.Readings = reference.DEFAULT_READINGS,
+        shares_constants: bool = False,
     ) -> None:
         self.nodes = nodes
         self.model = model
@@ -192,6 +199,8 @@ class NodeEdges:
         # of a batch on each dataset: those the dataset does not concern get data the reference accepted for
         # them (zeros could be data the profile excludes, an integer division by zero).
         self.computes_all_outputs = computes_all_outputs
+        # a runner holding the compared model takes the held weights from it: no copy in the batch's model
+        self.shares_constants = shares_constants
         self._fillers: dict[int, dict[int, np.ndarray]] = {}
         self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
         self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
@@ -330,8 +339,11 @@ class NodeEdges:
         only: str | None = None,
     ) -> None:
         """Run ``batch`` on its datasets (``only``: that one), in one session."""
+        shared = self.shares_constants
         try:
-            session = open_session(configurations_model(self.model, batch))
+            model = configurations_model(self.model, batch, by_reference=shared)
+            session = open_session(model, source_initializers(batch) if shared else None)
+            del model
         except RunFailure as exc:
             if len(batch) > 1:
                 for config in batch:

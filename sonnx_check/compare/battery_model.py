@@ -17,6 +17,7 @@ class Configuration(Protocol):
     fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]
     held: dict[int, np.ndarray]
     held_meta: Mapping[int, Any]
+    held_from: Mapping[int, str]  # held inputs that are initializers of the source model: position -> name
 
 
 def input_name(number: int, position: int) -> str:
@@ -27,9 +28,17 @@ def output_name(number: int, position: int) -> str:
     return f"c{number}_out{position}"
 
 
-def configurations_model(source: onnx.ModelProto, batch: Sequence[Configuration]) -> onnx.ModelProto:
+def held_name(number: int, position: int) -> str:
+    return f"c{number}_held{position}"
+
+
+def configurations_model(
+    source: onnx.ModelProto, batch: Sequence[Configuration], *, by_reference: bool = False
+) -> onnx.ModelProto:
     """The batch's configurations as independent nodes of one model: fed inputs are graph inputs, held
-    ones initializers; outputs carry only a name (onnxruntime infers their types)."""
+    ones initializers; outputs carry only a name (onnxruntime infers their types). ``by_reference``: the
+    held inputs that are initializers of ``source`` are left out, for a runner that takes them from its
+    copy of ``source`` (``source_initializers`` names them)."""
     graph = onnx.GraphProto(name="sonnx-check node edges")
     for number, config in enumerate(batch):
         node = onnx.NodeProto()
@@ -41,8 +50,9 @@ def configurations_model(source: onnx.ModelProto, batch: Sequence[Configuration]
             if not name:
                 node.input.append("")
             elif position in config.held_meta:
-                held = f"c{number}_held{position}"
-                graph.initializer.append(numpy_helper.from_array(config.held[position], held))
+                held = held_name(number, position)
+                if not (by_reference and position in config.held_from):
+                    graph.initializer.append(numpy_helper.from_array(config.held[position], held))
                 node.input.append(held)
             else:
                 dtype, shape = fed[position]
@@ -59,3 +69,12 @@ def configurations_model(source: onnx.ModelProto, batch: Sequence[Configuration]
     model = onnx.ModelProto(ir_version=source.ir_version, graph=graph)
     model.opset_import.extend(source.opset_import)
     return model
+
+
+def source_initializers(batch: Sequence[Configuration]) -> dict[str, str]:
+    """The initializers ``configurations_model(by_reference=True)`` leaves out: its name -> the source's."""
+    return {
+        held_name(number, position): name
+        for number, config in enumerate(batch)
+        for position, name in config.held_from.items()
+    }

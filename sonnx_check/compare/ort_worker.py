@@ -1,9 +1,11 @@
 """The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
 
-The parent sends pickled requests on the worker's stdin and reads pickled replies from its stdout:
-``("session", id, model_bytes, base_bytes, outputs, level, memory_budget, threads,
-providers)`` (``model_bytes`` None: a
-session on the base model, sent once per worker, with ``outputs`` as its graph outputs), then any number of
+The parent sends requests on the worker's stdin and reads replies from its stdout, each pickled with its
+large arrays (and the model's bytes) out of band in a shared memory region (``shared_arrays``):
+``("session", id, model_bytes, base_bytes, outputs, constants, level, memory_budget, threads, providers)``
+(``model_bytes`` None: a session on the base model, sent once per worker, with ``outputs`` as its graph
+outputs; ``constants``: initializers of the base model added to ``model_bytes`` under other names), then
+any number of
 ``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
 Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
 message)`` when an allocation failed under the memory limit, ``("unavailable", message)`` or ``("error",
@@ -20,6 +22,8 @@ an interrupted run does.
 
 from __future__ import annotations
 
+import errno
+import gc
 import os
 import pickle
 import re
@@ -40,10 +44,24 @@ from sonnx_check.children import (
     kill,
     kill_live_workers,
 )
+from sonnx_check.compare import model_bytes, shared_arrays
 from sonnx_check.compare.ort_session import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
+_REGIONS_VARIABLE = "SONNX_CHECK_WORKER_REGIONS"  # the descriptors of the request and reply regions
+# The worker's command. The comparison package's __init__ imports onnx and the whole comparison (a tenth of
+# a second of CPU and tens of MB, in every worker); the worker needs numpy, onnxruntime and a few modules
+# of its own, so an empty package of the same path stands in for it before this module is imported. The
+# imports run without the cyclic garbage collector (main turns it back on): a tenth of their CPU time.
+_ENTRY = (
+    "import gc; gc.disable(); "
+    "import os, sys, types, sonnx_check; "
+    "package = types.ModuleType('sonnx_check.compare'); "
+    "package.__path__ = [os.path.join(os.path.dirname(sonnx_check.__file__), 'compare')]; "
+    "sys.modules['sonnx_check.compare'] = package; "
+    "from sonnx_check.compare.ort_worker import main; main()"
+)
 # Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
 # the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
 # top of the budget while the session is created.
@@ -74,10 +92,23 @@ class Worker:
         # words of a worker that dies: a Python error there names the cause better than an exit code.
         # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "sonnx_check.compare.ort_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-        )  # fmt: skip
+        self._requests, self._replies = shared_arrays.Region.create(), shared_arrays.Region.create()
+        regions = [r.fd for r in (self._requests, self._replies) if r is not None]
+        env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
+        if len(regions) == 2:
+            env[_REGIONS_VARIABLE] = f"{regions[0]},{regions[1]}"
+        else:  # no shared memory here: everything through the pipes
+            self._close_regions()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _ENTRY],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                pass_fds=regions if self._requests is not None else (),
+            )  # fmt: skip
+        except BaseException:
+            self._close_regions()
+            self._stderr.close()
+            raise
         _LIVE[self._process.pid] = self._process
 
     def call(self, stage: str, *arguments: Any, timeout: float | None = None) -> Any:
@@ -94,17 +125,22 @@ class Worker:
             timer.daemon = True
             timer.start()
         try:
-            pickle.dump((stage, *arguments), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self._process.stdin.flush()
-            reply = pickle.load(self._process.stdout)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            shared_arrays.send((stage, *arguments), self._process.stdin, self._requests)
+            # copied out of the region: the results outlive the next reply, which overwrites it
+            reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
             stop.check()  # the signal handler killed the worker: not a crash of onnxruntime
             if self._expired:
                 raise self._timed_out(stage) from None
+            if isinstance(exc, ValueError):  # a reply placed where its region does not reach: end it
+                kill(self._process.pid)
             raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
         finally:
             if timer is not None:
                 timer.cancel()
+            for region in (self._requests, self._replies):
+                if region is not None:
+                    region.trim()
         if self._expired:  # the reply came as the time ran out: the deadline still holds
             raise self._timed_out(stage)
         kind = reply[0]
@@ -177,6 +213,13 @@ class Worker:
                 except OSError:  # unsent bytes for a worker that is gone
                     pass
         self._stderr.close()
+        self._close_regions()
+
+    def _close_regions(self) -> None:
+        for region in (self._requests, self._replies):
+            if region is not None:
+                region.close()
+        self._requests = self._replies = None
 
 
 def _mib(size: int | None) -> str:
@@ -212,38 +255,65 @@ def _limit_memory(extra: int) -> bool:
     return True
 
 
-def _with_outputs(serialized: bytes, outputs: list[str] | None) -> bytes:
-    """The model with ``outputs`` (names only: onnxruntime infers their types) as its graph outputs."""
-    if outputs is None:
-        return serialized
-    import onnx
+def _session_model(
+    own: Any, base: bytes | None, outputs: list[str] | None, constants: dict[str, str] | None
+) -> bytes:
+    """The bytes of the model a session runs: its own (with ``constants`` taken from the base model), or
+    the base model with ``outputs`` as its graph outputs. Edited on the encoding (model_bytes): onnx is
+    neither imported here nor asked to decode the weights."""
+    if own is None:
+        assert base is not None, "a session on a base model never sent"
+        return base if outputs is None else model_bytes.with_outputs(base, outputs)
+    if constants:
+        assert base is not None, "constants of a base model never sent"
+        return model_bytes.with_initializers(own, base, constants)
+    return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
 
-    model = onnx.ModelProto.FromString(serialized)
-    del model.graph.output[:]
-    model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in outputs)
-    return model.SerializeToString()
+
+def _regions() -> tuple[shared_arrays.Region, shared_arrays.Region] | None:
+    """The request and reply regions the parent handed over, if any."""
+    given = os.environ.get(_REGIONS_VARIABLE)
+    if not given:
+        return None
+    inbound, outbound = (int(fd) for fd in given.split(","))
+    return shared_arrays.Region(inbound), shared_arrays.Region(outbound)
 
 
-def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+def _serve(
+    requests: IO[bytes],
+    replies: IO[bytes],
+    regions: tuple[shared_arrays.Region, shared_arrays.Region] | None = None,
+) -> None:
     sessions: dict[int, InProcessSession] = {}
     base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
     limited = False
+    inbound, outbound = regions if regions is not None else (None, None)
     while True:
         try:
-            request = pickle.load(requests)
+            framing = pickle.load(requests)
         except EOFError:
             return
-        stage = request[0]
+        stage = "run"  # what a request whose arrays cannot be mapped was
         try:
+            # the feeds stay where the parent put them: onnxruntime reads them in the region
+            try:
+                request = shared_arrays.unpack(framing, inbound, copy=False)
+            except OSError as exc:  # mapping the region failed under the memory limit
+                if exc.errno != errno.ENOMEM:
+                    raise
+                raise MemoryError from exc
+            del framing
+            stage = request[0]
             if stage == "session":
-                key, own, sent_base, outputs, level, budget, threads, providers = request[1:]
+                key, own, sent_base, outputs, constants, level, budget, threads, providers = request[1:]
                 del request
                 if sent_base is not None:
-                    base = sent_base
+                    base = bytes(sent_base)  # kept: a copy of its own, out of the region
                     del sent_base
-                assert own is not None or base is not None, "a session on a base model never sent"
-                serialized = own if own is not None else _with_outputs(base, outputs)  # type: ignore[arg-type]
+                serialized = _session_model(own, base, outputs, constants)
                 del own
+                if inbound is not None:
+                    inbound.release()  # the model's bytes were copied out: not held twice while it loads
                 if budget is not None:
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
@@ -274,15 +344,25 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             reply = ("error", traceback.format_exc())
         # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
         request = value = None
-        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.flush()
+        shared_arrays.send(reply, replies, outbound, limit=shared_arrays.KEEP)
         del reply
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """The worker process (started with ``_ENTRY``)."""
     die_with_parent(int(os.environ.get(_PARENT_VARIABLE, os.getppid())))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Replies travel on a private copy of stdout; whatever native code prints goes to stderr instead.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    _serve(sys.stdin.buffer, channel)
+    try:  # the first session imports it anyway: here, while the collector is still off
+        import onnxruntime  # noqa: F401
+    except Exception:  # noqa: BLE001, S110 - the first session imports it again and reports why it cannot
+        pass
+    gc.enable()
+    gc.freeze()  # what the imports built is never collected: no need to traverse it again
+    _serve(sys.stdin.buffer, channel, _regions())
+
+
+if __name__ == "__main__":  # python -m sonnx_check.compare.ort_worker: the same worker, package and all
+    main()

@@ -82,6 +82,20 @@ class ComparisonRun:
                 raise Stopped(exc) from None
             raise
 
+    def open_configurations(
+        self, model: onnx.ModelProto, constants: Mapping[str, str] | None = None
+    ) -> Session:
+        """A session on the edge battery's ``model``; ``constants``: its initializers that are the compared
+        model's (its name -> the compared model's), left out of it (only for a runner that shares them)."""
+        if constants is None:
+            return self.open(model)
+        try:
+            return self.runner.open_sharing(model, constants)
+        except RunFailure as exc:
+            if exc.timed_out:
+                raise Stopped(exc) from None
+            raise
+
     def run(self, plain: Session, datasets: list[Dataset], run_plan: RunPlan) -> Observed:
         """Every run of the plan, the unmodified model's session (``plain``) first; a time limit that runs
         out ends the runs, and what was compared before stays."""
@@ -97,6 +111,7 @@ class ComparisonRun:
                 subject=self.subject,
                 computes_all_outputs=not self.runner.prunes_outputs,
                 readings=self.readings,
+                shares_constants=self.runner.shares_constants,
             )
         try:
             try:
@@ -106,7 +121,7 @@ class ComparisonRun:
             for batch in batches:
                 self._batch_pass(batch, observed)
             if observed.edges is not None:
-                observed.edges.run(self.open, _check_stopped)
+                observed.edges.run(self.open_configurations, _check_stopped)
         except Stopped as exc:
             observed.stopped = exc
         return observed

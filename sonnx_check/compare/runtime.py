@@ -16,6 +16,7 @@ rewritten to the NCHWc kernel, which pads differently). The session the worker r
 from __future__ import annotations
 
 import functools
+import pickle
 import platform
 import time
 from collections.abc import Mapping, Sequence
@@ -132,14 +133,12 @@ class SessionHost:
         self.generation = 0  # which worker: a session opened on an earlier one is gone with it
         self._worker: Worker | None = None
         self.base: onnx.ModelProto | None = None
-        self._base: bytes | None = None  # its bytes, serialised once
         self._base_sent = False
         self._next_id = 0
 
     def set_base(self, model: onnx.ModelProto) -> None:
         """The model that ``OrtSession(None, ..., host=self)`` sessions run (with their own outputs)."""
         self.base = model
-        self._base = None
         self._base_sent = False
 
     def worker(self) -> Worker:
@@ -153,18 +152,17 @@ class SessionHost:
 
     def base_to_send(self) -> bytes | None:
         """The base model's bytes if the current worker does not hold them yet (sent with the next
-        session request, which then calls ``base_sent``)."""
+        session request, which then calls ``base_sent``). Serialised each time, which is once per worker:
+        not kept, they would double the weights this process holds for the whole comparison."""
         assert self.base is not None, "set_base before a session on the base model"
         if self._base_sent:
             return None
-        if self._base is None:
-            try:
-                self._base = self.base.SerializeToString()
-            except ValueError as exc:  # protobuf refuses messages over 2 GiB
-                raise RuntimeRefusal(
-                    "session", f"the model cannot be serialised for onnxruntime: {exc}"
-                ) from None
-        return self._base
+        try:
+            return self.base.SerializeToString()
+        except ValueError as exc:  # protobuf refuses messages over 2 GiB
+            raise RuntimeRefusal(
+                "session", f"the model cannot be serialised for onnxruntime: {exc}"
+            ) from None
 
     def base_sent(self) -> None:
         self._base_sent = True
@@ -210,7 +208,9 @@ class OrtSession:
 
     ``host``: the worker shared by a comparison's sessions (SessionHost); without one the session has a
     worker of its own. ``model`` None: the host's base model, with ``outputs`` as its graph outputs when
-    given (the outputs carry only a name: onnxruntime infers their types)."""
+    given (the outputs carry only a name: onnxruntime infers their types). ``constants``: initializers
+    ``model`` leaves out, taken from the host's base model (``model``'s name -> the base model's): the
+    edge battery's models use the model's own weights without sending a copy of them."""
 
     def __init__(
         self,
@@ -221,6 +221,7 @@ class OrtSession:
         memory_budget: int | None = None,
         host: SessionHost | None = None,
         outputs: Sequence[str] | None = None,
+        constants: Mapping[str, str] | None = None,
     ) -> None:
         self._worker: Worker | None = None
         _check_level(level)  # before a worker is started for nothing
@@ -235,6 +236,7 @@ class OrtSession:
                     "session", f"the model cannot be serialised for onnxruntime: {exc}"
                 ) from None
         self._outputs = None if outputs is None else list(outputs)
+        self._constants = dict(constants) if constants else None
         self.requested_level = level
         self.deadline = deadline
         self.memory_budget = memory_budget
@@ -248,16 +250,17 @@ class OrtSession:
         host = self._host
         try:
             worker = host.worker()
-            base = host.base_to_send() if self._serialized is None else None
+            base = host.base_to_send() if self._serialized is None or self._constants else None
             self._id = host.new_id()
             try:
                 described = host.call(
                     worker,
                     "session",
                     self._id,
-                    self._serialized,
-                    base,
+                    _out_of_band(self._serialized),  # the model's bytes go through shared memory
+                    _out_of_band(base),
                     self._outputs,
+                    self._constants,
                     self.requested_level,
                     self.memory_budget,
                     host.threads,
@@ -329,6 +332,10 @@ class OrtSession:
     def __del__(self) -> None:
         if getattr(self, "_worker", None) is not None:  # __init__ may have failed before setting it
             self.close()
+
+
+def _out_of_band(serialized: bytes | None) -> pickle.PickleBuffer | None:
+    return None if serialized is None else pickle.PickleBuffer(serialized)
 
 
 def describe_unavailable(level: str, providers: Sequence[str] = (PROVIDER,)) -> dict[str, Any]:

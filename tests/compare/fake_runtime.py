@@ -45,6 +45,7 @@ class FakeOrt:
                 level: str = "default",
                 host: runtime.SessionHost | None = None,
                 outputs: list[str] | None = None,
+                constants: Mapping[str, str] | None = None,
                 **limits: object,
             ) -> None:
                 if fake.refuse is not None:
@@ -59,6 +60,12 @@ class FakeOrt:
                         copy.graph.output.extend(onnx.ValueInfoProto(name=name) for name in outputs)
                 else:
                     copy.CopyFrom(model)
+                if constants:  # initializers of the comparison's model, as the worker adds them
+                    assert host is not None and host.base is not None
+                    weights = {t.name: t for t in host.base.graph.initializer}
+                    for name, source in constants.items():
+                        copy.graph.initializer.add().CopyFrom(weights[source])
+                        copy.graph.initializer[-1].name = name
                 model = copy
                 self.exposed = bool(fake.sessions)  # the first session is the unmodified model's
                 fake.sessions.append(copy)

@@ -17,10 +17,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
+
+if TYPE_CHECKING:  # annotations only: the onnxruntime worker imports this module and not onnx
+    import onnx
 
 REFUSED = "refused"  # the runtime would not load the model
 FAILED = "failed"  # it loaded the model but reported an error while running it
@@ -169,6 +171,9 @@ class Runner(ABC):
     # Whether it can run models other than the one under comparison (the edge battery's): saved outputs
     # cannot.
     runs_other_models = True
+    # Whether ``open_sharing`` can run a model that takes some initializers from the model under comparison
+    # (onnxruntime, whose worker holds it): the edge battery then sends no copy of the weights.
+    shares_constants = False
 
     @property
     @abstractmethod
@@ -191,6 +196,11 @@ class Runner(ABC):
     def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> Session:
         """Load ``model`` (None: the model given to ``start``, with ``outputs`` as its graph outputs).
         Raises RunFailure when the runtime refuses it and RunnerUnavailable when it cannot run at all."""
+
+    def open_sharing(self, model: onnx.ModelProto, constants: Mapping[str, str]) -> Session:
+        """``open(model)`` for ``model`` with the initializers ``constants`` (its name -> the name in the
+        model given to ``start``) added from the model under comparison. Only with ``shares_constants``."""
+        raise NotImplementedError(f"{type(self).__name__} does not share the model's constants")
 
     def close(self) -> None:  # noqa: B027
         """End whatever the runner started (worker processes, temporary folders)."""

@@ -7,7 +7,7 @@ import functools
 import json
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import onnx
@@ -60,6 +60,7 @@ class OrtRunner(Runner):
     """onnxruntime with the given providers and optimisation level, intra-op threads 1."""
 
     prunes_outputs = True  # it runs only the nodes the asked outputs need
+    shares_constants = True  # the worker holds the model: the edge battery's models take its weights there
 
     def __init__(
         self,
@@ -97,7 +98,12 @@ class OrtRunner(Runner):
         self.host.set_base(model)
         self.deadline = deadline
 
-    def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> OrtRunnerSession:
+    def open(
+        self,
+        model: onnx.ModelProto | None,
+        outputs: Sequence[str] | None = None,
+        constants: Mapping[str, str] | None = None,
+    ) -> OrtRunnerSession:
         session = runtime.OrtSession(  # looked up on the module: tests stand a fake onnxruntime in for it
             model,
             self.level,
@@ -105,10 +111,14 @@ class OrtRunner(Runner):
             memory_budget=self.memory_budget,
             host=self.host,
             outputs=None if outputs is None else list(outputs),
+            constants=constants,
         )
         if self.info is None and model is None:
             self.info = session.info
         return OrtRunnerSession(session)
+
+    def open_sharing(self, model: onnx.ModelProto, constants: Mapping[str, str]) -> OrtRunnerSession:
+        return self.open(model, constants=constants)
 
     def close(self) -> None:
         self.host.close()
