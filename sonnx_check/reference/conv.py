@@ -48,7 +48,8 @@ import onnx
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import FLOAT_DTYPES
-from sonnx_check.reference.products_common import Products, abs_sum
+from sonnx_check.reference import constant_cache
+from sonnx_check.reference.products_common import Products, abs_sum, float32_suffices, magnitude_range
 from sonnx_check.reference.products_signs import signed_sums
 from sonnx_check.shapes import dilated_extent
 
@@ -131,7 +132,8 @@ class _Plan:
         ensure_within_budget("Conv padded X (one image)", padded, max_elements)
         ensure_within_budget("Conv im2col columns (one image)", (channels * taps, positions), max_elements)
         self.x, self.pads, self.strides, self.padded = x, pads, params.strides, padded
-        self.parameters_finite = bool(np.isfinite(w).all() and (b is None or np.isfinite(b).all()))
+        w_finite = constant_cache.derived(w, "finite", lambda: bool(np.isfinite(w).all()))
+        self.parameters_finite = w_finite and (b is None or bool(np.isfinite(b).all()))
         self.depthwise = params.group > 1
         self.w = w  # W, or W_d for dilation holes that are operands (float64 then)
         if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
@@ -145,13 +147,17 @@ class _Plan:
     def left(self) -> np.ndarray:
         """W as the products' left operand, in float64: only for the products (the bound's sum |a b| works
         on W's own type), not for every plan the comparison builds."""
-        return np.asarray(self.w, dtype=np.float64).reshape(self.left_shape)
+        w, shape = self.w, self.left_shape
+        return constant_cache.derived(w, ("float64", shape), lambda: np.asarray(w, np.float64).reshape(shape))
 
     @functools.cached_property
     def row_norms(self) -> np.ndarray:
         """The Euclidean norm of every row of W (the tier-1 certificate without the bound's sum |a b|): only
         when that certificate needs it, not for every plan the comparison builds."""
-        return np.sqrt(np.einsum("bmk,bmk->bm", self.left, self.left))
+        left = self.left
+        return constant_cache.derived(
+            self.w, ("row_norms", self.left_shape), lambda: np.sqrt(np.einsum("bmk,bmk->bm", left, left))
+        )
 
     def finite(self, image: int) -> bool:
         """Whether every operand of one image's products is finite (X's padding is)."""
@@ -205,10 +211,26 @@ class _Plan:
         return np.sqrt(total).reshape(1, oh * ow)
 
     def abs_sum(self, image: int) -> np.ndarray:
-        work = np.float64 if self.dtype == np.float64 else np.float32  # abs_sum's working precision
+        """abs_sum of one image's products, in float32 where that is fast and in range (judged on |W| and
+        |X|: the padding and the holes only add zeros), else in float64 (products_common.abs_sum)."""
+        wide = self.dtype == np.float32 and not float32_suffices(
+            self._w_range, magnitude_range(np.abs(self.x[image])), self.left_shape[2]
+        )  # float16 products and sums always fit float32
+        work = np.float64 if wide or self.dtype == np.float64 else np.float32
         right = self.columns(image, work, absolute=True)
-        left = np.abs(self.w).astype(work).reshape(self.left_shape)  # |W| exact in either type
-        return abs_sum(left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True)
+        left = self.magnitudes(work)
+        return abs_sum(left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True, wide=wide)
+
+    def magnitudes(self, work: type) -> np.ndarray:
+        """|W| as the left operand in ``work`` (exact in either type), kept for a model's constant W."""
+        w, shape = self.w, self.left_shape
+        return constant_cache.derived(
+            w, ("magnitudes", np.dtype(work).str, shape), lambda: np.abs(w, dtype=work).reshape(shape)
+        )
+
+    @functools.cached_property
+    def _w_range(self) -> tuple[float, float]:
+        return constant_cache.derived(self.w, "range", lambda: magnitude_range(self.magnitudes(np.float32)))
 
 
 def _check(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: ConvParams) -> None:

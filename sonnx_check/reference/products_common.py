@@ -86,44 +86,58 @@ def abs_sum(
     *,
     finite: bool | None = None,
     absolute: bool = False,
+    wide: bool | None = None,
 ) -> np.ndarray:
     """A rigorous upper bound, in float64, of ``s = sum_k |L[i,k] * R[k,j]| (+ |bias|)`` for every element,
     above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) of its smallest
-    subnormals): the quantity the sum-of-products accuracy bound gamma_n * sum|a*b| multiplies. L (BL, M, K),
-    R (BR, K, P) and the bias hold values of ``dtype`` (in any float type; ``absolute``: L and R are already
-    their magnitudes, in the working type). +inf where a term involves a non-finite operand, or where s is
-    beyond the float64 range (an upper bound still).
+    subnormals where float32 products can underflow): the quantity the sum-of-products accuracy bound
+    gamma_n * sum|a*b| multiplies. L (BL, M, K), R (BR, K, P) and the bias hold values of ``dtype`` (in any
+    float type; ``absolute``: L and R are already their magnitudes, in the working type). +inf where a term
+    involves a non-finite operand, or where s is beyond the float64 range (an upper bound still).
 
-    Why it is an upper bound: the working type is float32 for float16/float32 operands (float64 where float32
-    overflows) and float64 for float64 operands, with unit roundoff u and smallest subnormal tiny. The terms
-    t_k = |l_k| |r_k| are non-negative, so in any summation order, with or without FMA, each rounding to
-    nearest of a product or a partial sum x gives at least x (1 - u), less at most tiny/2 where a product
+    The working type is float64 for float64 operands. For float16/float32 operands it is float32 where that
+    product is fast and in range (``float32_suffices``: no subnormal operand, no product below the normal
+    range, no partial sum near overflow), float64 elsewhere (``wide``, or decided here from the magnitudes):
+    a float32 BLAS slows down by two orders of magnitude on subnormals (a microcode assist per operation),
+    while in float64 every product of two float32 values is exact (48 bits, between 2^-298 and 2^256) and
+    only the additions round. ``wide`` also says in which type magnitudes given with ``absolute`` are.
+
+    Why it is an upper bound: with unit roundoff u and smallest subnormal tiny of the working type, the
+    terms t_k = |l_k| |r_k| are non-negative, so in any summation order, with or without FMA, each rounding
+    to nearest of a product or a partial sum x gives at least x (1 - u), less at most tiny/2 where a product
     underflows (sums of non-negative numbers never do). So the BLAS result s^ >= (1 - u)^K s - K tiny/2, i.e.
     s <= (s^ + K tiny/2) / (1 - u)^K <= (s^ + K tiny/2)(1 + gamma_K). The result is s^ (1 + 2 gamma_(K+2)) +
     (K+1) tiny (+ |bias| (1 + 2^-52)) in float64: the margin over (1 + gamma_K) covers the float64 roundings
-    of those operations, so the result is at least s."""
+    of those operations, so the result is at least s. For the float64 products of float32 values no product
+    rounds or underflows: only the K - 1 additions round, and the tiny term is 0."""
     narrow = np.dtype(dtype) != F64
-    work = np.float32 if narrow else np.float64
+    if narrow and wide is None:
+        if absolute:
+            wide = np.asarray(left).dtype == F64
+        else:
+            left, right = np.abs(np.asarray(left, dtype=np.float32)), np.abs(np.asarray(right, dtype=np.float32))
+            absolute = True
+            wide = not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
+    work = np.float64 if (wide or not narrow) else np.float32
     left, right = np.asarray(left, dtype=work), np.asarray(right, dtype=work)
     if not absolute:
         left, right = np.abs(left), np.abs(right)
+    route = "float64" if not narrow else ("exact" if wide else "float32")
     shape = (max(left.shape[0], right.shape[0]), left.shape[1], right.shape[2])
     if finite or (finite is None and _all_finite(left) and _all_finite(right)):
-        total = _abs_products(left, right, narrow)
+        total = _abs_products(left, right, route)
     else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand
         bad = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[:, None, :]
         if bad.shape[0] == 1:  # the product on the finite rows and columns only
             rows, cols = np.flatnonzero(~bad[0].all(axis=1)), np.flatnonzero(~bad[0].all(axis=0))
             total = np.full(shape, np.inf)
             if rows.size and cols.size:
-                block = _abs_products(
-                    take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2]), narrow
-                )
+                block = _abs_products(take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2]), route)
                 total[0][np.ix_(rows, cols)] = block[0]
         else:
             left = np.where(np.isfinite(left), left, 0)
             right = np.where(np.isfinite(right), right, 0)
-            total = _abs_products(left, right, narrow)
+            total = _abs_products(left, right, route)
         total[np.broadcast_to(bad, total.shape)] = np.inf
     if total.shape != shape:
         total = np.broadcast_to(total, shape).copy()
@@ -135,18 +149,47 @@ def abs_sum(
     return total
 
 
-def _abs_products(left: np.ndarray, right: np.ndarray, narrow: bool) -> np.ndarray:
-    """``abs_sum`` of finite magnitudes, without the bias: the working-type product rounded up."""
+def magnitude_range(a: np.ndarray) -> tuple[float, float]:
+    """The least positive and the largest value of float32 magnitudes (non-negative, sign bits clear), 0 for
+    no positive one; the largest is inf or NaN where one is. From the bit patterns, which order non-negative
+    floats as their values: two cheap passes."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    if bits.size == 0:
+        return 0.0, 0.0
+    low = (int(np.min(bits - np.uint32(1))) + 1) & 0xFFFFFFFF  # array arithmetic: 0 - 1 wraps to the top
+    pair = np.array([low, int(np.max(bits))], dtype=np.uint32).view(np.float32)
+    return float(pair[0]), float(pair[1])
+
+
+def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: int) -> bool:
+    """Whether the float32 product of magnitudes with these ranges (``magnitude_range``) is fast and in range:
+    every operand and every non-zero product normal (no microcode assists, no underflow), and K times the
+    largest product below 2^126 (no partial sum near overflow, in any order)."""
+    (low_l, high_l), (low_r, high_r) = left, right
+    if high_l == 0 or high_r == 0:  # every product is zero
+        return True
+    normal = 2.0**-126
+    return bool(
+        low_l >= normal and low_r >= normal and low_l * low_r >= normal and k * high_l * high_r <= 2.0**126
+    )
+
+
+def _abs_products(left: np.ndarray, right: np.ndarray, route: str) -> np.ndarray:
+    """``abs_sum`` of finite magnitudes, without the bias: the working-type product rounded up. ``route``:
+    "float64" (float64 data), "exact" (float64 products of float32 values: no underflow, no overflow) or
+    "float32" (float16/float32 data in float32; retaken in float64 where it overflows)."""
     k = left.shape[2]
     with np.errstate(over="ignore"):
         total = np.matmul(left, right)
-    if narrow and not _all_finite(total):  # a float32 overflow: the float64 product instead
+    if route == "float32" and not _all_finite(total):  # a float32 overflow: the exact products instead
         total = np.matmul(left.astype(np.float64), right.astype(np.float64))
-        narrow = False
-    u, tiny = (2.0**-24, 2.0**-149) if narrow else (U, TINY)
+        route = "exact"
+    # float64 products of float32 values are exact and at least 2^-298: none underflows
+    u, tiny = (2.0**-24, 2.0**-149) if route == "float32" else (U, TINY if route == "float64" else 0.0)
     with np.errstate(over="ignore"):  # beyond the float64 range: +inf, an upper bound still
         total = np.multiply(total, 1.0 + 2.0 * (k + 2) * u / (1.0 - (k + 2) * u), dtype=np.float64)
-        total += (k + 1) * tiny
+        if tiny:
+            total += (k + 1) * tiny
     return total
 
 
