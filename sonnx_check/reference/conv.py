@@ -224,9 +224,9 @@ class _Plan:
     def magnitudes(self, work: type) -> np.ndarray:
         """|W| as the left operand in ``work`` (exact in either type), kept for a model's constant W."""
         w, shape = self.w, self.left_shape
-        return constant_cache.derived(
-            w, ("magnitudes", np.dtype(work).str, shape), lambda: np.abs(w, dtype=work).reshape(shape)
-        )
+        if np.dtype(work) == np.float64:  # from W's float64 form, kept too: no conversion on the way
+            return constant_cache.derived(w, ("magnitudes", shape), lambda: np.abs(self.left))
+        return constant_cache.derived(w, ("magnitudes32", shape), lambda: np.abs(w).astype(work).reshape(shape))
 
     @functools.cached_property
     def _w_range(self) -> tuple[float, float]:

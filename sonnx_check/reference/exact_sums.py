@@ -114,23 +114,44 @@ def _certify_single(approx: np.ndarray, bound: np.ndarray, dtype: np.dtype) -> t
     return low, low.view(kind) == high.view(kind)
 
 
+_CERTIFY_CHUNK = 1 << 14  # elements per step of _certify_rounding: its temporaries stay in the L2 cache
+
+
 def _certify_rounding(
-    approx: np.ndarray, bound: np.ndarray, dtype: np.dtype
+    approx: np.ndarray, bound: np.ndarray, dtype: np.dtype, scale: float | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_certify_single`` for the sums of products, where a zero result is certified only when the whole
     interval lies on one side of 0 (then it is the signed zero of that side): an exact zero takes its sign
-    from its terms, which tier 2 counts. ``bound`` is overwritten."""
+    from its terms, which tier 2 counts. The interval is approx +- bound (+- bound * ``scale`` when given;
+    ``bound`` is read only then, overwritten otherwise). In chunks: the same values, fewer trips to memory."""
+    shape = np.broadcast_shapes(approx.shape, bound.shape)
+    approx = np.broadcast_to(approx, shape).reshape(-1)
+    bound = np.broadcast_to(bound, shape).reshape(-1)
+    low = np.empty(approx.size, dtype=dtype)
+    certified = np.empty(approx.size, dtype=bool)
+    kind = f"u{np.dtype(dtype).itemsize}"
+    high = np.empty(min(approx.size, _CERTIFY_CHUNK), dtype=dtype)
+    width = np.empty(high.size)
+    end = np.empty(high.size)
     with np.errstate(over="ignore"):
-        low_end = approx - bound
-        np.add(approx, bound, out=bound)
-        low = low_end.astype(dtype)
-        high = bound.astype(dtype)
-    kind = f"u{dtype.itemsize}"
-    certified = low.view(kind) == high.view(kind)
-    zero = np.flatnonzero(certified & (low == 0))
-    if zero.size:
-        certified.reshape(-1)[zero] = (low_end.reshape(-1)[zero] > 0) | (bound.reshape(-1)[zero] < 0)
-    return low, certified
+        for start in range(0, approx.size, _CERTIFY_CHUNK):
+            stop = min(start + _CERTIFY_CHUNK, approx.size)
+            n = stop - start
+            a, w, e, h = approx[start:stop], width[:n], end[:n], high[:n]
+            if scale is None:
+                np.copyto(w, bound[start:stop])
+            else:
+                np.multiply(bound[start:stop], scale, out=w)
+            np.subtract(a, w, out=e)
+            np.copyto(low[start:stop], e, casting="same_kind")
+            np.add(a, w, out=w)
+            np.copyto(h, w, casting="same_kind")
+            c = certified[start:stop]
+            np.equal(low[start:stop].view(kind), h.view(kind), out=c)
+            zero = np.flatnonzero(c & (low[start:stop] == 0))
+            if zero.size:
+                c[zero] = (e[zero] > 0) | (w[zero] < 0)
+    return low.reshape(shape), certified.reshape(shape)
 
 
 def _certify_double(hi: np.ndarray, lo: np.ndarray, bound: np.ndarray) -> np.ndarray:

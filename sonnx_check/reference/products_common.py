@@ -89,34 +89,37 @@ def abs_sum(
     wide: bool | None = None,
 ) -> np.ndarray:
     """A rigorous upper bound, in float64, of ``s = sum_k |L[i,k] * R[k,j]| (+ |bias|)`` for every element,
-    above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) of its smallest
-    subnormals where float32 products can underflow): the quantity the sum-of-products accuracy bound
-    gamma_n * sum|a*b| multiplies. L (BL, M, K), R (BR, K, P) and the bias hold values of ``dtype`` (in any
-    float type; ``absolute``: L and R are already their magnitudes, in the working type). +inf where a term
-    involves a non-finite operand, or where s is beyond the float64 range (an upper bound still).
+    above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) float64 subnormals for
+    float64 data): the quantity the sum-of-products accuracy bound gamma_n * sum|a*b| multiplies. L (BL, M,
+    K), R (BR, K, P) and the bias hold values of ``dtype`` (in any float type; ``absolute``: L and R are
+    already their magnitudes, in the working type). +inf where a term involves a non-finite operand, or
+    where s is beyond the float64 range (an upper bound still).
 
-    The working type is float64 for float64 operands. For float16/float32 operands it is float32 where that
-    product is fast and in range (``float32_suffices``: no subnormal operand, no product below the normal
-    range, no partial sum near overflow), float64 elsewhere (``wide``, or decided here from the magnitudes):
-    a float32 BLAS slows down by two orders of magnitude on subnormals (a microcode assist per operation),
-    while in float64 every product of two float32 values is exact (48 bits, between 2^-298 and 2^256) and
-    only the additions round. ``wide`` also says in which type magnitudes given with ``absolute`` are.
+    The working type is float64 for float64 operands. For float16/float32 operands it is float32 only where
+    ``float32_suffices`` (no subnormal operand, no product below the normal range, no partial sum near
+    overflow), float64 elsewhere (``wide``: the caller's verdict of ``float32_suffices``, which it then must
+    hold; None: decided here from the magnitudes). A float32 BLAS slows down by two orders of magnitude on
+    subnormals (a microcode assist per operation), while in float64 every product of two float32 values is
+    exact (48 bits, between 2^-298 and 2^256): only the additions round; on normal data float32 is twice as
+    fast, so both are used.
 
-    Why it is an upper bound: with unit roundoff u and smallest subnormal tiny of the working type, the
-    terms t_k = |l_k| |r_k| are non-negative, so in any summation order, with or without FMA, each rounding
-    to nearest of a product or a partial sum x gives at least x (1 - u), less at most tiny/2 where a product
-    underflows (sums of non-negative numbers never do). So the BLAS result s^ >= (1 - u)^K s - K tiny/2, i.e.
-    s <= (s^ + K tiny/2) / (1 - u)^K <= (s^ + K tiny/2)(1 + gamma_K). The result is s^ (1 + 2 gamma_(K+2)) +
-    (K+1) tiny (+ |bias| (1 + 2^-52)) in float64: the margin over (1 + gamma_K) covers the float64 roundings
-    of those operations, so the result is at least s. For the float64 products of float32 values no product
-    rounds or underflows: only the K - 1 additions round, and the tiny term is 0."""
+    Why it is an upper bound: with unit roundoff u of the working type, the terms t_k = |l_k| |r_k| are
+    non-negative, so in any summation order, with or without FMA, each rounding to nearest of a product or
+    a partial sum x gives at least x (1 - u), as long as no product underflows (sums of non-negative numbers
+    never do; float64 data: a product that underflows loses at most tiny/2, tiny the smallest float64
+    subnormal). So the BLAS result s^ >= (1 - u)^K s - K tiny/2, i.e. s <= (s^ + K tiny/2) / (1 - u)^K <=
+    (s^ + K tiny/2)(1 + gamma_K). The result is s^ (1 + 2 gamma_(K+2)) (+ (K+1) tiny for float64 data) (+
+    |bias| (1 + 2^-52)) in float64: the margin over (1 + gamma_K) covers the float64 roundings of those
+    operations, so the result is at least s. The float64 products of float32 values are exact (the
+    margin is then generous: only K - 1 additions round)."""
     narrow = np.dtype(dtype) != F64
     if narrow and wide is None:
-        if absolute:
-            wide = np.asarray(left).dtype == F64
-        else:
-            left, right = np.abs(np.asarray(left, dtype=np.float32)), np.abs(np.asarray(right, dtype=np.float32))
+        if not absolute:
+            left, right, _, wide = narrow_magnitudes(left, right)
             absolute = True
+        elif np.asarray(left).dtype == F64 or np.asarray(right).dtype == F64:
+            wide = True  # magnitudes given in float64
+        else:
             wide = not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
     work = np.float64 if (wide or not narrow) else np.float32
     left, right = np.asarray(left, dtype=work), np.asarray(right, dtype=work)
@@ -149,16 +152,29 @@ def abs_sum(
     return total
 
 
+def narrow_magnitudes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+    """For float16/float32 operands: |L| and |R| in float32, whether every operand is finite, and whether
+    ``abs_sum`` needs float64 for them (``wide``: not ``float32_suffices``): one look at each range."""
+    left = np.abs(np.asarray(left, dtype=np.float32))
+    right = np.abs(np.asarray(right, dtype=np.float32))
+    left_range, right_range = magnitude_range(left), magnitude_range(right)
+    finite = bool(left_range[1] < np.inf and right_range[1] < np.inf)  # NaN compares false
+    return left, right, finite, not float32_suffices(left_range, right_range, left.shape[-1])
+
+
 def magnitude_range(a: np.ndarray) -> tuple[float, float]:
     """The least positive and the largest value of float32 magnitudes (non-negative, sign bits clear), 0 for
-    no positive one; the largest is inf or NaN where one is. From the bit patterns, which order non-negative
-    floats as their values: two cheap passes."""
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
-    if bits.size == 0:
+    no positive one; the largest is inf or NaN where one is. The minimum itself where it is positive, else
+    from the bit patterns, which order non-negative floats as their values."""
+    a = np.asarray(a, dtype=np.float32)
+    if a.size == 0:
         return 0.0, 0.0
-    low = (int(np.min(bits - np.uint32(1))) + 1) & 0xFFFFFFFF  # array arithmetic: 0 - 1 wraps to the top
-    pair = np.array([low, int(np.max(bits))], dtype=np.uint32).view(np.float32)
-    return float(pair[0]), float(pair[1])
+    low, high = float(a.min()), float(a.max())
+    if low != 0:  # positive, or NaN with a NaN high
+        return low, high
+    bits = np.ascontiguousarray(a).view(np.uint32)
+    low_bits = (int(np.min(bits - np.uint32(1))) + 1) & 0xFFFFFFFF  # array arithmetic: 0 - 1 wraps to the top
+    return float(np.array(low_bits, dtype=np.uint32).view(np.float32)), high
 
 
 def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: int) -> bool:
@@ -176,20 +192,16 @@ def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: i
 
 def _abs_products(left: np.ndarray, right: np.ndarray, route: str) -> np.ndarray:
     """``abs_sum`` of finite magnitudes, without the bias: the working-type product rounded up. ``route``:
-    "float64" (float64 data), "exact" (float64 products of float32 values: no underflow, no overflow) or
-    "float32" (float16/float32 data in float32; retaken in float64 where it overflows)."""
+    "float64" (float64 data), "exact" (float64 products of float32 values: none rounds or underflows) or
+    "float32" (only where ``float32_suffices``: no product underflows, no partial sum overflows)."""
     k = left.shape[2]
     with np.errstate(over="ignore"):
         total = np.matmul(left, right)
-    if route == "float32" and not _all_finite(total):  # a float32 overflow: the exact products instead
-        total = np.matmul(left.astype(np.float64), right.astype(np.float64))
-        route = "exact"
-    # float64 products of float32 values are exact and at least 2^-298: none underflows
-    u, tiny = (2.0**-24, 2.0**-149) if route == "float32" else (U, TINY if route == "float64" else 0.0)
+    u = 2.0**-24 if route == "float32" else U
     with np.errstate(over="ignore"):  # beyond the float64 range: +inf, an upper bound still
         total = np.multiply(total, 1.0 + 2.0 * (k + 2) * u / (1.0 - (k + 2) * u), dtype=np.float64)
-        if tiny:
-            total += (k + 1) * tiny
+        if route == "float64":  # float64 products can underflow: (K + 1) of its smallest subnormals
+            total += (k + 1) * TINY
     return total
 
 
@@ -230,12 +242,12 @@ class Products:
     # -- the result ---------------------------------------------------------------------------------------
     def rounded(self) -> np.ndarray:
         """The exact result, rounded once to ``dtype``."""
-        left, right, bias = self.left, self.right, self.bias
         if self.finite or (
             self.finite is None
-            and (_all_finite(left) and _all_finite(right) and (bias is None or _all_finite(bias)))
+            and (_all_finite(self.left) and _all_finite(self.right) and (self.bias is None or _all_finite(self.bias)))
         ):
             return self._rounded_finite(None)
+        left, right, bias = self.left, self.right, self.bias
         where, values = special_values(self.left, self.right, self.bias, self.shape)
         if where.all():
             return values.astype(self.dtype)
@@ -279,8 +291,9 @@ class Products:
         # gamma_(K+1) * (sum|products| + |bias|), inflated for the float64 roundings of the norms, plus room
         # for the float64 roundings of approx +- bound (|approx| <= the same sum).
         factor = gamma(self.k + 1) * (1.0 + 4.0 * (self.k + 4) * U) + 2.0**-49
+        scale = None
         if self.magnitude is not None:
-            bound = np.broadcast_to(self.magnitude, self.shape) * factor
+            bound, scale = np.broadcast_to(self.magnitude, self.shape), factor  # scaled chunk by chunk
         else:
             rows, cols = self._norms()
             bound = (rows * factor)[:, :, None] * cols[:, None, :]
@@ -290,7 +303,7 @@ class Products:
                 bound += np.abs(self.bias) * factor
         if self.bias is not None:
             approx += self.bias
-        result, certified = _certify_rounding(approx, bound, self.dtype)
+        result, certified = _certify_rounding(approx, bound, self.dtype, scale)
         return result, certified, approx
 
     def _norms(self) -> tuple[np.ndarray, np.ndarray]:
