@@ -39,7 +39,7 @@ types (Conv.types, Conv.X.float.C2).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -316,11 +316,7 @@ def conv_abs(
     """An upper bound (float64, tight to a relative 2(n+2)u) of sum |X_p * W_d| + |B| for every element of
     Y: the same convolution on |X|, |W| and |B|. +inf where a term involves a non-finite operand."""
     params = ConvParams(tuple(strides), tuple(pads), tuple(dilations), int(group))  # type: ignore[arg-type]
-    plan = _Plan(x, w, b, params, max_elements)
-    out = np.empty(plan.y_shape, dtype=np.float64)
-    for image in range(plan.y_shape[0]):
-        out[image] = plan.abs_sum(image).reshape(plan.y_shape[1:])
-    return out
+    return _abs_sums(_Plan(x, w, b, params, max_elements))
 
 
 def conv_with_abs(
@@ -333,24 +329,37 @@ def conv_with_abs(
     return _with_abs(_Plan(x, w, b, params, max_elements))  # type: ignore[arg-type]
 
 
+def _stacked(images: Iterator[np.ndarray], shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """The per-image results as one array of ``shape``, filled image by image (one image at a time in
+    memory): a single image's result itself, reshaped, without a copy."""
+    if shape[0] == 1:
+        return next(images).astype(dtype, copy=False).reshape(shape)
+    out = np.empty(shape, dtype=dtype)
+    for index, image in enumerate(images):
+        out[index] = image.reshape(shape[1:])
+    return out
+
+
+def _abs_sums(plan: _Plan) -> np.ndarray:
+    images = (plan.abs_sum(image) for image in range(plan.y_shape[0]))
+    return _stacked(images, plan.y_shape, np.float64)
+
+
 def _with_abs(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
-    y = np.empty(plan.y_shape, dtype=plan.dtype)
-    bound = np.empty(plan.y_shape, dtype=np.float64)
-    for image in range(plan.y_shape[0]):
-        magnitude = plan.abs_sum(image)
-        right = plan.columns(image)
-        finite = plan.finite(image)
-        products = Products(plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude)
-        y[image] = products.rounded().reshape(plan.y_shape[1:])
-        bound[image] = magnitude.reshape(plan.y_shape[1:])
-    return y, bound
+    bound = _abs_sums(plan)
+
+    def images() -> Iterator[np.ndarray]:
+        for image in range(plan.y_shape[0]):
+            right, finite = plan.columns(image), plan.finite(image)
+            magnitude = bound[image].reshape(*plan.left_shape[:2], -1)  # as abs_sum gave it: no copy
+            yield Products(plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude).rounded()
+
+    return _stacked(images(), plan.y_shape, plan.dtype), bound
 
 
 def _convolve(plan: _Plan) -> np.ndarray:
-    y = np.empty(plan.y_shape, dtype=plan.dtype)
-    for image in range(plan.y_shape[0]):
-        y[image] = plan.products(image).rounded().reshape(plan.y_shape[1:])
-    return y
+    images = (plan.products(image).rounded() for image in range(plan.y_shape[0]))
+    return _stacked(images, plan.y_shape, plan.dtype)
 
 
 def run(
@@ -371,11 +380,7 @@ def run_abs(
     if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
         raise ReferenceError("Conv without X or W")
     bias = inputs[2] if len(inputs) > 2 else None
-    plan = _Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements)
-    out = np.empty(plan.y_shape, dtype=np.float64)
-    for image in range(plan.y_shape[0]):
-        out[image] = plan.abs_sum(image).reshape(plan.y_shape[1:])
-    return out
+    return _abs_sums(_Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements))
 
 
 def run_with_abs(

@@ -6,6 +6,7 @@ tiers that decide which elements need them are in products_common."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -116,42 +117,48 @@ def _certify_single(approx: np.ndarray, bound: np.ndarray, dtype: np.dtype) -> t
 
 _CERTIFY_CHUNK = 1 << 14  # elements per step of _certify_rounding: its temporaries stay in the L2 cache
 
+# fills ``out`` (rows stop - start of batch b, P) with the bound of those rows of the output
+BoundRows = Callable[[int, int, int, np.ndarray], None]
+
 
 def _certify_rounding(
-    approx: np.ndarray, bound: np.ndarray, dtype: np.dtype, scale: float | None = None
+    approx: np.ndarray, bound: np.ndarray | BoundRows, dtype: np.dtype
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_certify_single`` for the sums of products, where a zero result is certified only when the whole
     interval lies on one side of 0 (then it is the signed zero of that side): an exact zero takes its sign
-    from its terms, which tier 2 counts. The interval is approx +- bound (+- bound * ``scale`` when given;
-    ``bound`` is read only then, overwritten otherwise). In chunks: the same values, fewer trips to memory."""
-    shape = np.broadcast_shapes(approx.shape, bound.shape)
-    approx = np.broadcast_to(approx, shape).reshape(-1)
-    bound = np.broadcast_to(bound, shape).reshape(-1)
-    low = np.empty(approx.size, dtype=dtype)
-    certified = np.empty(approx.size, dtype=bool)
+    from its terms, which tier 2 counts. approx (B, M, P); the interval is approx +- bound, ``bound`` an
+    array of approx's shape or a function that gives it a block of rows at a time (``BoundRows``). Rows in
+    blocks of about ``_CERTIFY_CHUNK`` elements: the same values, with fewer trips to memory."""
+    if isinstance(bound, np.ndarray):
+        array = np.broadcast_to(bound, approx.shape)
+
+        def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
+            np.copyto(out, array[b, start:stop])
+
+    batch, m, p = approx.shape
+    low = np.empty(approx.shape, dtype=dtype)
+    certified = np.empty(approx.shape, dtype=bool)
     kind = f"u{np.dtype(dtype).itemsize}"
-    high = np.empty(min(approx.size, _CERTIFY_CHUNK), dtype=dtype)
-    width = np.empty(high.size)
-    end = np.empty(high.size)
+    step = max(1, min(m, _CERTIFY_CHUNK // max(p, 1)))
+    high = np.empty((step, p), dtype=dtype)
+    width, end = np.empty((step, p)), np.empty((step, p))
     with np.errstate(over="ignore"):
-        for start in range(0, approx.size, _CERTIFY_CHUNK):
-            stop = min(start + _CERTIFY_CHUNK, approx.size)
-            n = stop - start
-            a, w, e, h = approx[start:stop], width[:n], end[:n], high[:n]
-            if scale is None:
-                np.copyto(w, bound[start:stop])
-            else:
-                np.multiply(bound[start:stop], scale, out=w)
-            np.subtract(a, w, out=e)
-            np.copyto(low[start:stop], e, casting="same_kind")
-            np.add(a, w, out=w)
-            np.copyto(h, w, casting="same_kind")
-            c = certified[start:stop]
-            np.equal(low[start:stop].view(kind), h.view(kind), out=c)
-            zero = np.flatnonzero(c & (low[start:stop] == 0))
-            if zero.size:
-                c[zero] = (e[zero] > 0) | (w[zero] < 0)
-    return low.reshape(shape), certified.reshape(shape)
+        for b in range(batch):
+            for start in range(0, m, step):
+                stop = min(start + step, m)
+                n = stop - start
+                a, w, e, h = approx[b, start:stop], width[:n], end[:n], high[:n]
+                lo, c = low[b, start:stop], certified[b, start:stop]
+                bound(b, start, stop, w)
+                np.subtract(a, w, out=e)
+                np.copyto(lo, e, casting="same_kind")
+                np.add(a, w, out=w)
+                np.copyto(h, w, casting="same_kind")
+                np.equal(lo.view(kind), h.view(kind), out=c)
+                zero = c & (lo == 0)
+                if zero.any():
+                    c[zero] = (e[zero] > 0) | (w[zero] < 0)
+    return low, certified
 
 
 def _certify_double(hi: np.ndarray, lo: np.ndarray, bound: np.ndarray) -> np.ndarray:

@@ -291,19 +291,26 @@ class Products:
         # gamma_(K+1) * (sum|products| + |bias|), inflated for the float64 roundings of the norms, plus room
         # for the float64 roundings of approx +- bound (|approx| <= the same sum).
         factor = gamma(self.k + 1) * (1.0 + 4.0 * (self.k + 4) * U) + 2.0**-49
-        scale = None
+        bias = self.bias
         if self.magnitude is not None:
-            bound, scale = np.broadcast_to(self.magnitude, self.shape), factor  # scaled chunk by chunk
+            magnitude = np.broadcast_to(self.magnitude, self.shape)
+
+            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
+                np.multiply(magnitude[b, start:stop], factor, out=out)
+
         else:
             rows, cols = self._norms()
-            bound = (rows * factor)[:, :, None] * cols[:, None, :]
-            if bound.shape != self.shape:
-                bound = np.broadcast_to(bound, self.shape).copy()
-            if self.bias is not None:
-                bound += np.abs(self.bias) * factor
+            rows = rows * factor
+
+            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
+                r, c = rows[min(b, len(rows) - 1), start:stop, None], cols[min(b, len(cols) - 1), None, :]
+                np.multiply(r, c, out=out)
+                if bias is not None:
+                    out += np.abs(bias[b, start:stop]) * factor
+
         if self.bias is not None:
             approx += self.bias
-        result, certified = _certify_rounding(approx, bound, self.dtype, scale)
+        result, certified = _certify_rounding(approx, bound, self.dtype)
         return result, certified, approx
 
     def _norms(self) -> tuple[np.ndarray, np.ndarray]:
