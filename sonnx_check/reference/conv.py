@@ -27,7 +27,9 @@ bias are -0.
 Accuracy: the exact value of that sum, rounded once to the output type (correctly rounded; the kernel's own
 error is at most half an ulp): see products_common for how, including float64 (error-free splitting).
 ``conv_abs`` / ``run_abs`` give a rigorous upper bound of sum |X_p * W_d| + |B| per output element, the
-quantity of the sum-of-products bound (compare/accuracy.py), from one float32 product of |X_p| and |W_d|.
+quantity of the sum-of-products bound (compare/accuracy.py), from one product of |X_p| and |W_d| (float32
+where that is fast and in range, else float64: products_common.abs_sum). A model's W meets the kernel once
+per dataset: its float64 form, magnitudes and finiteness are kept while it lives (constant_cache.py).
 
 The loop runs over the images of the batch and the kernel offsets (im2col), never over output elements.
 Refused (OutsideProfileError / ReferenceError, each naming its rule): rank other than 4 (Conv.R1), auto_pad
@@ -375,8 +377,8 @@ def run_abs(
     node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
 ) -> np.ndarray:
     """``conv_abs`` of a node: the sum |X_p * W_d| + |B| per element of Y (float64, rounded up), for the
-    sum-of-products bound. Cheaper than the kernel run on |X|, |W|, |B| (a float32 product for float16 and
-    float32 data, no certification) and an upper bound by construction."""
+    sum-of-products bound. Cheaper than the kernel run on |X|, |W|, |B| (one product, float32 where that is
+    fast and in range, no certification) and an upper bound by construction."""
     if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
         raise ReferenceError("Conv without X or W")
     bias = inputs[2] if len(inputs) > 2 else None
