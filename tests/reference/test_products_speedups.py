@@ -37,6 +37,7 @@ def subnormal_matrices(draw):
     values = st.one_of(steps, st.sampled_from([np.float32(v) for v in (2.0**-126, -(2.0**-100), 0.5, -3.0)]))
     a = draw(hnp.arrays(np.float32, (m, k), elements=values))
     b = draw(hnp.arrays(np.float32, (k, p), elements=values))
+    a[0, 0] = np.float32(draw(st.integers(1, 7)) * SUBNORMAL)  # at least one subnormal operand
     return a, b
 
 
