@@ -136,6 +136,7 @@ class _Plan:
         self.x, self.pads, self.strides, self.padded = x, pads, params.strides, padded
         w_finite = constant_cache.derived(w, "finite", lambda: bool(np.isfinite(w).all()))
         self.parameters_finite = w_finite and (b is None or bool(np.isfinite(b).all()))
+        self._finite: dict[int, bool] = {}
         self.depthwise = params.group > 1
         self.w = w  # W, or W_d for dilation holes that are operands (float64 then)
         if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
@@ -162,8 +163,10 @@ class _Plan:
         )
 
     def finite(self, image: int) -> bool:
-        """Whether every operand of one image's products is finite (X's padding is)."""
-        return self.parameters_finite and bool(np.isfinite(self.x[image]).all())
+        """Whether every operand of one image's products is finite (X's padding is); once per image."""
+        if image not in self._finite:
+            self._finite[image] = self.parameters_finite and bool(np.isfinite(self.x[image]).all())
+        return self._finite[image]
 
     def columns(self, image: int, dtype: type = np.float64, absolute: bool = False) -> np.ndarray:
         """The im2col of one image of X_p (of |X_p| when ``absolute``): R of shape (1, C*T, P), or (C, T, P)

@@ -460,7 +460,10 @@ class Products:
             index = flat[start : start + chunk]
             b, i, j = np.unravel_index(index, self.shape)
             left = self.left[b if self.left.shape[0] > 1 else 0, i, :]
-            right = self.right[b if self.right.shape[0] > 1 else 0, :, j]
+            if self.right.shape[0] == 1:  # row by row: each row's picks share cache lines
+                right = np.take(self.right[0], j, axis=1).T
+            else:
+                right = self.right[b, :, j]
             bias = None if self.bias is None else self.bias[b, i, j]
             out[start : start + chunk] = _exact_terms(left, right, bias, self.dtype)
         return out
