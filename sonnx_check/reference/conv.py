@@ -137,6 +137,7 @@ class _Plan:
         w_finite = constant_cache.derived(w, "finite", lambda: bool(np.isfinite(w).all()))
         self.parameters_finite = w_finite and (b is None or bool(np.isfinite(b).all()))
         self._finite: dict[int, bool] = {}
+        self._x_ranges: dict[int, tuple[float, float]] = {}
         self.depthwise = params.group > 1
         self.w = w  # W, or W_d for dilation holes that are operands (float64 then)
         if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
@@ -194,8 +195,9 @@ class _Plan:
             None if self.depthwise or self.dtype == np.float64 else (self.row_norms, self.column_norms(image))
         )
         return Products(
-            self.left, self.columns(image), self.bias, self.dtype, finite=self.finite(image), norms=norms
-        )
+            self.left, self.columns(image), self.bias, self.dtype, finite=self.finite(image), norms=norms,
+            zero=self.zero_products(image),
+        )  # fmt: skip
 
     def column_norms(self, image: int) -> np.ndarray:
         """The Euclidean norm of every im2col column of a standard convolution, (1, P), from the window sums
@@ -219,12 +221,31 @@ class _Plan:
         """abs_sum of one image's products, in float32 where that is fast and in range (judged on |W| and
         |X|: the padding and the holes only add zeros), else in float64 (products_common.abs_sum)."""
         wide = self.dtype == np.float32 and not float32_suffices(
-            self._w_range, magnitude_range(np.abs(self.x[image])), self.left_shape[2]
+            self._w_range, self.x_range(image), self.left_shape[2]
         )  # float16 products and sums always fit float32
         work = np.float64 if wide or self.dtype == np.float64 else np.float32
-        right = self.columns(image, work, absolute=True)
+        zero = self.zero_products(image)
+        if zero:  # no product to take: R's shape only
+            batch = self.left_shape[0]
+            right = np.broadcast_to(np.zeros((), work), (batch, self.left_shape[2], self.out[0] * self.out[1]))
+        else:
+            right = self.columns(image, work, absolute=True)
         left = self.magnitudes(work)
-        return abs_sum(left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True, wide=wide)
+        return abs_sum(
+            left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True, wide=wide, zero=zero
+        )
+
+    def x_range(self, image: int) -> tuple[float, float]:
+        """``magnitude_range`` of one image of X (float16/float32), once per image."""
+        if image not in self._x_ranges:
+            self._x_ranges[image] = magnitude_range(np.abs(self.x[image]))
+        return self._x_ranges[image]
+
+    def zero_products(self, image: int) -> bool:
+        """Whether every product of one image is +-0 (all of X or all of W +-0; float16/float32 data)."""
+        if self.dtype == np.float64 or not self.finite(image):
+            return False
+        return self._w_range[1] == 0 or self.x_range(image)[1] == 0
 
     def magnitudes(self, work: type) -> np.ndarray:
         """|W| as the left operand in ``work`` (exact in either type), kept for a model's constant W."""
@@ -357,7 +378,11 @@ def _with_abs(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
         for image in range(plan.y_shape[0]):
             right, finite = plan.columns(image), plan.finite(image)
             magnitude = bound[image].reshape(*plan.left_shape[:2], -1)  # as abs_sum gave it: no copy
-            yield Products(plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude).rounded()
+            products = Products(
+                plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude,
+                zero=plan.zero_products(image),
+            )  # fmt: skip
+            yield products.rounded()
 
     return _stacked(images(), plan.y_shape, plan.dtype), bound
 

@@ -87,13 +87,15 @@ def abs_sum(
     finite: bool | None = None,
     absolute: bool = False,
     wide: bool | None = None,
+    zero: bool = False,
 ) -> np.ndarray:
     """A rigorous upper bound, in float64, of ``s = sum_k |L[i,k] * R[k,j]| (+ |bias|)`` for every element,
     above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) float64 subnormals for
     float64 data): the quantity the sum-of-products accuracy bound gamma_n * sum|a*b| multiplies. L (BL, M,
     K), R (BR, K, P) and the bias hold values of ``dtype`` (in any float type; ``absolute``: L and R are
-    already their magnitudes, in the working type). +inf where a term involves a non-finite operand, or
-    where s is beyond the float64 range (an upper bound still).
+    already their magnitudes, in the working type; ``zero``: the caller knows an operand is all +-0 and
+    finite). +inf where a term involves a non-finite operand, or where s is beyond the float64 range (an
+    upper bound still).
 
     The working type is float64 for float64 operands. For float16/float32 operands it is float32 only where
     ``float32_suffices`` (no subnormal operand, no product below the normal range, no partial sum near
@@ -127,7 +129,9 @@ def abs_sum(
         left, right = np.abs(left), np.abs(right)
     route = "float64" if not narrow else ("exact" if wide else "float32")
     shape = (max(left.shape[0], right.shape[0]), left.shape[1], right.shape[2])
-    if finite or (finite is None and _all_finite(left) and _all_finite(right)):
+    if zero:  # every product is +-0: no product to take
+        total = np.zeros(shape)
+    elif finite or (finite is None and _all_finite(left) and _all_finite(right)):
         total = _abs_products(left, right, route)
     else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand
         bad = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[:, None, :]
@@ -212,7 +216,8 @@ class Products:
 
     ``magnitude``: an upper bound of sum|l*r| + |bias| per element the caller already has (abs_sum; tier 1
     then needs no Cauchy-Schwarz norms). ``norms``: the Cauchy-Schwarz norms (BL, M) and (BR, P) when the
-    caller computes them more cheaply than from L and R (Conv, from window sums of X squared)."""
+    caller computes them more cheaply than from L and R (Conv, from window sums of X squared). ``zero``: the
+    caller knows one operand is all +-0 (finite), so tier 1 needs no product."""
 
     def __init__(
         self,
@@ -224,6 +229,7 @@ class Products:
         finite: bool | None = None,
         magnitude: np.ndarray | None = None,
         norms: tuple[np.ndarray, np.ndarray] | None = None,
+        zero: bool = False,
     ) -> None:
         if left.ndim != 3 or right.ndim != 3 or left.shape[2] != right.shape[1]:
             raise ValueError(f"product of {left.shape} and {right.shape}")
@@ -238,6 +244,7 @@ class Products:
         self.finite = finite  # True / False when the caller knows whether every operand is finite, else None
         self.magnitude = magnitude
         self.norms = norms
+        self.zero = zero  # the caller knows an operand is all +-0: every product is +-0
 
     # -- the result ---------------------------------------------------------------------------------------
     def rounded(self) -> np.ndarray:
@@ -285,7 +292,10 @@ class Products:
     def _float64_accumulation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tier 1 for float16/float32 operands: products exact in float64, one rounding per addition. Returns
         the rounded result, where it is certified, and the float64 approximation (for tier 2)."""
-        approx = np.matmul(self.left, self.right)
+        if self.zero:  # a float64 sum of +-0 terms is +-0, whatever the order (tier 2 gives the sign)
+            approx = np.zeros(self.shape)
+        else:
+            approx = np.matmul(self.left, self.right)
         if approx.shape != self.shape:
             approx = np.broadcast_to(approx, self.shape).copy()
         # gamma_(K+1) * (sum|products| + |bias|), inflated for the float64 roundings of the norms, plus room

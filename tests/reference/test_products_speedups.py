@@ -173,3 +173,23 @@ def test_the_certificate_in_blocks_covers_every_row_of_every_batch(monkeypatch) 
     attrs = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "group": 3}
     assert_identical(conv.conv(x, w, bias, **attrs), naive_conv(x, w, bias, **attrs))
     assert_identical(conv.conv_with_abs(x, w, bias, **attrs)[0], naive_conv(x, w, bias, **attrs))
+
+
+@pytest.mark.parametrize("zero", ["x", "w"])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_conv_of_all_zero_operands_skips_its_products_and_keeps_the_signs(zero, with_bias) -> None:
+    """X or W all +-0: no product is taken, and each result is the bias or the signed zero of its terms."""
+    rng = np.random.default_rng(2)
+    signs = rng.random((1, 3, 4, 4)) < 0.5
+    x = np.where(signs, -0.0, 0.0).astype(np.float32) if zero == "x" else rng.standard_normal((1, 3, 4, 4))
+    w = rng.standard_normal((2, 3, 3, 3))
+    if zero == "w":
+        w = np.where(rng.random(w.shape) < 0.5, -0.0, 0.0)
+    x, w = x.astype(np.float32), w.astype(np.float32)
+    bias = np.array([0.0, -0.0], dtype=np.float32) if with_bias else None
+    attrs = {"strides": [1, 1], "pads": [0, 1, 1, 0], "dilations": [1, 1], "group": 1}
+    expected = naive_conv(x, w, bias, **attrs)
+    assert_identical(conv.conv(x, w, bias, **attrs), expected)
+    y, bound = conv.conv_with_abs(x, w, bias, **attrs)
+    assert_identical(y, expected)
+    assert not bound.any()
