@@ -220,9 +220,13 @@ class _Plan:
     def abs_sum(self, image: int) -> np.ndarray:
         """abs_sum of one image's products, in float32 where that is fast and in range (judged on |W| and
         |X|: the padding and the holes only add zeros), else in float64 (products_common.abs_sum)."""
-        wide = self.dtype == np.float32 and not float32_suffices(
-            self._w_range, self.x_range(image), self.left_shape[2]
-        )  # float16 products and sums always fit float32
+        finite = self.finite(image)
+        if not finite:  # abs_sum chooses on the finite rows and columns: float32 holds every value
+            wide = None
+        else:  # float16 products and sums always fit float32
+            wide = self.dtype == np.float32 and not float32_suffices(
+                self._w_range, self.x_range(image), self.left_shape[2]
+            )
         work = np.float64 if wide or self.dtype == np.float64 else np.float32
         zero = self.zero_products(image)
         if zero:  # no product to take: R's shape only
@@ -231,9 +235,7 @@ class _Plan:
         else:
             right = self.columns(image, work, absolute=True)
         left = self.magnitudes(work)
-        return abs_sum(
-            left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True, wide=wide, zero=zero
-        )
+        return abs_sum(left, right, self.bias, self.dtype, finite=finite, absolute=True, wide=wide, zero=zero)
 
     def x_range(self, image: int) -> tuple[float, float]:
         """``magnitude_range`` of one image of X (float16/float32), once per image."""

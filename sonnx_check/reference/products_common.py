@@ -115,36 +115,30 @@ def abs_sum(
     operations, so the result is at least s. The float64 products of float32 values are exact (the
     margin is then generous: only K - 1 additions round)."""
     narrow = np.dtype(dtype) != F64
-    if narrow and wide is None:
-        if not absolute:
-            left, right, _, wide = narrow_magnitudes(left, right)
-            absolute = True
-        elif np.asarray(left).dtype == F64 or np.asarray(right).dtype == F64:
-            wide = True  # magnitudes given in float64
-        else:
-            wide = not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
-    work = np.float64 if (wide or not narrow) else np.float32
-    left, right = np.asarray(left, dtype=work), np.asarray(right, dtype=work)
     if not absolute:
-        left, right = np.abs(left), np.abs(right)
-    route = "float64" if not narrow else ("exact" if wide else "float32")
+        if narrow:
+            left, right, _, whole = narrow_magnitudes(left, right)
+            wide = whole if wide is None else wide
+        else:
+            left, right = np.abs(np.asarray(left, dtype=np.float64)), np.abs(np.asarray(right, dtype=np.float64))
     shape = (max(left.shape[0], right.shape[0]), left.shape[1], right.shape[2])
     if zero:  # every product is +-0: no product to take
         total = np.zeros(shape)
     elif finite or (finite is None and _all_finite(left) and _all_finite(right)):
-        total = _abs_products(left, right, route)
-    else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand
+        total = _magnitude_product(left, right, narrow, wide)
+    else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand;
+        # the product's type is chosen on the finite rows and columns (``wide`` judged all of them)
         bad = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[:, None, :]
         if bad.shape[0] == 1:  # the product on the finite rows and columns only
             rows, cols = np.flatnonzero(~bad[0].all(axis=1)), np.flatnonzero(~bad[0].all(axis=0))
             total = np.full(shape, np.inf)
             if rows.size and cols.size:
-                block = _abs_products(take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2]), route)
-                total[0][np.ix_(rows, cols)] = block[0]
+                block_l, block_r = take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2])
+                total[0][np.ix_(rows, cols)] = _magnitude_product(block_l, block_r, narrow, None)[0]
         else:
             left = np.where(np.isfinite(left), left, 0)
             right = np.where(np.isfinite(right), right, 0)
-            total = _abs_products(left, right, route)
+            total = _magnitude_product(left, right, narrow, None)
         total[np.broadcast_to(bad, total.shape)] = np.inf
     if total.shape != shape:
         total = np.broadcast_to(total, shape).copy()
@@ -192,6 +186,20 @@ def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: i
     return bool(
         low_l >= normal and low_r >= normal and low_l * low_r >= normal and k * high_l * high_r <= 2.0**126
     )
+
+
+def _magnitude_product(left: np.ndarray, right: np.ndarray, narrow: bool, wide: bool | None) -> np.ndarray:
+    """``_abs_products`` of finite magnitudes in the type ``abs_sum`` says: float64 for float64 data; for
+    float16/float32 data float32 where ``float32_suffices`` (``wide`` False, or None and judged here on
+    these magnitudes; magnitudes given in float64 are taken in float64), else the float64 products."""
+    if not narrow:
+        return _abs_products(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64), "float64")
+    if wide is None:
+        wide = left.dtype == F64 or right.dtype == F64
+        wide = wide or not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
+    work = np.float64 if wide else np.float32
+    route = "exact" if wide else "float32"
+    return _abs_products(np.asarray(left, dtype=work), np.asarray(right, dtype=work), route)
 
 
 def _abs_products(left: np.ndarray, right: np.ndarray, route: str) -> np.ndarray:
