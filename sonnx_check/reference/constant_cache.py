@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-LIMIT_BYTES = 64 << 20  # ResNet-18's Conv weights take 135 MiB in float64 and float32 magnitudes: about half kept
+# ResNet-18's Conv weights take about 135 MiB in float64 and as float32 magnitudes: about half are kept
+LIMIT_BYTES = 64 << 20
 
 _lock = threading.Lock()
 _entries: dict[int, _Entry] = {}

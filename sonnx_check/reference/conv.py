@@ -47,10 +47,10 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import FLOAT_DTYPES
-from sonnx_check.reference import constant_cache
 from sonnx_check.reference.products_common import Products, abs_sum, float32_suffices, magnitude_range
 from sonnx_check.reference.products_signs import signed_sums
 from sonnx_check.shapes import dilated_extent
@@ -231,7 +231,9 @@ class _Plan:
         zero = self.zero_products(image)
         if zero:  # no product to take: R's shape only
             batch = self.left_shape[0]
-            right = np.broadcast_to(np.zeros((), work), (batch, self.left_shape[2], self.out[0] * self.out[1]))
+            right = np.broadcast_to(
+                np.zeros((), work), (batch, self.left_shape[2], self.out[0] * self.out[1])
+            )
         else:
             right = self.columns(image, work, absolute=True)
         left = self.magnitudes(work)
@@ -254,7 +256,9 @@ class _Plan:
         w, shape = self.w, self.left_shape
         if np.dtype(work) == np.float64:  # from W's float64 form, kept too: no conversion on the way
             return constant_cache.derived(w, ("magnitudes", shape), lambda: np.abs(self.left))
-        return constant_cache.derived(w, ("magnitudes32", shape), lambda: np.abs(w).astype(work).reshape(shape))
+        return constant_cache.derived(
+            w, ("magnitudes32", shape), lambda: np.abs(w).astype(work).reshape(shape)
+        )
 
     @functools.cached_property
     def _w_range(self) -> tuple[float, float]:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.exact_sums import (
     F64,
     TINY,
@@ -120,7 +121,10 @@ def abs_sum(
             left, right, _, whole = narrow_magnitudes(left, right)
             wide = whole if wide is None else wide
         else:
-            left, right = np.abs(np.asarray(left, dtype=np.float64)), np.abs(np.asarray(right, dtype=np.float64))
+            left, right = (
+                np.abs(np.asarray(left, dtype=np.float64)),
+                np.abs(np.asarray(right, dtype=np.float64)),
+            )
     shape = (max(left.shape[0], right.shape[0]), left.shape[1], right.shape[2])
     if zero:  # every product is +-0: no product to take
         total = np.zeros(shape)
@@ -193,7 +197,8 @@ def _magnitude_product(left: np.ndarray, right: np.ndarray, narrow: bool, wide: 
     float16/float32 data float32 where ``float32_suffices`` (``wide`` False, or None and judged here on
     these magnitudes; magnitudes given in float64 are taken in float64), else the float64 products."""
     if not narrow:
-        return _abs_products(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64), "float64")
+        left, right = np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64)
+        return _abs_products(left, right, "float64")
     if wide is None:
         wide = left.dtype == F64 or right.dtype == F64
         wide = wide or not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
@@ -259,7 +264,9 @@ class Products:
         """The exact result, rounded once to ``dtype``."""
         if self.finite or (
             self.finite is None
-            and (_all_finite(self.left) and _all_finite(self.right) and (self.bias is None or _all_finite(self.bias)))
+            and _all_finite(self.left)
+            and _all_finite(self.right)
+            and (self.bias is None or _all_finite(self.bias))
         ):
             return self._rounded_finite(None)
         left, right, bias = self.left, self.right, self.bias
@@ -444,9 +451,12 @@ class Products:
         """Where some k has signbit(l) = signbit(r) (only meaningful inside ``mask``)."""
         left, right, index = self._block(mask)
         work = count_type(self.k)
-        sign_l, sign_r = np.signbit(left), np.signbit(right)
-        both = np.matmul(sign_l.astype(work), sign_r.astype(work)).astype(np.int64)  # exact counts
-        equal = self.k - sign_l.sum(axis=2)[:, :, None] - sign_r.sum(axis=1)[:, None, :] + 2 * both
+        # L is often a model's constant W: its sign bits and their counts are kept (constant_cache)
+        sign_l = constant_cache.derived(left, ("sign bits", work), lambda: np.signbit(left).astype(work))
+        count_l = constant_cache.derived(sign_l, "row sums", lambda: sign_l.sum(axis=2, dtype=np.int64))
+        sign_r = np.signbit(right)
+        both = np.matmul(sign_l, sign_r.astype(work)).astype(np.int64)  # exact counts
+        equal = self.k - count_l[:, :, None] - sign_r.sum(axis=1)[:, None, :] + 2 * both
         return self._embed(equal > 0, index)
 
     def _exact_float64_sums(self, mask: np.ndarray) -> np.ndarray:

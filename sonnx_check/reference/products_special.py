@@ -108,7 +108,8 @@ def infinite_terms(
         t = np.copysign(magnitude, right, dtype=work)  # +-1 on the infinities (the cast keeps signs)
     b = np.matmul(s, t)
     column_counts = magnitude.sum(axis=1)[:, None, :]
-    if constant_cache.derived(s, "no zero", lambda: bool(s.all())):  # no zero (nor NaN) in L: every infinity of a column makes an infinite term
+    # no zero (nor NaN) in L: every infinity of a column makes an infinite term
+    if constant_cache.derived(s, "no zero", lambda: bool(s.all())):
         a = np.broadcast_to(column_counts, b.shape)
         zeros = np.zeros(b.shape, dtype=work)
     else:
