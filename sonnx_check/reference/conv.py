@@ -27,7 +27,9 @@ bias are -0.
 Accuracy: the exact value of that sum, rounded once to the output type (correctly rounded; the kernel's own
 error is at most half an ulp): see products_common for how, including float64 (error-free splitting).
 ``conv_abs`` / ``run_abs`` give a rigorous upper bound of sum |X_p * W_d| + |B| per output element, the
-quantity of the sum-of-products bound (compare/accuracy.py), from one float32 product of |X_p| and |W_d|.
+quantity of the sum-of-products bound (compare/accuracy.py), from one product of |X_p| and |W_d| (float32
+where that is fast and in range, else float64: products_common.abs_sum). A model's W meets the kernel once
+per dataset: its float64 form, magnitudes and finiteness are kept while it lives (constant_cache.py).
 
 The loop runs over the images of the batch and the kernel offsets (im2col), never over output elements.
 Refused (OutsideProfileError / ReferenceError, each naming its rule): rank other than 4 (Conv.R1), auto_pad
@@ -39,16 +41,17 @@ types (Conv.types, Conv.X.float.C2).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import FLOAT_DTYPES
-from sonnx_check.reference.products_common import Products, abs_sum
+from sonnx_check.reference.products_common import Products, abs_sum, float32_suffices, magnitude_range
 from sonnx_check.reference.products_signs import signed_sums
 from sonnx_check.shapes import dilated_extent
 
@@ -131,7 +134,10 @@ class _Plan:
         ensure_within_budget("Conv padded X (one image)", padded, max_elements)
         ensure_within_budget("Conv im2col columns (one image)", (channels * taps, positions), max_elements)
         self.x, self.pads, self.strides, self.padded = x, pads, params.strides, padded
-        self.parameters_finite = bool(np.isfinite(w).all() and (b is None or np.isfinite(b).all()))
+        w_finite = constant_cache.derived(w, "finite", lambda: bool(np.isfinite(w).all()))
+        self.parameters_finite = w_finite and (b is None or bool(np.isfinite(b).all()))
+        self._finite: dict[int, bool] = {}
+        self._x_ranges: dict[int, tuple[float, float]] = {}
         self.depthwise = params.group > 1
         self.w = w  # W, or W_d for dilation holes that are operands (float64 then)
         if self.depthwise:  # one kernel per channel: C stacked products (1 x T) @ (T x P)
@@ -145,17 +151,23 @@ class _Plan:
     def left(self) -> np.ndarray:
         """W as the products' left operand, in float64: only for the products (the bound's sum |a b| works
         on W's own type), not for every plan the comparison builds."""
-        return np.asarray(self.w, dtype=np.float64).reshape(self.left_shape)
+        w, shape = self.w, self.left_shape
+        return constant_cache.derived(w, ("float64", shape), lambda: np.asarray(w, np.float64).reshape(shape))
 
     @functools.cached_property
     def row_norms(self) -> np.ndarray:
         """The Euclidean norm of every row of W (the tier-1 certificate without the bound's sum |a b|): only
         when that certificate needs it, not for every plan the comparison builds."""
-        return np.sqrt(np.einsum("bmk,bmk->bm", self.left, self.left))
+        left = self.left
+        return constant_cache.derived(
+            self.w, ("row_norms", self.left_shape), lambda: np.sqrt(np.einsum("bmk,bmk->bm", left, left))
+        )
 
     def finite(self, image: int) -> bool:
-        """Whether every operand of one image's products is finite (X's padding is)."""
-        return self.parameters_finite and bool(np.isfinite(self.x[image]).all())
+        """Whether every operand of one image's products is finite (X's padding is); once per image."""
+        if image not in self._finite:
+            self._finite[image] = self.parameters_finite and bool(np.isfinite(self.x[image]).all())
+        return self._finite[image]
 
     def columns(self, image: int, dtype: type = np.float64, absolute: bool = False) -> np.ndarray:
         """The im2col of one image of X_p (of |X_p| when ``absolute``): R of shape (1, C*T, P), or (C, T, P)
@@ -183,8 +195,9 @@ class _Plan:
             None if self.depthwise or self.dtype == np.float64 else (self.row_norms, self.column_norms(image))
         )
         return Products(
-            self.left, self.columns(image), self.bias, self.dtype, finite=self.finite(image), norms=norms
-        )
+            self.left, self.columns(image), self.bias, self.dtype, finite=self.finite(image), norms=norms,
+            zero=self.zero_products(image),
+        )  # fmt: skip
 
     def column_norms(self, image: int) -> np.ndarray:
         """The Euclidean norm of every im2col column of a standard convolution, (1, P), from the window sums
@@ -205,10 +218,51 @@ class _Plan:
         return np.sqrt(total).reshape(1, oh * ow)
 
     def abs_sum(self, image: int) -> np.ndarray:
-        work = np.float64 if self.dtype == np.float64 else np.float32  # abs_sum's working precision
-        right = self.columns(image, work, absolute=True)
-        left = np.abs(self.w).astype(work).reshape(self.left_shape)  # |W| exact in either type
-        return abs_sum(left, right, self.bias, self.dtype, finite=self.finite(image), absolute=True)
+        """abs_sum of one image's products, in float32 where that is fast and in range (judged on |W| and
+        |X|: the padding and the holes only add zeros), else in float64 (products_common.abs_sum)."""
+        finite = self.finite(image)
+        if not finite:  # abs_sum chooses on the finite rows and columns: float32 holds every value
+            wide = None
+        else:  # float16 products and sums always fit float32
+            wide = self.dtype == np.float32 and not float32_suffices(
+                self._w_range, self.x_range(image), self.left_shape[2]
+            )
+        work = np.float64 if wide or self.dtype == np.float64 else np.float32
+        zero = self.zero_products(image)
+        if zero:  # no product to take: R's shape only
+            batch = self.left_shape[0]
+            right = np.broadcast_to(
+                np.zeros((), work), (batch, self.left_shape[2], self.out[0] * self.out[1])
+            )
+        else:
+            right = self.columns(image, work, absolute=True)
+        left = self.magnitudes(work)
+        return abs_sum(left, right, self.bias, self.dtype, finite=finite, absolute=True, wide=wide, zero=zero)
+
+    def x_range(self, image: int) -> tuple[float, float]:
+        """``magnitude_range`` of one image of X (float16/float32), once per image."""
+        if image not in self._x_ranges:
+            self._x_ranges[image] = magnitude_range(np.abs(self.x[image]))
+        return self._x_ranges[image]
+
+    def zero_products(self, image: int) -> bool:
+        """Whether every product of one image is +-0 (all of X or all of W +-0; float16/float32 data)."""
+        if self.dtype == np.float64 or not self.finite(image):
+            return False
+        return self._w_range[1] == 0 or self.x_range(image)[1] == 0
+
+    def magnitudes(self, work: type) -> np.ndarray:
+        """|W| as the left operand in ``work`` (exact in either type), kept for a model's constant W."""
+        w, shape = self.w, self.left_shape
+        if np.dtype(work) == np.float64:  # from W's float64 form, kept too: no conversion on the way
+            return constant_cache.derived(w, ("magnitudes", shape), lambda: np.abs(self.left))
+        return constant_cache.derived(
+            w, ("magnitudes32", shape), lambda: np.abs(w).astype(work).reshape(shape)
+        )
+
+    @functools.cached_property
+    def _w_range(self) -> tuple[float, float]:
+        return constant_cache.derived(self.w, "range", lambda: magnitude_range(self.magnitudes(np.float32)))
 
 
 def _check(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, params: ConvParams) -> None:
@@ -294,11 +348,7 @@ def conv_abs(
     """An upper bound (float64, tight to a relative 2(n+2)u) of sum |X_p * W_d| + |B| for every element of
     Y: the same convolution on |X|, |W| and |B|. +inf where a term involves a non-finite operand."""
     params = ConvParams(tuple(strides), tuple(pads), tuple(dilations), int(group))  # type: ignore[arg-type]
-    plan = _Plan(x, w, b, params, max_elements)
-    out = np.empty(plan.y_shape, dtype=np.float64)
-    for image in range(plan.y_shape[0]):
-        out[image] = plan.abs_sum(image).reshape(plan.y_shape[1:])
-    return out
+    return _abs_sums(_Plan(x, w, b, params, max_elements))
 
 
 def conv_with_abs(
@@ -311,24 +361,41 @@ def conv_with_abs(
     return _with_abs(_Plan(x, w, b, params, max_elements))  # type: ignore[arg-type]
 
 
+def _stacked(images: Iterator[np.ndarray], shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """The per-image results as one array of ``shape``, filled image by image (one image at a time in
+    memory): a single image's result itself, reshaped, without a copy."""
+    if shape[0] == 1:
+        return next(images).astype(dtype, copy=False).reshape(shape)
+    out = np.empty(shape, dtype=dtype)
+    for index, image in enumerate(images):
+        out[index] = image.reshape(shape[1:])
+    return out
+
+
+def _abs_sums(plan: _Plan) -> np.ndarray:
+    images = (plan.abs_sum(image) for image in range(plan.y_shape[0]))
+    return _stacked(images, plan.y_shape, np.float64)
+
+
 def _with_abs(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
-    y = np.empty(plan.y_shape, dtype=plan.dtype)
-    bound = np.empty(plan.y_shape, dtype=np.float64)
-    for image in range(plan.y_shape[0]):
-        magnitude = plan.abs_sum(image)
-        right = plan.columns(image)
-        finite = plan.finite(image)
-        products = Products(plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude)
-        y[image] = products.rounded().reshape(plan.y_shape[1:])
-        bound[image] = magnitude.reshape(plan.y_shape[1:])
-    return y, bound
+    bound = _abs_sums(plan)
+
+    def images() -> Iterator[np.ndarray]:
+        for image in range(plan.y_shape[0]):
+            right, finite = plan.columns(image), plan.finite(image)
+            magnitude = bound[image].reshape(*plan.left_shape[:2], -1)  # as abs_sum gave it: no copy
+            products = Products(
+                plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude,
+                zero=plan.zero_products(image),
+            )  # fmt: skip
+            yield products.rounded()
+
+    return _stacked(images(), plan.y_shape, plan.dtype), bound
 
 
 def _convolve(plan: _Plan) -> np.ndarray:
-    y = np.empty(plan.y_shape, dtype=plan.dtype)
-    for image in range(plan.y_shape[0]):
-        y[image] = plan.products(image).rounded().reshape(plan.y_shape[1:])
-    return y
+    images = (plan.products(image).rounded() for image in range(plan.y_shape[0]))
+    return _stacked(images, plan.y_shape, plan.dtype)
 
 
 def run(
@@ -344,16 +411,12 @@ def run_abs(
     node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], max_elements: int | None
 ) -> np.ndarray:
     """``conv_abs`` of a node: the sum |X_p * W_d| + |B| per element of Y (float64, rounded up), for the
-    sum-of-products bound. Cheaper than the kernel run on |X|, |W|, |B| (a float32 product for float16 and
-    float32 data, no certification) and an upper bound by construction."""
+    sum-of-products bound. Cheaper than the kernel run on |X|, |W|, |B| (one product, float32 where that is
+    fast and in range, no certification) and an upper bound by construction."""
     if len(inputs) < 2 or inputs[0] is None or inputs[1] is None:
         raise ReferenceError("Conv without X or W")
     bias = inputs[2] if len(inputs) > 2 else None
-    plan = _Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements)
-    out = np.empty(plan.y_shape, dtype=np.float64)
-    for image in range(plan.y_shape[0]):
-        out[image] = plan.abs_sum(image).reshape(plan.y_shape[1:])
-    return out
+    return _abs_sums(_Plan(inputs[0], inputs[1], bias, ConvParams.from_node(node), max_elements))
 
 
 def run_with_abs(

@@ -14,6 +14,7 @@ from onnx import numpy_helper
 
 from sonnx_check import stop
 from sonnx_check.profile import profile_operators
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
 from sonnx_check.reference.nan_policy import DEFAULT, Readings
@@ -98,12 +99,19 @@ def run_node_with_abs(
     if (
         together is None
         or _takes_readings(kernel)  # type: ignore[arg-type]
-        or not all(v.dtype.kind == "f" and np.isfinite(v).all() and v.any() for v in inputs if v is not None)
+        or not all(v.dtype.kind == "f" and _finite_not_all_zero(v) for v in inputs if v is not None)
     ):
         return run_node(node, inputs, max_elements=max_elements, readings=readings), None
     stop.check()
     outputs, magnitude = together(node, inputs, max_elements)
     return outputs, magnitude
+
+
+def _finite_not_all_zero(value: np.ndarray) -> bool:
+    """Whether every value is finite and one is not zero; kept for a model's constant (constant_cache)."""
+    return constant_cache.derived(
+        value, "finite, not all zero", lambda: bool(np.isfinite(value).all() and value.any())
+    )
 
 
 def evaluate(

@@ -29,7 +29,7 @@ import onnx
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import FLOAT_DTYPES
-from sonnx_check.reference.products_common import Products, abs_sum
+from sonnx_check.reference.products_common import Products, abs_sum, narrow_magnitudes
 from sonnx_check.reference.products_signs import signed_sums
 
 INT_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64))
@@ -99,8 +99,12 @@ def matmul_with_abs(
     a, b = _checked(a, b, max_elements)
     if a.dtype not in FLOAT_DTYPES:
         raise OutsideProfileError(f"MatMul bound on {a.dtype}: integer products are exact (MatMul.types)")
-    finite = bool(np.isfinite(a).all() and np.isfinite(b).all())  # once, on the narrow type
-    magnitude = abs_sum(a[None], b[None], None, a.dtype, finite=finite)
+    if a.dtype == np.float64:
+        finite = bool(np.isfinite(a).all() and np.isfinite(b).all())
+        magnitude = abs_sum(a[None], b[None], None, a.dtype, finite=finite)
+    else:  # the magnitudes' ranges say whether all is finite and which product the bound needs
+        left, right, finite, wide = narrow_magnitudes(a[None], b[None])
+        magnitude = abs_sum(left, right, None, a.dtype, finite=finite, absolute=True, wide=wide)
     products = Products(
         a[None].astype(np.float64), b[None].astype(np.float64), None, a.dtype, finite=finite,
         magnitude=magnitude,

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.exact_sums import (
     F64,
     TINY,
@@ -86,44 +87,62 @@ def abs_sum(
     *,
     finite: bool | None = None,
     absolute: bool = False,
+    wide: bool | None = None,
+    zero: bool = False,
 ) -> np.ndarray:
     """A rigorous upper bound, in float64, of ``s = sum_k |L[i,k] * R[k,j]| (+ |bias|)`` for every element,
-    above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) of its smallest
-    subnormals): the quantity the sum-of-products accuracy bound gamma_n * sum|a*b| multiplies. L (BL, M, K),
-    R (BR, K, P) and the bias hold values of ``dtype`` (in any float type; ``absolute``: L and R are already
-    their magnitudes, in the working type). +inf where a term involves a non-finite operand, or where s is
-    beyond the float64 range (an upper bound still).
+    above s by at most a relative 2 gamma_(K+2) of the working precision (+ (K+1) float64 subnormals for
+    float64 data): the quantity the sum-of-products accuracy bound gamma_n * sum|a*b| multiplies. L (BL, M,
+    K), R (BR, K, P) and the bias hold values of ``dtype`` (in any float type; ``absolute``: L and R are
+    already their magnitudes, in the working type; ``zero``: the caller knows an operand is all +-0 and
+    finite). +inf where a term involves a non-finite operand, or where s is beyond the float64 range (an
+    upper bound still).
 
-    Why it is an upper bound: the working type is float32 for float16/float32 operands (float64 where float32
-    overflows) and float64 for float64 operands, with unit roundoff u and smallest subnormal tiny. The terms
-    t_k = |l_k| |r_k| are non-negative, so in any summation order, with or without FMA, each rounding to
-    nearest of a product or a partial sum x gives at least x (1 - u), less at most tiny/2 where a product
-    underflows (sums of non-negative numbers never do). So the BLAS result s^ >= (1 - u)^K s - K tiny/2, i.e.
-    s <= (s^ + K tiny/2) / (1 - u)^K <= (s^ + K tiny/2)(1 + gamma_K). The result is s^ (1 + 2 gamma_(K+2)) +
-    (K+1) tiny (+ |bias| (1 + 2^-52)) in float64: the margin over (1 + gamma_K) covers the float64 roundings
-    of those operations, so the result is at least s."""
+    The working type is float64 for float64 operands. For float16/float32 operands it is float32 only where
+    ``float32_suffices`` (no subnormal operand, no product below the normal range, no partial sum near
+    overflow), float64 elsewhere (``wide``: the caller's verdict of ``float32_suffices``, which it then must
+    hold; None: decided here from the magnitudes). A float32 BLAS slows down by two orders of magnitude on
+    subnormals (a microcode assist per operation), while in float64 every product of two float32 values is
+    exact (48 bits, between 2^-298 and 2^256): only the additions round; on normal data float32 is twice as
+    fast, so both are used.
+
+    Why it is an upper bound: with unit roundoff u of the working type, the terms t_k = |l_k| |r_k| are
+    non-negative, so in any summation order, with or without FMA, each rounding to nearest of a product or
+    a partial sum x gives at least x (1 - u), as long as no product underflows (sums of non-negative numbers
+    never do; float64 data: a product that underflows loses at most tiny/2, tiny the smallest float64
+    subnormal). So the BLAS result s^ >= (1 - u)^K s - K tiny/2, i.e. s <= (s^ + K tiny/2) / (1 - u)^K <=
+    (s^ + K tiny/2)(1 + gamma_K). The result is s^ (1 + 2 gamma_(K+2)) (+ (K+1) tiny for float64 data) (+
+    |bias| (1 + 2^-52)) in float64: the margin over (1 + gamma_K) covers the float64 roundings of those
+    operations, so the result is at least s. The float64 products of float32 values are exact (the
+    margin is then generous: only K - 1 additions round)."""
     narrow = np.dtype(dtype) != F64
-    work = np.float32 if narrow else np.float64
-    left, right = np.asarray(left, dtype=work), np.asarray(right, dtype=work)
     if not absolute:
-        left, right = np.abs(left), np.abs(right)
+        if narrow:
+            left, right, _, whole = narrow_magnitudes(left, right)
+            wide = whole if wide is None else wide
+        else:
+            left, right = (
+                np.abs(np.asarray(left, dtype=np.float64)),
+                np.abs(np.asarray(right, dtype=np.float64)),
+            )
     shape = (max(left.shape[0], right.shape[0]), left.shape[1], right.shape[2])
-    if finite or (finite is None and _all_finite(left) and _all_finite(right)):
-        total = _abs_products(left, right, narrow)
-    else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand
+    if zero:  # every product is +-0: no product to take
+        total = np.zeros(shape)
+    elif finite or (finite is None and _all_finite(left) and _all_finite(right)):
+        total = _magnitude_product(left, right, narrow, wide)
+    else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand;
+        # the product's type is chosen on the finite rows and columns (``wide`` judged all of them)
         bad = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[:, None, :]
         if bad.shape[0] == 1:  # the product on the finite rows and columns only
             rows, cols = np.flatnonzero(~bad[0].all(axis=1)), np.flatnonzero(~bad[0].all(axis=0))
             total = np.full(shape, np.inf)
             if rows.size and cols.size:
-                block = _abs_products(
-                    take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2]), narrow
-                )
-                total[0][np.ix_(rows, cols)] = block[0]
+                block_l, block_r = take_rows(left, rows, shape[1]), take_cols(right, cols, shape[2])
+                total[0][np.ix_(rows, cols)] = _magnitude_product(block_l, block_r, narrow, None)[0]
         else:
             left = np.where(np.isfinite(left), left, 0)
             right = np.where(np.isfinite(right), right, 0)
-            total = _abs_products(left, right, narrow)
+            total = _magnitude_product(left, right, narrow, None)
         total[np.broadcast_to(bad, total.shape)] = np.inf
     if total.shape != shape:
         total = np.broadcast_to(total, shape).copy()
@@ -135,18 +154,71 @@ def abs_sum(
     return total
 
 
-def _abs_products(left: np.ndarray, right: np.ndarray, narrow: bool) -> np.ndarray:
-    """``abs_sum`` of finite magnitudes, without the bias: the working-type product rounded up."""
+def narrow_magnitudes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+    """For float16/float32 operands: |L| and |R| in float32, whether every operand is finite, and whether
+    ``abs_sum`` needs float64 for them (``wide``: not ``float32_suffices``): one look at each range."""
+    left = np.abs(np.asarray(left, dtype=np.float32))
+    right = np.abs(np.asarray(right, dtype=np.float32))
+    left_range, right_range = magnitude_range(left), magnitude_range(right)
+    finite = bool(left_range[1] < np.inf and right_range[1] < np.inf)  # NaN compares false
+    return left, right, finite, not float32_suffices(left_range, right_range, left.shape[-1])
+
+
+def magnitude_range(a: np.ndarray) -> tuple[float, float]:
+    """The least positive and the largest value of float32 magnitudes (non-negative, sign bits clear), 0 for
+    no positive one; the largest is inf or NaN where one is. The minimum itself where it is positive, else
+    from the bit patterns, which order non-negative floats as their values."""
+    a = np.asarray(a, dtype=np.float32)
+    if a.size == 0:
+        return 0.0, 0.0
+    low, high = float(a.min()), float(a.max())
+    if low != 0:  # positive, or NaN with a NaN high
+        return low, high
+    bits = np.ascontiguousarray(a).view(np.uint32)
+    low_bits = (int(np.min(bits - np.uint32(1))) + 1) & 0xFFFFFFFF  # array arithmetic: 0 - 1 wraps to the top
+    return float(np.array(low_bits, dtype=np.uint32).view(np.float32)), high
+
+
+def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: int) -> bool:
+    """Whether the float32 product of magnitudes with these ranges (``magnitude_range``) is fast and in range:
+    every operand and every non-zero product normal (no microcode assists, no underflow), and K times the
+    largest product below 2^126 (no partial sum near overflow, in any order)."""
+    (low_l, high_l), (low_r, high_r) = left, right
+    if high_l == 0 or high_r == 0:  # every product is zero
+        return True
+    normal = 2.0**-126
+    return bool(
+        low_l >= normal and low_r >= normal and low_l * low_r >= normal and k * high_l * high_r <= 2.0**126
+    )
+
+
+def _magnitude_product(left: np.ndarray, right: np.ndarray, narrow: bool, wide: bool | None) -> np.ndarray:
+    """``_abs_products`` of finite magnitudes in the type ``abs_sum`` says: float64 for float64 data; for
+    float16/float32 data float32 where ``float32_suffices`` (``wide`` False, or None and judged here on
+    these magnitudes; magnitudes given in float64 are taken in float64), else the float64 products."""
+    if not narrow:
+        left, right = np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64)
+        return _abs_products(left, right, "float64")
+    if wide is None:
+        wide = left.dtype == F64 or right.dtype == F64
+        wide = wide or not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
+    work = np.float64 if wide else np.float32
+    route = "exact" if wide else "float32"
+    return _abs_products(np.asarray(left, dtype=work), np.asarray(right, dtype=work), route)
+
+
+def _abs_products(left: np.ndarray, right: np.ndarray, route: str) -> np.ndarray:
+    """``abs_sum`` of finite magnitudes, without the bias: the working-type product rounded up. ``route``:
+    "float64" (float64 data), "exact" (float64 products of float32 values: none rounds or underflows) or
+    "float32" (only where ``float32_suffices``: no product underflows, no partial sum overflows)."""
     k = left.shape[2]
     with np.errstate(over="ignore"):
         total = np.matmul(left, right)
-    if narrow and not _all_finite(total):  # a float32 overflow: the float64 product instead
-        total = np.matmul(left.astype(np.float64), right.astype(np.float64))
-        narrow = False
-    u, tiny = (2.0**-24, 2.0**-149) if narrow else (U, TINY)
+    u = 2.0**-24 if route == "float32" else U
     with np.errstate(over="ignore"):  # beyond the float64 range: +inf, an upper bound still
         total = np.multiply(total, 1.0 + 2.0 * (k + 2) * u / (1.0 - (k + 2) * u), dtype=np.float64)
-        total += (k + 1) * tiny
+        if route == "float64":  # float64 products can underflow: (K + 1) of its smallest subnormals
+            total += (k + 1) * TINY
     return total
 
 
@@ -157,7 +229,8 @@ class Products:
 
     ``magnitude``: an upper bound of sum|l*r| + |bias| per element the caller already has (abs_sum; tier 1
     then needs no Cauchy-Schwarz norms). ``norms``: the Cauchy-Schwarz norms (BL, M) and (BR, P) when the
-    caller computes them more cheaply than from L and R (Conv, from window sums of X squared)."""
+    caller computes them more cheaply than from L and R (Conv, from window sums of X squared). ``zero``: the
+    caller knows one operand is all +-0 (finite), so tier 1 needs no product."""
 
     def __init__(
         self,
@@ -169,6 +242,7 @@ class Products:
         finite: bool | None = None,
         magnitude: np.ndarray | None = None,
         norms: tuple[np.ndarray, np.ndarray] | None = None,
+        zero: bool = False,
     ) -> None:
         if left.ndim != 3 or right.ndim != 3 or left.shape[2] != right.shape[1]:
             raise ValueError(f"product of {left.shape} and {right.shape}")
@@ -183,16 +257,19 @@ class Products:
         self.finite = finite  # True / False when the caller knows whether every operand is finite, else None
         self.magnitude = magnitude
         self.norms = norms
+        self.zero = zero  # the caller knows an operand is all +-0: every product is +-0
 
     # -- the result ---------------------------------------------------------------------------------------
     def rounded(self) -> np.ndarray:
         """The exact result, rounded once to ``dtype``."""
-        left, right, bias = self.left, self.right, self.bias
         if self.finite or (
             self.finite is None
-            and (_all_finite(left) and _all_finite(right) and (bias is None or _all_finite(bias)))
+            and _all_finite(self.left)
+            and _all_finite(self.right)
+            and (self.bias is None or _all_finite(self.bias))
         ):
             return self._rounded_finite(None)
+        left, right, bias = self.left, self.right, self.bias
         where, values = special_values(self.left, self.right, self.bias, self.shape)
         if where.all():
             return values.astype(self.dtype)
@@ -230,21 +307,32 @@ class Products:
     def _float64_accumulation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tier 1 for float16/float32 operands: products exact in float64, one rounding per addition. Returns
         the rounded result, where it is certified, and the float64 approximation (for tier 2)."""
-        approx = np.matmul(self.left, self.right)
+        if self.zero:  # a float64 sum of +-0 terms is +-0, whatever the order (tier 2 gives the sign)
+            approx = np.zeros(self.shape)
+        else:
+            approx = np.matmul(self.left, self.right)
         if approx.shape != self.shape:
             approx = np.broadcast_to(approx, self.shape).copy()
         # gamma_(K+1) * (sum|products| + |bias|), inflated for the float64 roundings of the norms, plus room
         # for the float64 roundings of approx +- bound (|approx| <= the same sum).
         factor = gamma(self.k + 1) * (1.0 + 4.0 * (self.k + 4) * U) + 2.0**-49
+        bias = self.bias
         if self.magnitude is not None:
-            bound = np.broadcast_to(self.magnitude, self.shape) * factor
+            magnitude = np.broadcast_to(self.magnitude, self.shape)
+
+            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
+                np.multiply(magnitude[b, start:stop], factor, out=out)
+
         else:
             rows, cols = self._norms()
-            bound = (rows * factor)[:, :, None] * cols[:, None, :]
-            if bound.shape != self.shape:
-                bound = np.broadcast_to(bound, self.shape).copy()
-            if self.bias is not None:
-                bound += np.abs(self.bias) * factor
+            rows = rows * factor
+
+            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
+                r, c = rows[min(b, len(rows) - 1), start:stop, None], cols[min(b, len(cols) - 1), None, :]
+                np.multiply(r, c, out=out)
+                if bias is not None:
+                    out += np.abs(bias[b, start:stop]) * factor
+
         if self.bias is not None:
             approx += self.bias
         result, certified = _certify_rounding(approx, bound, self.dtype)
@@ -363,9 +451,12 @@ class Products:
         """Where some k has signbit(l) = signbit(r) (only meaningful inside ``mask``)."""
         left, right, index = self._block(mask)
         work = count_type(self.k)
-        sign_l, sign_r = np.signbit(left), np.signbit(right)
-        both = np.matmul(sign_l.astype(work), sign_r.astype(work)).astype(np.int64)  # exact counts
-        equal = self.k - sign_l.sum(axis=2)[:, :, None] - sign_r.sum(axis=1)[:, None, :] + 2 * both
+        # L is often a model's constant W: its sign bits and their counts are kept (constant_cache)
+        sign_l = constant_cache.derived(left, ("sign bits", work), lambda: np.signbit(left).astype(work))
+        count_l = constant_cache.derived(sign_l, "row sums", lambda: sign_l.sum(axis=2, dtype=np.int64))
+        sign_r = np.signbit(right)
+        both = np.matmul(sign_l, sign_r.astype(work)).astype(np.int64)  # exact counts
+        equal = self.k - count_l[:, :, None] - sign_r.sum(axis=1)[:, None, :] + 2 * both
         return self._embed(equal > 0, index)
 
     def _exact_float64_sums(self, mask: np.ndarray) -> np.ndarray:
@@ -397,7 +488,10 @@ class Products:
             index = flat[start : start + chunk]
             b, i, j = np.unravel_index(index, self.shape)
             left = self.left[b if self.left.shape[0] > 1 else 0, i, :]
-            right = self.right[b if self.right.shape[0] > 1 else 0, :, j]
+            if self.right.shape[0] == 1:  # row by row: each row's picks share cache lines
+                right = np.take(self.right[0], j, axis=1).T
+            else:
+                right = self.right[b, :, j]
             bias = None if self.bias is None else self.bias[b, i, j]
             out[start : start + chunk] = _exact_terms(left, right, bias, self.dtype)
         return out

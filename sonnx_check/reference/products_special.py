@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sonnx_check.reference import constant_cache
+
 
 def special_values(
     left: np.ndarray, right: np.ndarray, bias: np.ndarray | None, shape: tuple[int, int, int]
@@ -20,7 +22,10 @@ def special_values(
     poisons its row or column; the infinite terms of the others are counted exactly with matrix products
     of small integers (``infinite_terms``), over the rows and columns no NaN has decided already. L
     (BL, M, K), R (BR, K, P), the bias broadcast to ``shape`` = (B, M, P) or None."""
-    nan_rows, nan_cols = np.isnan(left).any(axis=2), np.isnan(right).any(axis=1)  # (BL, M), (BR, P)
+    # L is often a model's constant W (all finite, known once for all its datasets): no NaN, no infinity
+    left_finite = constant_cache.derived(left, "finite", lambda: bool(np.isfinite(left).all()))
+    nan_rows = np.zeros(left.shape[:2], dtype=bool) if left_finite else np.isnan(left).any(axis=2)  # (BL, M)
+    nan_cols = np.isnan(right).any(axis=1)  # (BR, P)
     nan = np.broadcast_to(nan_rows[:, :, None] | nan_cols[:, None, :], shape)
     pos_inf, neg_inf = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
     rows = np.flatnonzero(~nan_rows.all(axis=0))
@@ -28,11 +33,13 @@ def special_values(
     if rows.size and cols.size:
         block_l = take_rows(left, rows, shape[1])
         block_r = take_cols(right, cols, shape[2])
-        inf_l, inf_r = np.isinf(block_l), np.isinf(block_r)
+        inf_l = np.zeros((1, 1, 1), dtype=bool) if left_finite else np.isinf(block_l)
+        inf_r = np.isinf(block_r)
         if inf_l.any() or inf_r.any():
             counts = [0, 0, 0]  # NaN terms (0 * inf), +inf terms, -inf terms
             if inf_r.any():
-                counts = _add(counts, infinite_terms(block_l, block_r, inf_r))
+                signs = _signs(left) if block_l is left else None
+                counts = _add(counts, infinite_terms(block_l, block_r, inf_r, signs))
             if inf_l.any():  # the same with the roles of L and R exchanged (transposed)
                 swapped = infinite_terms(
                     block_r.transpose(0, 2, 1), block_l.transpose(0, 2, 1), inf_l.transpose(0, 2, 1)
@@ -72,20 +79,42 @@ def count_type(k: int) -> type:
     return np.float32 if k < 1 << 24 else np.float64
 
 
-def infinite_terms(left: np.ndarray, right: np.ndarray, inf_r: np.ndarray) -> list[np.ndarray]:
+def _signs(left: np.ndarray) -> np.ndarray:
+    """sign(L) for ``infinite_terms``, kept for a constant L (a model's W meets every edge dataset)."""
+    return constant_cache.derived(left, "count signs", lambda: _count_signs(left))
+
+
+def _count_signs(left: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        s = np.sign(left).astype(count_type(left.shape[2]))  # -1, 0, 1, NaN for NaN (1e-300 is 1)
+    np.copyto(s, 0, where=np.isnan(s))  # NaN operands: their rows are NaN already
+    return s
+
+
+def infinite_terms(
+    left: np.ndarray, right: np.ndarray, inf_r: np.ndarray, signs: np.ndarray | None = None
+) -> list[np.ndarray]:
     """Counts, per element, of the terms l * r with r = +-inf: NaN ones (l = 0), +inf ones, -inf ones (NaN
     operands excluded; their rows and columns are NaN already). With s = sign(l) and t = sign(r) on the
     infinite r (0 elsewhere): A = |s| @ |t| counts the infinite terms, B = s @ t their sign balance, so
-    (A + B) / 2 are +inf, (A - B) / 2 are -inf, and the infinities of R's column less A are times a zero."""
+    (A + B) / 2 are +inf, (A - B) / 2 are -inf, and the infinities of R's column less A are times a zero.
+
+    Where L holds no zero (nor NaN), |s| = 1 and A is the column's count of infinities: one product.
+    ``signs``: s when the caller has it."""
     work = count_type(left.shape[2])
+    s = _count_signs(left) if signs is None else signs
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.sign(left).astype(work)  # -1, 0, 1, NaN for NaN (the sign before any cast: 1e-300 is 1)
-        np.copyto(s, 0, where=np.isnan(s))  # NaN operands: their rows are NaN already
         magnitude = inf_r.astype(work)
         t = np.copysign(magnitude, right, dtype=work)  # +-1 on the infinities (the cast keeps signs)
-    a = np.matmul(np.abs(s), magnitude)
     b = np.matmul(s, t)
-    zeros = magnitude.sum(axis=1)[:, None, :] - a
+    column_counts = magnitude.sum(axis=1)[:, None, :]
+    # no zero (nor NaN) in L: every infinity of a column makes an infinite term
+    if constant_cache.derived(s, "no zero", lambda: bool(s.all())):
+        a = np.broadcast_to(column_counts, b.shape)
+        zeros = np.zeros(b.shape, dtype=work)
+    else:
+        a = np.matmul(np.abs(s), magnitude)
+        zeros = column_counts - a
     return [zeros, a + b, a - b]
 
 

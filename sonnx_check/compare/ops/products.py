@@ -73,12 +73,16 @@ def term_count(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> int
 
 def _abs_sum(data: NodeData) -> np.ndarray:
     """An upper bound of sum |a_k b_k| (+ |c|) per output element (float64): ``run_abs`` of the module that
-    holds the operator's declared kernel (reference/conv.py, matmul.py, gemm.py). One float32 product of
-    the magnitudes for float16/float32 data (float64 for float64 data, or where float32 overflows), rounded
-    up by 2 gamma_(K+2) of its own precision plus (K+1) times its smallest subnormal for the products that
-    underflow (products_common.abs_sum says why that is an upper bound in any summation order); +inf where
-    a term involves a non-finite operand. About ten times cheaper than the reference kernel on |A|, |B|,
-    |C|, which certifies every rounding; an upper bound only loosens the bound, by at most that factor."""
+    holds the operator's declared kernel (reference/conv.py, matmul.py, gemm.py). For float16/float32 data
+    one float32 product of the magnitudes where it is fast and in range (no subnormal, no product below the
+    normal range, no partial sum near overflow), rounded up by 2 gamma_(K+2) of float32; elsewhere (the
+    subnormal and extreme edge data, data with NaN or inf) a float64 product of the float32 magnitudes, where
+    every product is exact and only the sums round, rounded up by 2 gamma_(K+2) of float64; float64 data in
+    float64 (+ (K+1) of its smallest subnormals for the products that underflow). products_common.abs_sum
+    says why each is an upper bound in any summation order; +inf where a term involves a non-finite operand.
+    About ten times cheaper than the reference kernel on |A|, |B|, |C|, which certifies every rounding; an
+    upper bound only loosens the bound, by at most that factor. Which product is taken depends on the data,
+    so the bound's last bits do too (a hair, never below the exact sum)."""
     if data.abs_sum is not None:
         return np.asarray(data.abs_sum, dtype=np.float64)
     run_abs = _kernel_function(data, "run_abs")
