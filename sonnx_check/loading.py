@@ -28,6 +28,7 @@ from sonnx_check.external_data import (  # noqa: F401 - re-exported: where calle
     read_segments,
     shown,
 )
+from sonnx_check.protobuf_wire import LEN, VARINT, Malformed, fields, length_delimited_tag, varint
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 MODEL_SUFFIX = ".onnx"
@@ -137,7 +138,7 @@ class ModelFile:
             data = self._bytes()
             try:
                 found = _elidable(data)
-            except _Malformed:
+            except Malformed:
                 found = []  # the full parse names the problem
             self._skeleton_bytes = _skeleton(data, found) if found else data
             self.elided = frozenset(t.name for t in found)
@@ -239,18 +240,13 @@ _VALUE_INFO_NAME = 1
 _TENSOR_DIMS, _TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW_DATA, _TENSOR_DATA_LOCATION = 1, 2, 8, 9, 14
 # segment, the typed data fields and external_data: a tensor with any of them is kept whole
 _TENSOR_OTHER_DATA = frozenset({3, 4, 5, 6, 7, 10, 11, 13})
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 _TENSOR_WIRES = {
-    _TENSOR_DIMS: (_VARINT, _LEN),  # unpacked or packed
-    _TENSOR_DATA_TYPE: (_VARINT,),
-    _TENSOR_NAME: (_LEN,),
-    _TENSOR_RAW_DATA: (_LEN,),
-    _TENSOR_DATA_LOCATION: (_VARINT,),
+    _TENSOR_DIMS: (VARINT, LEN),  # unpacked or packed
+    _TENSOR_DATA_TYPE: (VARINT,),
+    _TENSOR_NAME: (LEN,),
+    _TENSOR_RAW_DATA: (LEN,),
+    _TENSOR_DATA_LOCATION: (VARINT,),
 }
-
-
-class _Malformed(Exception):
-    """Bytes the scanner does not follow (the full parse then reports what is wrong, if anything)."""
 
 
 @dataclass(frozen=True)
@@ -272,17 +268,17 @@ def _elidable(data: bytes) -> list[_Elided]:
     if len(data) <= CONSTANT_ELEMENT_LIMIT:
         return []  # no tensor in the file can hold more elements than the file has bytes: nothing to scan
     view = memoryview(data)
-    graphs = [f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH]
-    versions = [f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_IR_VERSION]
-    if len(graphs) != 1 or graphs[0][1] != _LEN or not versions or versions[-1][4] < 4:
+    graphs = [f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH]
+    versions = [f for f in fields(view, 0, len(view)) if f[0] == _MODEL_IR_VERSION]
+    if len(graphs) != 1 or graphs[0][1] != LEN or not versions or versions[-1][4] < 4:
         return []  # two graph fields merge, and before IR 4 initializers are inputs: parse as it is
     _, _, _, start, end = graphs[0]
-    records = list(_fields(view, start, end))
+    records = list(fields(view, start, end))
     found = []
     for number, wire, tag_start, value_start, value_end in records:
         # Raw data of more elements than the limit is more bytes than the limit (no element type is under a
         # byte): a smaller record cannot hold such a tensor, and most initializers are read no further.
-        if number == _GRAPH_INITIALIZER and wire == _LEN and value_end - value_start > CONSTANT_ELEMENT_LIMIT:
+        if number == _GRAPH_INITIALIZER and wire == LEN and value_end - value_start > CONSTANT_ELEMENT_LIMIT:
             tensor = _large_raw_tensor(view, value_start, value_end, CONSTANT_ELEMENT_LIMIT)
             if tensor is not None and tensor[0]:
                 found.append(_Elided(tag_start, value_end, *tensor))
@@ -302,19 +298,19 @@ def _large_raw_tensor(
     dims: list[int] = []
     seen: dict[int, int] = {}
     name, data_type, raw_size, location = "", 0, -1, 0
-    for number, wire, _, value_start, value_end in _fields(view, start, end):
+    for number, wire, _, value_start, value_end in fields(view, start, end):
         seen[number] = seen.get(number, 0) + 1
         if number in _TENSOR_OTHER_DATA or wire not in _TENSOR_WIRES.get(number, (wire,)):
             return None
         if number == _TENSOR_DIMS:
-            dims.extend(_packed(view, value_start, value_end) if wire == _LEN else [value_end])
-        elif number == _TENSOR_DATA_TYPE and wire == _VARINT:
+            dims.extend(_packed(view, value_start, value_end) if wire == LEN else [value_end])
+        elif number == _TENSOR_DATA_TYPE and wire == VARINT:
             data_type = value_end
-        elif number == _TENSOR_NAME and wire == _LEN:
+        elif number == _TENSOR_NAME and wire == LEN:
             name = _utf8(view[value_start:value_end])
-        elif number == _TENSOR_RAW_DATA and wire == _LEN:
+        elif number == _TENSOR_RAW_DATA and wire == LEN:
             raw_size = value_end - value_start
-        elif number == _TENSOR_DATA_LOCATION and wire == _VARINT:
+        elif number == _TENSOR_DATA_LOCATION and wire == VARINT:
             location = value_end
     repeated = any(seen.get(n, 0) > 1 for n in (_TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW_DATA))
     if repeated or location != 0 or raw_size < 0 or any(d < 0 or d >= 2**62 for d in dims):
@@ -329,60 +325,16 @@ def _large_raw_tensor(
     return name, data_type, tuple(dims)
 
 
-def _fields(view: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
-    """(field number, wire type, tag start, value start, value end) of every field in ``view[start:end]``;
-    for a varint, "value end" is the value itself and "value start" where the next field begins."""
-    pos = start
-    while pos < end:
-        tag_start = pos
-        key = view[pos]
-        if key < 0x80:  # one-byte tags and lengths are the rule: decoded inline, they keep a scan of
-            pos += 1  # 100 000 nodes well under a second
-        else:
-            key, pos = _varint(view, pos, end)
-        number, wire = key >> 3, key & 7
-        if wire == _VARINT:
-            value, pos = _varint(view, pos, end)
-            yield number, wire, tag_start, pos, value
-            continue
-        if wire == _LEN:
-            if pos < end and view[pos] < 0x80:
-                size, pos = view[pos], pos + 1
-            else:
-                size, pos = _varint(view, pos, end)
-            value_start, pos = pos, pos + size
-        elif wire in (_I64, _I32):
-            value_start, pos = pos, pos + (8 if wire == _I64 else 4)
-        else:  # groups: never in onnx.proto
-            raise _Malformed
-        if pos > end:
-            raise _Malformed
-        yield number, wire, tag_start, value_start, pos
-
-
-def _varint(view: memoryview, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise _Malformed
-        byte = view[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
 def _packed(view: memoryview, start: int, end: int) -> list[int]:
     values, pos = [], start
     while pos < end:
-        value, pos = _varint(view, pos, end)
+        value, pos = varint(view, pos, end)
         values.append(value)
     return values
 
 
 def _name_of(view: memoryview, start: int, end: int, number: int) -> str:
-    names = [_utf8(view[s:e]) for n, w, _, s, e in _fields(view, start, end) if n == number and w == _LEN]
+    names = [_utf8(view[s:e]) for n, w, _, s, e in fields(view, start, end) if n == number and w == LEN]
     return names[-1] if names else ""
 
 
@@ -395,7 +347,7 @@ def _skeleton(data: bytes, elided: Sequence[_Elided]) -> bytes:
     shape for each, appended to the graph (as a parse would append them to its inputs); the graph's length
     is re-encoded, every other byte is copied as it is (one copy of what remains, never of the weights)."""
     view = memoryview(data)
-    graph = next(f for f in _fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
+    graph = next(f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
     _, _, graph_tag, graph_start, graph_end = graph
     kept: list[bytes | memoryview] = []
     pos = graph_start
@@ -406,19 +358,7 @@ def _skeleton(data: bytes, elided: Sequence[_Elided]) -> bytes:
     for tensor in elided:
         value = onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
         record = value.SerializeToString()
-        kept.append(_encode_varint(_GRAPH_INPUT << 3 | _LEN) + _encode_varint(len(record)) + record)
+        kept.append(length_delimited_tag(_GRAPH_INPUT, len(record)) + record)
     length = sum(len(part) for part in kept)
-    header = _encode_varint(_MODEL_GRAPH << 3 | _LEN) + _encode_varint(length)
+    header = length_delimited_tag(_MODEL_GRAPH, length)
     return b"".join([view[:graph_tag], header, *kept, view[graph_end:]])
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)

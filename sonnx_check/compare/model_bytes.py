@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-_LENGTH_DELIMITED = 2
+from sonnx_check.protobuf_wire import VARINT, fields, length_delimited_tag
+
 # field numbers (onnx.proto)
 _MODEL_GRAPH = 7
 _GRAPH_INITIALIZER = 5
@@ -22,65 +23,19 @@ _VALUE_INFO_NAME = 1
 _TENSOR_NAME = 8
 
 
-class MalformedModel(ValueError):
-    """The bytes are not a protobuf message."""
-
-
-def _varint(data: bytes | memoryview, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise MalformedModel("truncated varint")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
 def _fields(data: bytes | memoryview) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, start of the field, start of its value, end of the field) of each top-level field."""
-    at = 0
-    while at < len(data):
-        start = at
-        key, at = _varint(data, at)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            _, end = _varint(data, at)
-        elif wire == 1:
-            end = at + 8
-        elif wire == _LENGTH_DELIMITED:
-            length, at = _varint(data, at)
-            end = at + length
-        elif wire == 5:
-            end = at + 4
-        else:  # groups (3, 4) are not used by onnx.proto
-            raise MalformedModel(f"unsupported wire type {wire}")
-        if end > len(data) or number == 0:
-            raise MalformedModel("field past the end of the message")
-        yield number, start, at, end
-        at = end
+    """(field number, start of the field, start of its value, end of the field) of each top-level field
+    (a varint's value is never read here: its end stands for its start). Raises protobuf_wire.Malformed."""
+    view = memoryview(data)
+    for number, wire, start, value, end in fields(view, 0, len(view)):
+        yield (number, start, value, value) if wire == VARINT else (number, start, value, end)
 
 
 Parts = list[bytes | memoryview]  # a message's encoding in pieces, joined once (weights are copied once)
 
 
 def _field(number: int, payload: Parts) -> Parts:
-    length = sum(len(part) for part in payload)
-    return [_encode_varint(number << 3 | _LENGTH_DELIMITED), _encode_varint(length), *payload]
+    return [length_delimited_tag(number, sum(len(part) for part in payload)), *payload]
 
 
 def _split_graph(model: bytes) -> tuple[list[memoryview], list[memoryview]]:

@@ -41,4 +41,3 @@ def test_no_module_is_over_600_lines() -> None:
         if _lines(path) > MAX_LINES
     }
     assert over == {}, "modules over 600 lines (split them by purpose)"
-
