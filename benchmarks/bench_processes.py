@@ -4,10 +4,17 @@
 - ``--compare`` (node edges on) of a ResNet-style block (Conv-BatchNormalization-Relu, Conv, residual Add,
   Relu, MaxPool, Reshape, Gemm, Softmax) against one ``onnx.reference.ReferenceEvaluator`` run of it in a
   fresh interpreter (target <= 3x);
-- with ``--model PATH``: ``--compare`` of that model against a fresh interpreter running it once in
-  onnxruntime (one thread) on a random dataset (``--compare``'s own datasets: one random, plus, with the
-  node edges on, every distinct node configuration alone on the edge datasets); ``--no-node-edges`` adds the
-  figure without them.
+- with ``--model PATH``: ``--compare`` of that model against two peers, each a fresh interpreter running
+  onnxruntime (one thread):
+  - "one onnxruntime run": the model once, on one random dataset (the strictest peer: it does none of the
+    runs the node edges add);
+  - "onnxruntime, same datasets": every run ``--compare`` asks of a runtime, replayed: the model with its
+    intermediate tensors exposed on ``--compare``'s random dataset, and with the node edges on (the default),
+    the models of the distinct node configurations on their edge datasets. They are captured once, before
+    the timed pairs, by ``--compare --runtime-command`` with a command that saves the model and the inputs it
+    is given and answers with onnxruntime (tests/compare/ort_command.py); the replay loads each model, builds
+    its session and runs it on each dataset (the issue's "onnxruntime's run of the same datasets");
+  ``--no-node-edges`` adds the figures without the node edges.
 
 Run: python benchmarks/bench_processes.py [--pairs 7] [--only startup|compare|model]
          [--model PATH [--no-node-edges]]
@@ -165,6 +172,58 @@ ORT = EVALUATOR.replace("from onnx.reference import ReferenceEvaluator", "import
 )
 
 
+# --runtime-command that keeps the model and the inputs it is given (numbered folders under argv[1]), then
+# answers as tests/compare/ort_command.py does
+CAPTURE = """
+import shutil, sys
+from pathlib import Path
+import numpy as np, onnx
+from onnx import numpy_helper
+sys.path.insert(0, sys.argv[1])
+import ort_command
+keep, model, inputs, outputs = (Path(a) for a in sys.argv[2:6])
+case = keep / str(len(list(keep.iterdir())))
+case.mkdir()
+shutil.copy(model, case / "model.onnx")
+names = [i.name for i in onnx.load(model, load_external_data=False).graph.input]
+for n, folder in enumerate(sorted(inputs.glob("test_data_set_*"))):
+    feeds = {}
+    for path in sorted(folder.glob("input_*.pb")):
+        tensor = onnx.TensorProto.FromString(path.read_bytes())
+        feeds[tensor.name or names[int(path.stem.split("_")[1])]] = numpy_helper.to_array(tensor)
+    np.savez(case / f"dataset_{n}.npz", **feeds)
+sys.exit(ort_command.main([str(model), str(inputs), str(outputs)]))
+"""
+
+# onnxruntime (one thread) on every captured model and dataset: its session, then each run; nothing but numpy
+# and onnxruntime is imported (no protobuf parsing of the inputs: they were saved as numpy arrays)
+REPLAY = """
+import sys
+from pathlib import Path
+import numpy as np, onnxruntime as ort
+for case in sorted(Path(sys.argv[1]).iterdir(), key=lambda p: int(p.name)):
+    o = ort.SessionOptions(); o.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(case / "model.onnx"), o, providers=["CPUExecutionProvider"])
+    for dataset in sorted(case.glob("dataset_*.npz")):
+        with np.load(dataset) as feeds:
+            session.run(None, dict(feeds))
+"""
+
+
+def captured_runs(model: Path, where: Path, options: list[str]) -> Path:
+    """The runs ``--compare`` asks of a runtime on ``model`` (with ``options``), saved under a new folder."""
+    keep = Path(tempfile.mkdtemp(dir=where, prefix="runs-"))
+    script = where / "capture.py"
+    script.write_text(CAPTURE)
+    command = f"{PYTHON} {script} {ROOT / 'tests' / 'compare'} {keep}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    check = [PYTHON, "-m", "sonnx_check", "--compare", *options, "--runtime-command", command, str(model)]
+    subprocess.run(check, cwd=where, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not any(keep.iterdir()):
+        raise SystemExit(f"no run was captured for {model}")
+    return keep
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7)
@@ -192,13 +251,17 @@ def main() -> None:
         if args.model is not None:
             model = args.model.resolve()
             label = f"{model.parent.name}/{model.name}"
-            print(pairs(f"--compare {label} / one onnxruntime run", ["--compare", str(model)],
-                        [PYTHON, "-c", ORT, str(model)], args.pairs, where, split=True))  # fmt: skip
-            if args.no_node_edges:
-                quick = ["--compare", "--no-node-edges", str(model)]
-                print(pairs("  the same, --no-node-edges", quick, [PYTHON, "-c", ORT, str(model)],
+            for options in ([], ["--no-node-edges"]) if args.no_node_edges else ([],):
+                runs = captured_runs(model, where, options)
+                compare = ["--compare", *options, str(model)]
+                title = f"--compare {' '.join(options)} {label}".replace("  ", " ")
+                print(pairs(f"{title} / one onnxruntime run", compare, [PYTHON, "-c", ORT, str(model)],
                             args.pairs, where, split=True))  # fmt: skip
-    print("targets: start-up <= 1.3x; --compare of the block <= 3x; of a ResNet-18 export <= 5x onnxruntime")
+                replay = [PYTHON, "-c", REPLAY, str(runs)]
+                print(pairs(f"{title} / onnxruntime, same datasets ({len(list(runs.iterdir()))} models)",
+                            compare, replay, args.pairs, where, split=True))  # fmt: skip
+    print("targets: start-up <= 1.3x; --compare of the block <= 3x; of a ResNet-18 export <= 5x")
+    print("         onnxruntime's run of the same datasets (issue 21); one run of one dataset: strictest")
 
 
 if __name__ == "__main__":
