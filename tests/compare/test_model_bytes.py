@@ -3,6 +3,8 @@ would have built, and the edge battery's models take the model's own weights the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -98,7 +100,7 @@ def test_the_worker_runs_without_onnx_or_the_comparison_package():
     model = conv_model(channels=2, size=6)
     with runtime.OrtSession(model) as session:
         assert session._worker is not None
-        maps = open(f"/proc/{session._worker._process.pid}/maps", encoding="utf-8").read()
+        maps = Path(f"/proc/{session._worker._process.pid}/maps").read_text(encoding="utf-8")
     assert "onnxruntime_pybind11_state" in maps
     assert "onnx_cpp2py_export" not in maps
 
