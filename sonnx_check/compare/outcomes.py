@@ -226,7 +226,8 @@ def _ratio(diff: np.ndarray, allowed: np.ndarray, skip: np.ndarray) -> np.ndarra
     is allowed."""
     compared = ~skip & (diff > 0)  # NaN differences are never > 0
     ratio = np.zeros(diff.shape)
-    np.divide(diff, allowed, out=ratio, where=compared & (allowed > 0))
+    with np.errstate(over="ignore"):  # a difference beyond float64's range times what is allowed: +inf
+        np.divide(diff, allowed, out=ratio, where=compared & (allowed > 0))
     ratio[compared & (allowed <= 0)] = np.inf
     return ratio
 

@@ -360,7 +360,8 @@ def _fsum_rounded(terms: list[float], dtype: np.dtype) -> object:
         lower, upper = math.copysign(finite_max, first), math.copysign(math.inf, first)
         midpoint = math.copysign(threshold, first)
     else:
-        other = np.nextafter(rounded, dtype.type(math.copysign(math.inf, first - float(rounded))))
+        with np.errstate(over="ignore"):  # the next value beyond the largest finite one: inf, checked below
+            other = np.nextafter(rounded, dtype.type(math.copysign(math.inf, first - float(rounded))))
         if not np.isfinite(other):
             return float(rounded)
         lower, upper = sorted((float(rounded), float(other)))
