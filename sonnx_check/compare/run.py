@@ -9,7 +9,7 @@ handed to ``judge``; nothing here decides a verdict.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,12 +75,7 @@ class ComparisonRun:
     def open(self, model: onnx.ModelProto | None, outputs: list[str] | None = None) -> Session:
         """A session on ``model``, or (None) on the model under comparison with ``outputs`` as its graph
         outputs; the time limit running out stops the comparison."""
-        try:
-            return self.runner.open(model, outputs)
-        except RunFailure as exc:
-            if exc.timed_out:
-                raise Stopped(exc) from None
-            raise
+        return _stopping_on_timeout(lambda: self.runner.open(model, outputs))
 
     def open_configurations(
         self, model: onnx.ModelProto, constants: Mapping[str, str] | None = None
@@ -89,12 +84,7 @@ class ComparisonRun:
         model's (its name -> the compared model's), left out of it (only for a runner that shares them)."""
         if constants is None:
             return self.open(model)
-        try:
-            return self.runner.open_sharing(model, constants)
-        except RunFailure as exc:
-            if exc.timed_out:
-                raise Stopped(exc) from None
-            raise
+        return _stopping_on_timeout(lambda: self.runner.open_sharing(model, constants))
 
     def run(self, plain: Session, datasets: list[Dataset], run_plan: RunPlan) -> Observed:
         """Every run of the plan, the unmodified model's session (``plain``) first; a time limit that runs
@@ -273,3 +263,14 @@ def _check_stopped(run: DatasetRun) -> None:
 
 
 __all__ = ["ComparisonRun", "Observed", "OutputRecord", "Stopped"]
+
+
+def _stopping_on_timeout(open_session: Callable[[], Session]) -> Session:
+    """``open_session()``; the comparison's time limit running out while the runtime loads the model stops
+    the comparison (Stopped), any other refusal is the caller's."""
+    try:
+        return open_session()
+    except RunFailure as exc:
+        if exc.timed_out:
+            raise Stopped(exc) from None
+        raise
