@@ -40,8 +40,6 @@ from sonnx_check.compare.outcomes import (
 from sonnx_check.compare.tolerance import DeferredBound, Tolerance
 
 _BLOCK = 1 << 15  # elements per block: its float64 temporaries (256 KiB each) stay in the cache
-_UNSIGNED = {2: np.uint16, 4: np.uint32}
-_EXPONENT_FIELD = {2: 0x7C00, 4: 0x7F800000}
 _LEADERS = 8  # blocks whose largest d / floor is evaluated exactly first (the threshold of the margin)
 
 
@@ -162,12 +160,12 @@ class _Pair:
     def __init__(self, e: np.ndarray, a: np.ndarray, dtype: np.dtype) -> None:
         self.e, self.a, self.dtype = e, a, dtype
         self.fmt = fmt = float_format(dtype)
-        self.unsigned = _UNSIGNED[dtype.itemsize]
-        self.field = self.unsigned(_EXPONENT_FIELD[dtype.itemsize])
+        self.unsigned = np.dtype(f"u{dtype.itemsize}").type
         shift, bias = fmt.precision - 1, fmt.emax
+        self.field = self.unsigned((2 * bias + 1) << shift)  # the exponent field, all ones
         self.lowest = self.unsigned((fmt.emin + bias) << shift)  # max(|e|, min-normalized)
         self.highest = self.unsigned((2 * bias) << shift)  # +-inf and NaN: as the largest finite values
-        self.flip = self.unsigned((2 * bias + 1) << shift)  # field F -> 2bias + 1 - F: 2^E -> 2^(1-E)
+        self.flip = self.field  # the same bits subtracted: field F -> 2bias + 1 - F, so 2^E -> 2^(1-E)
         self.ulps = 2.0 ** (fmt.precision - 2)  # d / ulp(e) = t 2^(p-2)
         self._buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
@@ -295,7 +293,7 @@ def _classification(
         allowed = allowed_flat[at]
     e, a = expected.reshape(-1)[at], actual.reshape(-1)[at]
     d = np.abs(a.astype(np.float64) - e.astype(np.float64))
-    unsigned = _UNSIGNED[e.itemsize]
+    unsigned = np.dtype(f"u{e.itemsize}")
     ratio = _true_ratios(np.where(e.view(unsigned) == a.view(unsigned), 0.0, d), allowed)
     by_flat = {flat: (float(allowed[k]), float(ratio[k])) for k, flat in enumerate(wanted)}
 
