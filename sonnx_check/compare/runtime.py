@@ -157,12 +157,7 @@ class SessionHost:
         assert self.base is not None, "set_base before a session on the base model"
         if self._base_sent:
             return None
-        try:
-            return self.base.SerializeToString()
-        except ValueError as exc:  # protobuf refuses messages over 2 GiB
-            raise RuntimeRefusal(
-                "session", f"the model cannot be serialised for onnxruntime: {exc}"
-            ) from None
+        return _serialised(self.base)
 
     def base_sent(self) -> None:
         self._base_sent = True
@@ -229,12 +224,7 @@ class OrtSession:
         self._host = host if host is not None else SessionHost(memory_budget)
         self._serialized: bytes | None = None
         if model is not None:
-            try:
-                self._serialized = model.SerializeToString()
-            except ValueError as exc:  # protobuf refuses messages over 2 GiB
-                raise RuntimeRefusal(
-                    "session", f"the model cannot be serialised for onnxruntime: {exc}"
-                ) from None
+            self._serialized = _serialised(model)
         self._outputs = None if outputs is None else list(outputs)
         self._constants = dict(constants) if constants else None
         self.requested_level = level
@@ -332,6 +322,14 @@ class OrtSession:
     def __del__(self) -> None:
         if getattr(self, "_worker", None) is not None:  # __init__ may have failed before setting it
             self.close()
+
+
+def _serialised(model: onnx.ModelProto) -> bytes:
+    """The model's bytes for the worker; protobuf refuses messages over 2 GiB, which is a refusal."""
+    try:
+        return model.SerializeToString()
+    except ValueError as exc:
+        raise RuntimeRefusal("session", f"the model cannot be serialised for onnxruntime: {exc}") from None
 
 
 def _out_of_band(serialized: bytes | None) -> pickle.PickleBuffer | None:
