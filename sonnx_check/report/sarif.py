@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sonnx_check import __version__, sanitise
 from sonnx_check.findings import Finding, ModelResult, Severity
+from sonnx_check.masking import mask_arguments
 from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import summarise
 
@@ -125,6 +126,7 @@ def invocation(
     """``invocations[0]``: the command line (``argv``: the arguments after the program's name), when it ran
     (``started``, UTC) and whether every model could be checked (``succeeded``)."""
     ended = started + datetime.timedelta(seconds=seconds)
+    argv = mask_arguments(argv)  # uploaded to code scanning: no credential of the command line
     return {
         "commandLine": sanitise.display(shlex.join(["sonnx-check", *argv]), 100_000),
         "arguments": [sanitise.display(a, 10_000) for a in argv],
