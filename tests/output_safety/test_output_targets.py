@@ -115,8 +115,12 @@ def test_a_planted_link_to_a_device_or_a_fifo_is_refused_and_not_written_into(
     link.symlink_to(device)
     value = f"sarif:{link}" if option == "--output-format" else str(link)
     done = subprocess.run(
-        _command(option, value, "m.onnx"), cwd=tmp_path, env=_environment(),
-        capture_output=True, text=True, timeout=60,
+        _command(option, value, "m.onnx"),
+        cwd=tmp_path,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )  # fmt: skip (a FIFO opened for writing would block the run: a hang fails by the timeout)
     assert done.returncode == 2, done.stderr
     shown = value
