@@ -64,7 +64,7 @@ def build(
     for result, shown, settings, source in zip(results, data_results, per_model, sources, strict=True):
         identity = identities.get(result.path)
         if identity is None or not identity.structured:
-            identity = model_identity(result.path)
+            identity = model_identity(result.path, timeout=settings.compare.timeout)
             identities[result.path] = identity
         entry = _model(shown, settings, identity, settings.rules_for(source))
         if source != result.path:
