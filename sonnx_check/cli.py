@@ -187,8 +187,9 @@ class _Command(click.Command):
     type=click.IntRange(min=0),
     default=None,
     metavar="N",
-    help="Check N models at a time in separate processes (0: one per CPU; default 1). Output is identical "
-    "to a serial run.",
+    help="Check N models at a time in separate processes (0: one per CPU; default 1). Findings, order, "
+    "exit code and reports are a serial run's; only the recorded command line and times differ (SARIF "
+    "invocations, the evidence record's run, HTML and JUnit times).",
 )
 @click.option(
     "--fix",
