@@ -97,3 +97,11 @@ def test_no_format_and_no_record_carries_a_credential_of_the_runtime_command(tmp
     for name in ("report.json", "report.sarif", "report.html", "evidence.json"):
         assert "--token=***" in (tmp_path / name).read_text(encoding="utf-8"), name
     assert "SEKRIT" not in result.output
+
+
+def test_an_unparsable_runtime_command_is_named_masked_in_the_error(tmp_path):
+    result = CliRunner().invoke(
+        main, ["--isolated", "--runtime-command", "run --token=SEKRIT6 'unclosed", str(MODEL)]
+    )
+    assert result.exit_code == 2
+    assert "--token=***" in result.stderr and "SEKRIT" not in result.output

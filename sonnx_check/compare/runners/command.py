@@ -69,7 +69,7 @@ def parse_command(command: str) -> list[str]:
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise UsageError(f"--runtime-command {shown(command)}: {exc}") from None
+        raise UsageError(f"--runtime-command {shown(mask_text(command))}: {exc}") from None  # a CI log
     if not argv:
         raise UsageError("--runtime-command: the command is empty")
     program = argv[0]
