@@ -102,7 +102,22 @@ def test_a_data_file_that_is_a_link_is_never_opened(tmp_path: Path):
     assert identity.file_sha256(str(target))[1] == 16
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="signals a real run")
+def _hashing(pid: int, data: Path) -> bool:
+    """Whether process ``pid`` is reading ``data`` well past its tensor's bytes (Linux: /proc/PID/fdinfo)."""
+    for _ in range(3000):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == str(data):
+                    info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+                    if int(info.split("pos:")[1].split()[0]) > 64 << 20:
+                        return True
+        except (OSError, IndexError, ValueError):
+            pass
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals a real run, watches it in /proc")
 def test_sigterm_while_hashing_ends_the_run_promptly(sparse_model: Path):
     """No --timeout: the hash of the 64 GiB file would take minutes; SIGTERM ends the run (exit 2) at once."""
     folder = sparse_model.parent
@@ -113,7 +128,7 @@ def test_sigterm_while_hashing_ends_the_run_promptly(sparse_model: Path):
         cwd=folder, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        time.sleep(4)  # past the check of a 236-byte model: hashing (or, on a slow machine, still checking)
+        assert _hashing(process.pid, folder / (SAMPLE.name + ".data")), "the run never hashed the data file"
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=20)  # the old code read on for more than a minute
     finally:
