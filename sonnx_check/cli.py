@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from sonnx_check import __version__, blas_threads, stop  # noqa: F401 - blas_threads: before numpy loads
+from sonnx_check import __version__, blas_threads, masking, stop  # noqa: F401 - blas_threads: before numpy loads
 from sonnx_check import settings as declared
 from sonnx_check.commands.check import (
     internal_result,
@@ -48,7 +48,7 @@ ARGV_KEY = "sonnx_check.argv"
 # --help: options grouped by purpose (click has no groups; the command formats them itself).
 SECTIONS = (
     ("Rules", ("select", "extend_select", "ignore")),
-    ("Reports", ("output_format", "output", "output_formats", "evidence", "quiet", "statistics")),
+    ("Reports", ("output_format", "output", "output_formats", "evidence", "mask", "quiet", "statistics")),
     ("Exit code", ("fail_on", "exit_zero")),
     ("Files and configuration", ("config_path", "isolated", "force_exclude")),
     ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
@@ -164,6 +164,14 @@ class _Command(click.Command):
     help="Write the evidence record (JSON): model and data hashes, environment, configuration, every rule's "
     "verdict at every node, the comparison's datasets and margins.",
 )
+@click.option(
+    "--mask",
+    multiple=True,
+    metavar="VALUE",
+    help="Replace VALUE by *** wherever a command line is recorded (repeatable; also one value per line "
+    "of $SONNX_CHECK_MASK). Option values and assignments named like token, password, secret, key or "
+    "auth, and URL passwords, are always masked.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no coverage.")
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule.")
 @click.option(
@@ -179,8 +187,9 @@ class _Command(click.Command):
     type=click.IntRange(min=0),
     default=None,
     metavar="N",
-    help="Check N models at a time in separate processes (0: one per CPU; default 1). Output is identical "
-    "to a serial run.",
+    help="Check N models at a time in separate processes (0: one per CPU; default 1). Findings, order, "
+    "exit code and reports are a serial run's; only the recorded command line and times differ (SARIF "
+    "invocations, the evidence record's run, HTML and JUnit times).",
 )
 @click.option(
     "--fix",
@@ -251,6 +260,7 @@ def run(
     output: str | None,
     output_formats: tuple[str, ...],
     evidence: str | None,
+    mask: tuple[str, ...],
     quiet: bool,
     statistics: bool,
     fail_on: str | None,
@@ -266,6 +276,7 @@ def run(
     **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
 ) -> int:
     stop.check()  # a signal that arrived while the command was being imported
+    masking.use(mask)  # before anything records a command line
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")

@@ -7,9 +7,11 @@ is ``/dev/fd/63``). Those are written in place. Renaming a temporary file over t
 does, would replace the FIFO, the device node or the ``/dev/stdout`` link itself with a regular file: as
 root in a container, ``--output /dev/stdout`` used to replace the container's ``/dev/stdout``.
 
-A symbolic link to a regular file is refused rather than followed or replaced: following it would let a
-link planted in a repository (``results.sarif -> /etc/passwd``) aim the report at any file the run can
-write, and replacing it would destroy the link.
+A symbolic link is refused rather than followed or replaced (unless its chain names one of the process's
+own descriptors, as ``/dev/stdout`` does): following it would let a link planted in a repository
+(``results.sarif -> /etc/passwd``, ``x.sarif -> /dev/sda1`` or ``-> /dev/tty``) aim the report at any file or
+device the run can write, and replacing it would destroy the link. The final open never follows a link
+either (``O_NOFOLLOW``) and checks what it opened, so a link swapped in after the check is not followed.
 
 ``--fix`` writes models through the same classification (``classify``, ``write_output``).
 """
@@ -22,6 +24,7 @@ import re
 import stat
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -33,14 +36,15 @@ _DESCRIPTOR = re.compile(r"/(?:proc/(?:self|thread-self|\d+)(?:/task/\d+)?|dev)/
 _DEV_STD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 _MAX_LINKS = 40  # as the kernel's own limit on a chain of symbolic links
 _FIFO_POLL = 0.05  # seconds between attempts to open a FIFO that has no reader yet
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class TargetKind(Enum):
     STDOUT = "stdout"  # "-"
     DESCRIPTOR = "descriptor"  # /dev/stdout, /dev/fd/N, /proc/self/fd/N: one of this process's descriptors
-    SPECIAL = "special"  # an existing FIFO or character device: written in place
+    SPECIAL = "special"  # an existing FIFO or character device, named itself: written in place
     REGULAR = "regular"  # a regular file or nothing yet: written atomically
-    SYMLINK = "symlink"  # a symbolic link to a regular file (or a dangling one): refused
+    SYMLINK = "symlink"  # a link (to a file, a FIFO, a device, nothing), not to a descriptor: refused
     FOLDER = "folder"
     UNWRITABLE = "unwritable"  # a block device (a disk) or a socket: never a report's place
 
@@ -84,7 +88,7 @@ def classify(path: str) -> Target:
     if stat.S_ISREG(status.st_mode):
         return Target(TargetKind.SYMLINK if linked else TargetKind.REGULAR, path)
     if stat.S_ISFIFO(status.st_mode) or stat.S_ISCHR(status.st_mode):
-        return Target(TargetKind.SPECIAL, path)
+        return Target(TargetKind.SYMLINK if linked else TargetKind.SPECIAL, path)
     return Target(TargetKind.UNWRITABLE, path)
 
 
@@ -99,15 +103,24 @@ def _descriptor_of(path: str) -> int | None:
     return int(match.group(1))
 
 
+def _is_special(mode: int) -> bool:
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def refusal_text(kind: TargetKind) -> str:
+    return {
+        TargetKind.FOLDER: "is a folder",
+        TargetKind.SYMLINK: "is a symbolic link (reports never follow a link they did not create); "
+        "name the file itself",
+        TargetKind.UNWRITABLE: "is a block device or a socket",
+    }[kind]
+
+
 def refusal(path: str) -> str | None:
     """Why ``path`` cannot receive a file (one line), or None."""
     target = classify(path)
-    if target.kind is TargetKind.FOLDER:
-        return "is a folder"
-    if target.kind is TargetKind.SYMLINK:
-        return "is a symbolic link to a regular file (or to nothing); name the file itself"
-    if target.kind is TargetKind.UNWRITABLE:
-        return "is a block device or a socket"
+    if target.kind in (TargetKind.FOLDER, TargetKind.SYMLINK, TargetKind.UNWRITABLE):
+        return refusal_text(target.kind)
     if target.kind is TargetKind.DESCRIPTOR:
         try:
             os.fstat(target.descriptor)  # type: ignore[arg-type]
@@ -138,8 +151,7 @@ def write_output(path: str, data: str | bytes, *, append: bool = False) -> None:
         _write_special(path, payload)
     elif target.kind is TargetKind.REGULAR:
         if append:
-            with open(path, "ab") as handle:
-                handle.write(payload)
+            _append_regular(path, payload)
         else:
             from sonnx_check.report.files import write_atomic_bytes
 
@@ -176,15 +188,37 @@ def _write_descriptor(descriptor: int | None, payload: bytes) -> None:
         handle.write(payload)
 
 
+def _append_regular(path: str, payload: bytes) -> None:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    descriptor = _open_checked(path, flags, stat.S_ISREG)
+    with open(descriptor, "ab", closefd=True) as handle:
+        handle.write(payload)
+
+
+def _open_checked(path: str, flags: int, kind_ok: Callable[[int], bool], mode: int = 0o666) -> int:
+    """``os.open`` without following a final link (ELOOP: refused), then checked to be of the kind
+    ``classify`` saw: a FIFO swapped for a regular file (or the reverse) is not written into."""
+    try:
+        descriptor = os.open(path, flags, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{path}: {refusal_text(TargetKind.SYMLINK)}") from None
+        raise
+    if not kind_ok(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UsageError(f"{path}: changed while the run was writing it; nothing written")
+    return descriptor
+
+
 def _write_special(path: str, payload: bytes) -> None:
     """Open without creating or truncating. A FIFO with no reader yet is waited for (as ``echo > fifo``
     does) without blocking in the kernel, so a signal still stops the run."""
     from sonnx_check import stop
 
-    flags = os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_NOCTTY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     while True:
         try:
-            descriptor = os.open(path, flags | os.O_NONBLOCK)
+            descriptor = _open_checked(path, flags | os.O_NONBLOCK, _is_special)
             break
         except OSError as exc:
             # ENXIO from a FIFO: nobody reads it yet (from anything else it is final)

@@ -34,7 +34,12 @@ def run_export_suite(
     import os
     import shlex
 
-    export = export_suite(folder, models)
+    from sonnx_check.errors import UserError
+
+    try:
+        export = export_suite(folder, models)
+    except UserError as exc:  # a full or read-only disk: nothing written, the reports still are
+        return [f"--export-suite {exc}"]
     script = shlex.quote(os.path.join(folder, "run_suite.py"))
     say(
         f"suite: {export.cases} case(s) of {len(models)} model(s) written to {folder}; "

@@ -5,7 +5,8 @@ Per model: ``DIR/<model>/model.onnx``, the model with every tensor the compariso
 output (the graph outputs first, in their order), and ``DIR/<model>/test_data_set_N/input_K.pb``, the
 comparison's datasets (the same --inputs, --seed and --shape give the same data), K in graph-input order.
 ``<model>`` is the model file's name without ``.onnx``, reduced to letters, digits, ``.``, ``_`` and ``-``;
-two models of one run with the same folder name are refused. Nothing existing is replaced.
+two models of one run with the same folder name are refused. Nothing existing is replaced, and each model's
+folder appears whole or not at all (export_folder.py: written in a temporary sibling, renamed at the end).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from pathlib import Path
 
 import onnx
 
+from sonnx_check import sanitise
 from sonnx_check.compare import backend_layout
 from sonnx_check.compare.datasets import model_datasets
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import exposed_tensors, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.runners.command import exposed, value_types
 from sonnx_check.errors import UsageError
+from sonnx_check.export_folder import staged_folder
 from sonnx_check.view import ModelView
 
 
@@ -53,7 +56,7 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
     folder = model_folder(root, model_path)
     problem = backend_layout.refusal(str(folder))
     if problem is not None:
-        raise UsageError(f"--export-inputs: {folder} {problem}")
+        raise UsageError(f"--export-inputs: {sanitise.line(str(folder))} {problem}")
     view = ModelView(model)
     datasets = model_datasets(
         model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
@@ -69,7 +72,7 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
     except ValueError as exc:
         raise UsageError(f"not exported: the model cannot be serialised ({exc})") from None
     inputs = [v.name for v in model.graph.input]
-    with backend_layout.new_folder(str(folder)) as writer:
+    with staged_folder(str(folder)) as writer:
         writer.write_file(backend_layout.MODEL_FILE, data)
         del data
         for number, dataset in enumerate(datasets):

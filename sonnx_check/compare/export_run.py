@@ -1,16 +1,22 @@
 """``--export-inputs DIR`` for a run's models: write each one's folder, then say what was written and what to
-run next. Nothing is compared; the exit code is 0 unless a model could not be exported (2)."""
+run next. Nothing is compared; the exit code is 0 unless a model could not be exported (2): a disk error
+(full, read-only, not permitted) is one error line for that model. A stopped run (SIGINT, SIGTERM) removes
+the folders it already wrote, so it leaves nothing and the same command can be run again."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sonnx_check.compare.export_inputs import export_inputs, folder_name
+from sonnx_check import sanitise, stop
+from sonnx_check.compare.export_inputs import Exported, export_inputs, folder_name
 from sonnx_check.compare.options import CompareOptions
-from sonnx_check.errors import UserError
+from sonnx_check.errors import UsageError, UserError
+from sonnx_check.export_folder import ExportFailed, failure
 from sonnx_check.settings import compare_arguments
 
 if TYPE_CHECKING:
@@ -25,6 +31,8 @@ def export_run(
 ) -> int:
     from sonnx_check.loading import load_model
 
+    if os.path.islink(root):  # as --export-suite: a planted link must not aim the export elsewhere
+        raise UsageError(f"--export-inputs {sanitise.line(root)}: is a symbolic link; name a new folder")
     models = [t for t in targets if t.error is None]
     failed = len(models) != len(targets)
     for target in targets:
@@ -39,17 +47,31 @@ def export_run(
                 f"{Path(root) / name}; export them in separate runs"
             )
         names[name] = target.path
-    written = []
-    for target, settings in zip(targets, per_model, strict=True):
-        if target.error is not None:
-            continue
-        try:
-            model = load_model(target.path, load_weights=True)
-            options = CompareOptions(**compare_arguments(settings.compare))
-            written.append(export_inputs(model, target.path, options, Path(root)))
-        except UserError as exc:
-            say(f"error: {target.path}: {exc}")
-            failed = True
+    written: list[Exported] = []
+    try:
+        for target, settings in zip(targets, per_model, strict=True):
+            if target.error is not None:
+                continue
+            stop.check()
+            try:
+                model = load_model(target.path, load_weights=True)
+                options = CompareOptions(**compare_arguments(settings.compare))
+                written.append(export_inputs(model, target.path, options, Path(root)))
+            except ExportFailed as exc:  # the disk: the export cannot finish, so it leaves nothing
+                say(f"error: {target.path}: --export-inputs {exc}")
+                _remove(written)
+                return EXIT_USAGE
+            except UserError as exc:  # this model cannot be exported; the others are
+                say(f"error: {target.path}: {exc}")
+                failed = True
+            except OSError as exc:  # outside the folder (export_folder.py words those inside)
+                say(f"error: {target.path}: --export-inputs {failure(root, exc)}")
+                _remove(written)
+                return EXIT_USAGE
+        stop.check()
+    except BaseException:  # stopped (or a crash): the folders of this run are removed, nothing is left
+        _remove(written)
+        raise
     for done in written:
         say(
             f"wrote {done.folder}: model.onnx ({done.exposed} output(s) exposed) and "
@@ -64,3 +86,9 @@ def export_run(
             "models"
         )
     return EXIT_USAGE if failed else EXIT_OK
+
+
+def _remove(written: Sequence[Exported]) -> None:
+    """The folders this run published (each one renamed into place by this run: ours)."""
+    for done in written:
+        shutil.rmtree(done.folder, ignore_errors=True)

@@ -29,9 +29,13 @@ GENERATED = ("random", "edge")
 
 def settings_json(settings: CompareSettings) -> dict[str, Any]:
     """The comparison's options as declared (settings.py): one field per option."""
+    from sonnx_check.masking import mask_command
     from sonnx_check.settings import report_json
 
-    return report_json(settings)
+    out = report_json(settings)
+    if out.get("runtime_command") is not None:  # masking.py: no credential in a record
+        out["runtime_command"] = mask_command(out["runtime_command"])
+    return out
 
 
 def data_sha256(feeds: Mapping[str, Any], order: Sequence[str]) -> str:

@@ -27,6 +27,7 @@ from sonnx_check.evidence.identity import ModelIdentity, file_sha256, model_iden
 from sonnx_check.evidence.revision import revision
 from sonnx_check.evidence.verdicts import verdicts
 from sonnx_check.findings import ModelResult, Severity
+from sonnx_check.masking import mask_arguments
 from sonnx_check.report.summary import in_verdict
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def build(
     for result, shown, settings, source in zip(results, data_results, per_model, sources, strict=True):
         identity = identities.get(result.path)
         if identity is None or not identity.structured:
-            identity = model_identity(result.path)
+            identity = model_identity(result.path, timeout=settings.compare.timeout)
             identities[result.path] = identity
         entry = _model(shown, settings, identity, settings.rules_for(source))
         if source != result.path:
@@ -78,8 +79,8 @@ def build(
         "run": {
             "timestamp": facts.started.astimezone(datetime.UTC).isoformat(timespec="seconds"),
             "seconds": round(facts.seconds, 3),
-            "command_line": shlex.join(["sonnx-check", *facts.argv]),
-            "arguments": list(facts.argv),
+            "command_line": shlex.join(["sonnx-check", *mask_arguments(facts.argv)]),
+            "arguments": mask_arguments(facts.argv),
         },
         "configuration": _configuration(results, per_model),
         "models": models,

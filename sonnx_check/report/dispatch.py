@@ -65,9 +65,10 @@ class RunReport:
         summary; hashed once per run."""
         from sonnx_check.evidence.identity import model_identity
 
-        for result in self.results:
-            if result.path not in self._identities:
-                self._identities[result.path] = model_identity(result.path)
+        per_model = self.per_model or [self.settings] * len(self.results)
+        for result, settings in zip(self.results, per_model, strict=True):
+            if result.path not in self._identities:  # bounded by the model's --timeout (identity.py)
+                self._identities[result.path] = model_identity(result.path, timeout=settings.compare.timeout)
         return self._identities
 
     def display(self) -> tuple[list[ModelResult], list[FixOutcome | None] | None]:

@@ -10,7 +10,9 @@ FIFOs, devices and descriptors in place.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 
 
@@ -28,11 +30,25 @@ def write_atomic_bytes(path: str, data: bytes) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file
+        _check_replaceable(path)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _check_replaceable(path: str) -> None:
+    """Only a regular file (or nothing) is replaced: a link or a FIFO put there since the target was
+    classified (output_target.py) stays as it is."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(status.st_mode):
+        raise OSError(
+            errno.EEXIST, "is no longer a regular file (a link or a device put there?); nothing replaced"
+        )
 
 
 def _umask() -> int:

@@ -97,14 +97,15 @@ def _suite(result: ModelResult, fail_on: Severity, identity: ModelIdentity | Non
     # classes, then the comparison's readings
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="sonnx-check.version", value=__version__)
-    if identity is not None and identity.sha256 is not None:
-        ET.SubElement(properties, "property", name="sonnx-check.model.sha256", value=identity.sha256)
+    if identity is not None:
+        value = identity.sha256 or _clean(display(identity.note))
+        ET.SubElement(properties, "property", name="sonnx-check.model.sha256", value=value)
     for external in identity.external_data if identity is not None else ():
         ET.SubElement(
             properties,
             "property",
             name=_clean(f"sonnx-check.external-data.sha256:{display(external.location)}"),
-            value=external.sha256 or f"not read: {external.problem}",
+            value=external.sha256 or _clean(display(external.note)),
         )
     for name, count in class_counts(result.findings).items():
         ET.SubElement(properties, "property", name=f"sonnx-check.class.{name}", value=str(count))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sonnx_check import __version__, sanitise
 from sonnx_check.findings import Finding, ModelResult, Severity
+from sonnx_check.masking import mask_arguments
 from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import summarise
 
@@ -93,7 +94,7 @@ def _artifacts(results: list[ModelResult], identities: dict[str, ModelIdentity])
     artifacts: list[dict[str, Any]] = []
     index: dict[str, int] = {}
 
-    def add(uri: str, sha256: str | None, size: int | None, parent: int | None) -> int:
+    def add(uri: str, sha256: str | None, size: int | None, parent: int | None, note: str = "") -> int:
         if uri not in index:
             item: dict[str, Any] = {"location": {"uri": uri}}
             if parent is None:
@@ -104,6 +105,8 @@ def _artifacts(results: list[ModelResult], identities: dict[str, ModelIdentity])
                 item["length"] = size
             if sha256 is not None:
                 item["hashes"] = {"sha-256": sha256}
+            elif note:  # not read, or not hashed in time (identity.py)
+                item["description"] = {"text": sanitise.display(note, 1000)}
             index[uri] = len(artifacts)
             artifacts.append(item)
         return index[uri]
@@ -111,11 +114,15 @@ def _artifacts(results: list[ModelResult], identities: dict[str, ModelIdentity])
     for result in results:
         identity = identities.get(result.path)
         uri = artifact_uri(result.path)
-        model = add(uri, identity.sha256 if identity else None, identity.size if identity else None, None)
+        if identity is None:
+            model = add(uri, None, None, None)
+        else:
+            model = add(uri, identity.sha256, identity.size, None, identity.note)
         folder = uri.rpartition("/")[0]
         for external in identity.external_data if identity else ():
             location = urllib.parse.quote(sanitise.display(external.location).replace(os.sep, "/"), safe="/")
-            add(f"{folder}/{location}" if folder else location, external.sha256, external.size, model)
+            target = f"{folder}/{location}" if folder else location
+            add(target, external.sha256, external.size, model, external.note)
     return artifacts
 
 
@@ -125,6 +132,7 @@ def invocation(
     """``invocations[0]``: the command line (``argv``: the arguments after the program's name), when it ran
     (``started``, UTC) and whether every model could be checked (``succeeded``)."""
     ended = started + datetime.timedelta(seconds=seconds)
+    argv = mask_arguments(argv)  # uploaded to code scanning: no credential of the command line
     return {
         "commandLine": sanitise.display(shlex.join(["sonnx-check", *argv]), 100_000),
         "arguments": [sanitise.display(a, 10_000) for a in argv],

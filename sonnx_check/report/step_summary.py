@@ -62,6 +62,8 @@ def render(
         rules = ", ".join(f"{rule} ×{n}" for rule, n in Counter(f.rule for f in active).items())
         identity = identities.get(result.path)
         digest = f"`{identity.sha256}`" if identity is not None and identity.sha256 else "not read"
+        if identity is not None and not identity.sha256 and identity.not_hashed:
+            digest = markdown(identity.note)
         lines.append(
             f"| {markdown(result.path)} | {_status(result, active, fail_on)} | {counts['error']} | "
             f"{counts['warning']} | {len(result.findings) - len(active)} | {classes} | {markdown(rules)} | "

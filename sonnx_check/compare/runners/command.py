@@ -45,6 +45,7 @@ from sonnx_check.compare.runners.base import (
     trim_reason,
 )
 from sonnx_check.errors import UsageError
+from sonnx_check.masking import mask_command, mask_text
 
 NAME = "command"
 SUBJECT = "the runtime command"
@@ -68,7 +69,7 @@ def parse_command(command: str) -> list[str]:
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise UsageError(f"--runtime-command {shown(command)}: {exc}") from None
+        raise UsageError(f"--runtime-command {shown(mask_text(command))}: {exc}") from None  # a CI log
     if not argv:
         raise UsageError("--runtime-command: the command is empty")
     program = argv[0]
@@ -100,7 +101,7 @@ class CommandRunner(Runner):
         return RunnerDescription(
             name=NAME,
             subject=SUBJECT,
-            options={"command": self.command, "memory_limit": self.memory_budget},
+            options={"command": mask_command(self.command), "memory_limit": self.memory_budget},
         )
 
     def start(self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()) -> None:
@@ -350,7 +351,7 @@ def _last_words(printed: IO[bytes]) -> str:
     printed.seek(max(size - _OUTPUT_TAIL, 0))
     lines = [line.strip() for line in printed.read().decode("utf-8", "replace").splitlines()]
     last = next((line for line in reversed(lines) if line), "")
-    return trim_reason(last) if last else ""
+    return trim_reason(mask_text(last)) if last else ""
 
 
 __all__ = ["CommandRunner", "exposed", "parse_command"]

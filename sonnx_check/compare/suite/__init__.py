@@ -18,7 +18,7 @@ from typing import Any
 from sonnx_check import sanitise
 from sonnx_check.compare import CompareOptions
 from sonnx_check.compare import refusal as comparison_refusal
-from sonnx_check.compare.backend_layout import FolderWriter, new_folder
+from sonnx_check.compare.backend_layout import FolderWriter
 from sonnx_check.compare.backend_layout import refusal as folder_refusal
 from sonnx_check.compare.datasets import model_datasets
 from sonnx_check.compare.input_specs import InputBudgetExceeded
@@ -26,6 +26,7 @@ from sonnx_check.compare.suite.cases import ModelCases, SuiteSettings
 from sonnx_check.compare.suite.names import UniqueNames
 from sonnx_check.compare.suite.writer import write_case, write_root
 from sonnx_check.errors import ModelLoadError, UsageError
+from sonnx_check.export_folder import staged_folder
 from sonnx_check.loading import load_model
 from sonnx_check.reference import nan_policy
 
@@ -59,7 +60,7 @@ def export_suite(path: str, models: Sequence[tuple[str, CompareOptions]]) -> Sui
     check_target(path)
     export = SuiteExport(path)
     labels = UniqueNames()
-    with new_folder(path) as root:
+    with staged_folder(path) as root:  # whole or nothing: a temporary sibling renamed at the end
         for model_path, options in models:
             label = labels.take(Path(model_path).stem, "model")
             entry: dict[str, Any] = {

@@ -1,0 +1,146 @@
+"""Credentials never reach a record: the one place that masks them in a command line.
+
+sonnx-check's own command line (SARIF ``invocations``, the evidence record's ``run``) and the runtime command
+(``--runtime-command``: every report's comparison, the evidence record's settings) are copied into files a CI
+job uploads (SARIF goes to code scanning). A runtime command often carries a credential: a token for a
+device farm, a URL with a password. Every writer records a command line through this module, which
+replaces with ``***``:
+
+- the value of an option whose name looks secret (``--token=V``, ``--token V``, ``-api_key V``): a name
+  containing one of ``SECRET_WORDS``;
+- an environment-style assignment of such a name (``API_KEY=V``, ``export GH_TOKEN=V``);
+- the password of a URL (``https://user:V@host``), or its user when it has no password
+  (``https://V@host``: a token used as the user name);
+- the credentials after ``Bearer``/``Basic``/``Token`` (an ``Authorization`` header given to curl);
+- every occurrence of a value named by ``--mask VALUE`` (repeatable), or by the environment variable
+  ``SONNX_CHECK_MASK`` (one value per line), anywhere in the line; and the values given to ``--mask``
+  themselves.
+
+Masking errs on the side of hiding: ``--auth-mode strict`` records ``--auth-mode ***``. The masked line is
+for reading, not for running again.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+
+MASK = "***"
+ENVIRONMENT = "SONNX_CHECK_MASK"
+OPTION = "--mask"
+SECRET_WORDS = (
+    "token",
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "key",
+    "auth",
+    "credential",
+    "cookie",
+    "session",
+    "signature",
+    "private",
+    "bearer",
+)
+
+_WORDS = "|".join(SECRET_WORDS)
+_VALUE = r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|[^\s'"]+)"""
+# --name=VALUE or --name VALUE (one or two dashes), the name containing a secret word
+_FLAG = re.compile(rf"(?i)(?<![\w-])(--?[A-Za-z0-9_.-]*(?:{_WORDS})[A-Za-z0-9_.-]*)(=|\s+)(?!-)({_VALUE})")
+# NAME=VALUE, NAME an identifier containing a secret word (an environment assignment)
+_ASSIGNMENT = re.compile(rf"(?i)(?<![\w-])([A-Za-z_][A-Za-z0-9_]*(?:{_WORDS})[A-Za-z0-9_]*)=({_VALUE})")
+# scheme://user:password@ or scheme://token@
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@'\"]*)(?::([^/\s@'\"]*))?@")
+_SCHEME_CREDENTIALS = re.compile(r"(?i)(?<![\w-])(Bearer|Basic|Token)(\s+)(?!-)([^\s'\"]+)")
+
+_given: list[str] = []  # --mask values of this run
+
+
+def use(values: Iterable[str]) -> None:
+    """The ``--mask`` values of this run (replacing any given before: one run, one list)."""
+    _given[:] = [v for v in values if v]
+
+
+def explicit_values() -> list[str]:
+    """The values to mask wherever they appear: ``--mask`` and ``SONNX_CHECK_MASK``, longest first (a value
+    that contains another is masked whole)."""
+    from_environment = os.environ.get(ENVIRONMENT, "")
+    values = set(_given)
+    values.update(line.rstrip("\r") for line in from_environment.split("\n"))
+    values.discard("")
+    return sorted(values, key=lambda v: (-len(v), v))
+
+
+def mask_text(text: str) -> str:
+    """``text`` (a command line, or one argument) with every credential masked."""
+    for value in explicit_values():
+        text = text.replace(shlex.quote(value), MASK).replace(value, MASK)  # quoted first (as shlex.join)
+    text = _USERINFO.sub(_userinfo, text)
+    text = _SCHEME_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}={MASK}", text)
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    scheme, user, password = match.group(1), match.group(2), match.group(3)
+    if password is not None:
+        return f"{scheme}{user}:{MASK}@"
+    return f"{scheme}{MASK}@" if user else match.group(0)
+
+
+def mask_command(command: str | None) -> str | None:
+    """A runtime command line as it is recorded."""
+    return None if command is None else mask_text(command)
+
+
+def mask_arguments(argv: Sequence[str]) -> list[str]:
+    """sonnx-check's own arguments as they are recorded: each one masked, the values of ``--mask`` whole,
+    and the argument after an option whose name looks secret."""
+    masked: list[str] = []
+    hide_next = False
+    for argument in argv:
+        if hide_next:
+            masked.append(MASK)
+            hide_next = False
+            continue
+        if argument == OPTION or _secret_option(argument):
+            masked.append(argument)
+            hide_next = True
+            continue
+        if argument.startswith(OPTION + "="):
+            masked.append(f"{OPTION}={MASK}")
+            continue
+        masked.append(mask_text(argument))
+    return masked
+
+
+def mask_command_line(program: str, argv: Sequence[str]) -> str:
+    """``program`` and its masked arguments as one shell line."""
+    return shlex.join([program, *mask_arguments(argv)])
+
+
+def _secret_option(argument: str) -> bool:
+    """``--token`` alone (its value is the next argument)."""
+    if not argument.startswith("-") or "=" in argument or argument == "--":
+        return False
+    name = argument.lstrip("-").lower()
+    return any(word in name for word in SECRET_WORDS)
+
+
+__all__ = [
+    "ENVIRONMENT",
+    "MASK",
+    "SECRET_WORDS",
+    "explicit_values",
+    "mask_arguments",
+    "mask_command",
+    "mask_command_line",
+    "mask_text",
+    "use",
+]

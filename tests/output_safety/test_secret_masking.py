@@ -1,0 +1,107 @@
+"""Credentials on a command line never reach a record (masking.py): the runtime command and sonnx-check's own
+arguments are copied into SARIF (uploaded to code scanning), JSON, HTML, the evidence record and the other
+formats; every one of them must carry ``***`` in place of a secret."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sonnx_check import masking
+from sonnx_check.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "sample_models" / "conforming" / "maxpool_explicit.onnx"
+FORMATS = ("json", "sarif", "html", "text", "junit", "gitlab", "github")
+
+
+@pytest.fixture(autouse=True)
+def _no_given_values(monkeypatch):
+    monkeypatch.delenv(masking.ENVIRONMENT, raising=False)
+    masking.use(())
+    yield
+    masking.use(())
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("run --token=abc1 x", "run --token=*** x"),
+        ("run --token abc1 x", "run --token *** x"),
+        ('run --api-key "a b" x', "run --api-key *** x"),
+        ("run -password=p1 x", "run -password=*** x"),
+        ("API_KEY=zz GH_TOKEN=qq ./run", "API_KEY=*** GH_TOKEN=*** ./run"),
+        ("curl https://u:pw@h/x", "curl https://u:***@h/x"),
+        ("git clone https://ghp_abc@github.com/o/r", "git clone https://***@github.com/o/r"),
+        ('curl -H "Authorization: Bearer abc.def" x', 'curl -H "Authorization: Bearer ***" x'),
+        ("run --token --verbose m.onnx", "run --token --verbose m.onnx"),  # a flag, not a value
+        ("run --model m.onnx --seed 3", "run --model m.onnx --seed 3"),  # nothing secret: unchanged
+    ],
+)
+def test_secret_looking_values_are_masked(line, expected):
+    assert masking.mask_text(line) == expected
+
+
+def test_values_named_by_mask_and_the_environment_are_masked_anywhere(monkeypatch):
+    monkeypatch.setenv(masking.ENVIRONMENT, "envsecret\r\n\nsecond value\n")
+    masking.use(["flagsecret"])
+    line = "run --model x-flagsecret-y 'second value' envsecret"
+    assert masking.mask_text(line) == "run --model x-***-y *** ***"
+
+
+def test_the_values_of_mask_itself_are_never_recorded():
+    masking.use(["s1"])
+    assert masking.mask_arguments(["--mask", "s1", "--mask=s2", "m.onnx"]) == [
+        "--mask",
+        "***",
+        "--mask=***",
+        "m.onnx",
+    ]
+
+
+_SECRET = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789_+.~", min_size=6, max_size=30)
+
+
+@given(
+    secret=_SECRET,
+    name=st.sampled_from(["token", "api-key", "password", "client_secret", "auth", "x-credential"]),
+    form=st.sampled_from(["--{n}={v}", "--{n} {v}", "--{n}='{v}'", "https://user:{v}@host/p"]),
+)
+def test_a_secret_in_any_recognised_form_never_survives(secret, name, form):
+    line = f"runtime {form.format(n=name, v=secret)} model.onnx"
+    assert secret not in masking.mask_text(line)
+    assert secret not in " ".join(masking.mask_arguments(["--runtime-command", line]))
+
+
+def test_no_format_and_no_record_carries_a_credential_of_the_runtime_command(tmp_path, monkeypatch):
+    monkeypatch.setenv(masking.ENVIRONMENT, "SEKRIT5")
+    command = shlex.join([sys.executable, "-c", "pass"])
+    command += " --token=SEKRIT1 https://u:SEKRIT2@h/x API_KEY=SEKRIT3 --model x-SEKRIT4 SEKRIT5"
+    args = ["--isolated", "--no-node-edges", "--mask", "SEKRIT4", "--runtime-command", command]
+    for fmt in FORMATS:
+        args += ["--output-format", f"{fmt}:{tmp_path / ('report.' + fmt)}"]
+    args += ["--evidence", str(tmp_path / "evidence.json"), str(MODEL)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (1, 2), result.output
+    written = sorted(tmp_path.iterdir())
+    assert len(written) == len(FORMATS) + 1
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert "SEKRIT" not in text, path.name
+    for name in ("report.json", "report.sarif", "report.html", "evidence.json"):
+        assert "--token=***" in (tmp_path / name).read_text(encoding="utf-8"), name
+    assert "SEKRIT" not in result.output
+
+
+def test_an_unparsable_runtime_command_is_named_masked_in_the_error(tmp_path):
+    result = CliRunner().invoke(
+        main, ["--isolated", "--runtime-command", "run --token=SEKRIT6 'unclosed", str(MODEL)]
+    )
+    assert result.exit_code == 2
+    assert "--token=***" in result.stderr and "SEKRIT" not in result.output
