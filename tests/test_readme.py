@@ -1,5 +1,5 @@
-"""README's "What it checks" table lists every operator's rules: the document users read stays in step with
-the catalogue."""
+"""docs/checks.md's operator table lists every operator's rules: the page users read stays in step with the
+catalogue."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 from sonnx_check.catalogue import catalogue
 from sonnx_check.profile import profile_operators
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text(encoding="utf-8")
 
 
 def _row(op_type: str) -> str:
     match = re.search(rf"^\| {re.escape(op_type)}( \((draft|stub)\))? \|(.*)\|$", README, re.M)
-    assert match, f"README's operator table has no row for {op_type}"
+    assert match, f"docs/checks.md's operator table has no row for {op_type}"
     return match.group(3)
 
 

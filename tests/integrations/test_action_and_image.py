@@ -54,11 +54,20 @@ def test_the_action_is_a_composite_that_runs_the_script_with_inputs_in_the_envir
         "SONNX_CHECK_FORMAT",
         "SONNX_CHECK_SARIF",
         "SONNX_CHECK_ARGS",
+        "SONNX_CHECK_EXTRAS",
     }
     assert check["env"]["SONNX_CHECK_SOURCE"] == "${{ github.action_path }}"  # installs the pinned tag itself
     (upload,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif")]
     assert "inputs.upload-sarif == 'true'" in upload["if"] and "!cancelled()" in upload["if"]
-    assert set(ACTION["inputs"]) == {"paths", "format", "sarif", "upload-sarif", "args", "python-version"}
+    assert set(ACTION["inputs"]) == {
+        "paths",
+        "format",
+        "sarif",
+        "upload-sarif",
+        "args",
+        "extras",
+        "python-version",
+    }
 
 
 def _run_action(repo: Path, **inputs: str) -> subprocess.CompletedProcess[str]:
