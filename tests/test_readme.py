@@ -93,7 +93,9 @@ def _scratch(tmp_path: Path) -> Path:
         shutil.copy(ROOT / "sample_models" / model, tmp_path / "models")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
-    command = shutil.which("sonnx-check", path=str(Path(sys.executable).parent)) or shutil.which("sonnx-check")
+    command = shutil.which("sonnx-check", path=str(Path(sys.executable).parent)) or shutil.which(
+        "sonnx-check"
+    )
     if command is None:
         pytest.skip("the sonnx-check command is not installed beside this Python (pip install .)")
     for name, target in (("python", sys.executable), ("sonnx-check", command)):
@@ -149,7 +151,9 @@ def test_every_block_runs_verbatim(block: tuple[str, int, str, str, str | None],
         scratch = _scratch(tmp_path)
         for command, expected in _commands(body):
             done = _run_sh(scratch, command)
-            assert done.returncode == expected, f"{where}: {command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            assert done.returncode == expected, (
+                f"{where}: {command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
 
 
 def _run_sh(cwd: Path, command: str) -> subprocess.CompletedProcess[str]:
@@ -184,3 +188,48 @@ def test_install_lines_name_the_real_home_and_the_release_tag() -> None:
             assert pinned == tag, (document, pinned)
         for rev in re.findall(r"^\s*rev: (\S+)", text, re.M):
             assert rev == tag, (document, rev)
+
+
+# -- the docs site ------------------------------------------------------------------------------------------
+
+
+def _rule_pages() -> dict[str, str]:
+    sys.path.insert(0, str(ROOT / "docs" / "_hooks"))
+    try:
+        import rule_pages
+    finally:
+        sys.path.pop(0)
+    return rule_pages.rule_pages()
+
+
+def test_every_rule_has_a_page_generated_from_its_declaration() -> None:
+    pages = _rule_pages()
+    entries = list(catalogue().values())
+    assert set(pages) == {"rules/index.md"} | {f"rules/{e.id}.md" for e in entries}
+    for entry in entries:
+        page = pages[f"rules/{entry.id}.md"]
+        for heading in ("## What it checks", "## Why", "## Origin", "## Examples", "## How to fix"):
+            assert heading in page, (entry.id, heading)
+        assert page.startswith(f"# {entry.id}: ")
+        assert f"]({entry.id}.md)" in pages["rules/index.md"]
+    maxpool = pages["rules/MaxPool.pads.C2.md"]
+    assert "violating: `" in maxpool and "pads\\[i\\]" in maxpool  # the example, and the text escaped
+
+
+def test_the_docs_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
+    if mkdocs is None:
+        pytest.skip('mkdocs is not installed here (pip install ".[docs]"; .ci/run installs it)')
+    done = subprocess.run(
+        [mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    for page in ("index.html", "rules/index.html", "rules/MaxPool.R4/index.html", "automation/index.html"):
+        assert (tmp_path / "site" / page).is_file(), page
+    rule = (tmp_path / "site" / "rules" / "MaxPool.R4" / "index.html").read_text(encoding="utf-8")
+    assert "ceil_mode" in rule
