@@ -1,29 +1,95 @@
 """The small public Python API: check a model, compare a runtime against the reference, and read the
 results as data. Everything else in the package may change between minor versions; these names follow
-semantic versioning (the reference kernels are ``sonnx_check.reference``).
+semantic versioning (the reference kernels are ``sonnx_check.reference``). docs/api.md shows them in use.
 
     >>> from sonnx_check import api
-    >>> result = api.check("model.onnx")
+    >>> result = api.check("sample_models/conforming/small_cnn.onnx")
     >>> [(f.rule, f.message) for f in result.findings]
-    >>> result = api.compare("model.onnx", inputs=("random", "edge"))
-    >>> result.comparison["nodes"][0]["outputs"][0]["status"]
+    []
 
 (``sonnx_check.compare`` is the comparison package, so the functions live in ``sonnx_check.api``.)
-Both return a :class:`ModelResult`; a model that cannot be read gives a ``MODEL.load`` finding, as on the
-command line. Options the command line validates (a rule that does not exist, a bad shape) raise
-:class:`UsageError`. By default no configuration file is read (``config=None``); pass ``config="auto"``
-to use the nearest ``pyproject.toml`` as the command line does, or a path to use that file.
+Both return a :class:`ModelResult`. ``check`` reports a model that cannot be read as a ``MODEL.load``
+finding, as the command line does; ``compare`` raises :class:`InputError` for it, since there is nothing
+to compare. Every bad input (a rule that does not exist, a shape naming no input of the model, a dataset
+that cannot be read, a parameter of the wrong type) raises :class:`InputError`, a ``ValueError`` whose
+message names the parameter, never a command-line flag. By default no configuration file is read
+(``config=None``); pass ``config="auto"`` to use the nearest ``pyproject.toml`` as the command line does,
+or a path to use that file.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 
-from sonnx_check.errors import UsageError
+from sonnx_check.errors import UsageError, UserError
 from sonnx_check.findings import Finding, ModelResult, NodeRef, Severity, VerdictClass
 
-__all__ = ["Finding", "ModelResult", "NodeRef", "Severity", "UsageError", "VerdictClass", "check", "compare"]
+__all__ = [
+    "Finding",
+    "InputError",
+    "ModelResult",
+    "NodeRef",
+    "Severity",
+    "UsageError",
+    "VerdictClass",
+    "check",
+    "compare",
+]
+
+
+class InputError(UsageError, ValueError):
+    """A bad input to ``check`` or ``compare``: the message names the parameter (``select``, ``shapes``,
+    ``inputs``, ``config``, ``path``...) and the cause, in one line. A ``ValueError``, and a
+    :class:`UsageError` as before it existed."""
+
+
+# the command line's words for the options this API passes, as its parameters are named
+_FLAGS = {
+    "--select": "select",
+    "--ignore": "ignore",
+    "--inputs": "inputs",
+    "--shape": "shapes",
+    "--seed": "seed",
+    "--config": "config",
+    "--node-edges": "node_edges",
+}
+_FLAG = re.compile("|".join(re.escape(flag) for flag in sorted(_FLAGS, key=len, reverse=True)) + r"\b")
+_CLI_HINT = re.compile(r" \(see sonnx-check --list-rules\)|, e\.g\. --select \"GR\*\"")
+
+
+def _library_words(message: str) -> str:
+    """A command-line message in this API's terms: each flag becomes the parameter that carried it."""
+    message = _CLI_HINT.sub("", message)
+    return _FLAG.sub(lambda match: _FLAGS[match.group(0)], message)
+
+
+def _names(parameter: str, value: object) -> tuple[str, ...]:
+    """A sequence of strings; a bare string is refused (iterating it would give its characters)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise InputError(f"{parameter}: expected a list of strings, got {type(value).__name__} {value!r}")
+    if not all(isinstance(item, str) for item in value):
+        raise InputError(f"{parameter}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _shape_options(shapes: Mapping[str, Sequence[int]] | None) -> tuple[str, ...]:
+    if shapes is None:
+        return ()
+    if not isinstance(shapes, Mapping):
+        raise InputError(f"shapes: expected a mapping of input name to dimensions, got {shapes!r}")
+    options = []
+    for name, dims in shapes.items():
+        if (
+            not isinstance(name, str)
+            or isinstance(dims, str | bytes)
+            or not isinstance(dims, Sequence)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+        ):
+            raise InputError(f"shapes: {name!r}: expected positive integer dimensions, got {dims!r}")
+        options.append(f"{name}={','.join(str(d) for d in dims)}")
+    return tuple(options)
 
 
 def check(
@@ -34,7 +100,7 @@ def check(
     config: str | os.PathLike[str] | None = None,
 ) -> ModelResult:
     """Check one model statically (no weight is read, onnxruntime is not imported)."""
-    return _run(path, config, select=tuple(select), ignore=tuple(ignore), compare=False)
+    return _run(path, config, select=_names("select", select), ignore=_names("ignore", ignore), compare=False)
 
 
 def compare(
@@ -48,20 +114,31 @@ def compare(
     ignore: Sequence[str] = (),
     config: str | os.PathLike[str] | None = None,
 ) -> ModelResult:
-    """Check one model and compare the installed onnxruntime against the reference kernels, node by node
-    (``result.comparison`` holds the statistics; divergences are ``RUNTIME.*`` findings)."""
-    shape_options = tuple(f"{name}={','.join(str(d) for d in dims)}" for name, dims in (shapes or {}).items())
-    return _run(
+    """Check one model and compare the installed onnxruntime against the reference kernels, node by node.
+
+    ``result.comparison`` is the comparison as ``--format json`` writes it (``nodes``, ``runtime``...);
+    divergences are ``RUNTIME.*`` findings. It is ``None`` only when the comparison could not start, and
+    a ``RUNTIME.not-compared`` finding then says why. A model that cannot be read raises
+    :class:`InputError`."""
+    if not isinstance(node_edges, bool):
+        raise InputError(f"node_edges: expected True or False, got {node_edges!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed: expected a non-negative integer, got {seed!r}")
+    result = _run(
         path,
         config,
-        select=tuple(select),
-        ignore=tuple(ignore),
+        select=_names("select", select),
+        ignore=_names("ignore", ignore),
         compare=True,
-        inputs=tuple(inputs),
+        inputs=_names("inputs", inputs),
         node_edges=node_edges,
         seed=seed,
-        shapes=shape_options,
+        shapes=_shape_options(shapes),
     )
+    if result.load_error:
+        causes = "; ".join(f.message for f in result.findings if f.rule == "MODEL.load")
+        raise InputError(f"path: {result.path}: {causes or 'cannot read the model'}")
+    return result
 
 
 def _run(
@@ -71,18 +148,23 @@ def _run(
     from sonnx_check.discovery import Target
     from sonnx_check.runner import process
 
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"path: expected a file path, got {type(path).__name__} {path!r}")
     text = os.fspath(path)
     automatic = config == "auto"
-    configurations = Configurations(
-        CliOptions(**options),  # type: ignore[arg-type]
-        None if automatic or config is None else os.fspath(config),
-        isolated=config is None,
-    )
-    settings = configurations.settings_for(text) if automatic else configurations.run
+    try:
+        configurations = Configurations(
+            CliOptions(**options),  # type: ignore[arg-type]
+            None if automatic or config is None else os.fspath(config),
+            isolated=config is None,
+        )
+        settings = configurations.settings_for(text) if automatic else configurations.run
+    except UserError as error:
+        raise InputError(_library_words(str(error))) from None
     outcome = process(Target(text), settings)
     if outcome.internal_error:
         raise RuntimeError(outcome.internal_error)
     if outcome.user_error:
-        raise UsageError(outcome.user_error)
+        raise InputError(_library_words(outcome.user_error))
     assert outcome.result is not None
     return outcome.result

@@ -28,7 +28,7 @@ def test_check_gives_the_command_lines_findings() -> None:
 def test_an_unreadable_model_is_a_finding_and_a_bad_option_an_error(tmp_path: Path) -> None:
     result = api.check(tmp_path / "nothere.onnx")
     assert result.load_error and [f.rule for f in result.findings] == ["MODEL.load"]
-    with pytest.raises(api.UsageError, match="unknown rule 'Nope'"):
+    with pytest.raises(api.InputError, match="^select: unknown rule 'Nope'$"):
         api.check(CNN, select=["Nope"])
 
 
@@ -62,3 +62,41 @@ def test_check_imports_neither_onnxruntime_nor_the_comparison() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code, str(CNN)], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: api.check(CNN, select="GR2"), "select: expected a list of strings, got str 'GR2'"),
+        (lambda: api.check(CNN, ignore=["Nope*"]), "ignore: unknown rule 'Nope*'"),
+        (lambda: api.check(CNN, config="missing.toml"), "config missing.toml: no such file"),
+        (lambda: api.compare(CNN, seed=-1), "seed: expected a non-negative integer, got -1"),
+        (lambda: api.compare(CNN, node_edges="no"), "node_edges: expected True or False, got 'no'"),
+        (
+            lambda: api.compare(CNN, shapes={"image": (1, "3", 16, 16)}),
+            "shapes: 'image': expected positive integer dimensions, got (1, '3', 16, 16)",
+        ),
+    ],
+)
+def test_bad_input_raises_input_error_naming_the_parameter(call, message: str) -> None:
+    """No command-line wording (--select, --shape, --list-rules) and no internal error: a ValueError a
+    library user can catch, whose message names the parameter they passed."""
+    with pytest.raises(api.InputError) as raised:
+        call()
+    assert str(raised.value) == message
+    assert isinstance(raised.value, ValueError) and isinstance(raised.value, api.UsageError)
+
+
+@pytest.mark.live_ort
+def test_a_wrong_input_name_is_an_input_error_in_the_apis_words() -> None:
+    with pytest.raises(api.InputError) as raised:
+        api.compare(CNN, node_edges=False, shapes={"x": (1, 3, 224, 224)})
+    assert str(raised.value) == (
+        f"{CNN}: shapes names 'x', not an input of the model that needs data (inputs: 'image')"
+    )
+    assert "--" not in str(raised.value)
+
+
+def test_compare_on_an_unreadable_model_raises_input_error(tmp_path: Path) -> None:
+    with pytest.raises(api.InputError, match=r"^path: .*nothere\.onnx: cannot read the model: no such file$"):
+        api.compare(tmp_path / "nothere.onnx")

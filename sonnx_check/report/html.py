@@ -36,7 +36,7 @@ def missing_extra() -> str | None:
         return None
     return (
         f"the HTML report needs {' and '.join(missing)}: install the report extra "
-        '(pip install "sonnx-check[report]")'
+        '(pip install "sonnx-check[report]"; from a clone: pip install ".[report]")'
     )
 
 

@@ -348,8 +348,8 @@ def test_an_integer_model_is_exact_and_runs(tmp_path: Path):
     assert cases["int_max/test_model"]["inputs"] == ["a", "b"]
 
 
-def test_the_readme_shows_the_scripts_own_judgement():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+def test_the_suite_page_shows_the_scripts_own_judgement():
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "suite.md").read_text(encoding="utf-8")
     script = template("run_suite.py.template")
     function = script[script.index("def conforms(") : script.index("\n\n\ndef run_case(")]
     assert function in readme

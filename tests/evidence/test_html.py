@@ -42,7 +42,7 @@ def test_without_the_extra_html_is_a_one_line_usage_error(
     assert result.stderr == (
         "sonnx-check: error: --output-format html:report.html: the HTML report needs jinja2 and matplotlib: "
         "install the "
-        'report extra (pip install "sonnx-check[report]")\n'
+        'report extra (pip install "sonnx-check[report]"; from a clone: pip install ".[report]")\n'
     )
     assert not (tmp_path / "report.html").exists()
 

@@ -54,11 +54,20 @@ def test_the_action_is_a_composite_that_runs_the_script_with_inputs_in_the_envir
         "SONNX_CHECK_FORMAT",
         "SONNX_CHECK_SARIF",
         "SONNX_CHECK_ARGS",
+        "SONNX_CHECK_EXTRAS",
     }
     assert check["env"]["SONNX_CHECK_SOURCE"] == "${{ github.action_path }}"  # installs the pinned tag itself
     (upload,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif")]
     assert "inputs.upload-sarif == 'true'" in upload["if"] and "!cancelled()" in upload["if"]
-    assert set(ACTION["inputs"]) == {"paths", "format", "sarif", "upload-sarif", "args", "python-version"}
+    assert set(ACTION["inputs"]) == {
+        "paths",
+        "format",
+        "sarif",
+        "upload-sarif",
+        "args",
+        "extras",
+        "python-version",
+    }
 
 
 def _run_action(repo: Path, **inputs: str) -> subprocess.CompletedProcess[str]:
@@ -174,3 +183,96 @@ def test_the_image_builds_and_checks_a_model(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_args_are_split_with_shell_rules_so_a_quoted_command_stays_one_option(tmp_path: Path) -> None:
+    """The README's example: --runtime-command "python x.py" reached the command as two words before."""
+    model_repository(tmp_path)
+    shutil.copy(ROOT / "tests" / "compare" / "ort_command.py", tmp_path / "x.py")
+    done = _run_action(
+        tmp_path,
+        SONNX_CHECK_PATHS="models/clean.onnx",
+        SONNX_CHECK_SARIF="",
+        SONNX_CHECK_FORMAT="json",
+        SONNX_CHECK_ARGS='--no-node-edges --runtime-command "python x.py"',
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout[done.stdout.index("{") :])
+    (model,) = report["models"]
+    assert model["comparison"]["runtime"]["name"] == "command"
+    assert "python x.py" in json.dumps(model["comparison"]["runtime"])
+
+
+def test_a_path_with_a_space_is_one_path_when_quoted(tmp_path: Path) -> None:
+    model_repository(tmp_path)
+    (tmp_path / "my models").mkdir()
+    shutil.copy(tmp_path / "models" / "clean.onnx", tmp_path / "my models" / "clean model.onnx")
+    done = _run_action(tmp_path, SONNX_CHECK_PATHS="'my models/clean model.onnx'", SONNX_CHECK_SARIF="")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("SONNX_CHECK_ARGS", '--runtime-command "python x.py'), ("SONNX_CHECK_PATHS", "models/'clean.onnx")],
+)
+def test_an_unclosed_quote_is_one_error_line_naming_the_input(tmp_path: Path, name: str, value: str) -> None:
+    model_repository(tmp_path)
+    done = _run_action(tmp_path, SONNX_CHECK_SARIF="", **{name: value})
+    assert done.returncode == 2
+    input_name = name.removeprefix("SONNX_CHECK_").lower()
+    assert done.stderr.strip() == (
+        f"sonnx-check action: error: input {input_name}: No closing quotation "
+        '(quote with "..." or escape with \\)'
+    )
+
+
+def _fake_python(bin_dir: Path, log: Path) -> None:
+    """A python3 whose `-m venv DIR` makes a venv of stubs that log what they are asked (no download);
+    anything else runs the real Python (the script's word splitting)."""
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(
+        f"""#!/bin/bash
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+  mkdir -p "$3/bin"
+  printf '#!/bin/sh\\necho "pip $*" >> {log}\\n' > "$3/bin/pip"
+  printf '#!/bin/sh\\necho "sonnx-check $*" >> {log}\\n' > "$3/bin/sonnx-check"
+  chmod +x "$3/bin/pip" "$3/bin/sonnx-check"
+  exit 0
+fi
+exec "{sys.executable}" "$@"
+""",
+        encoding="utf-8",
+    )
+    (bin_dir / "python3").chmod(0o755)
+
+
+def test_the_extras_input_installs_them_with_the_pinned_constraints(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    _fake_python(tmp_path / "bin", log)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SONNX_CHECK_", "GITHUB_"))}
+    env.update(
+        PATH=f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}",
+        RUNNER_TEMP=str(tmp_path / "runner"),
+        SONNX_CHECK_SOURCE="/action",
+        SONNX_CHECK_EXTRAS="report",
+        SONNX_CHECK_ARGS="--output-format html:reports/r.html",
+        SONNX_CHECK_SARIF="",
+    )
+    (tmp_path / "runner").mkdir()
+    done = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    pip, version, run = log.read_text(encoding="utf-8").splitlines()
+    assert pip.endswith(f"--constraint {CONSTRAINTS} /action[report]")
+    assert version == "sonnx-check --version"
+    assert run == "sonnx-check --format github --output-format html:reports/r.html -- ."
+
+
+@pytest.mark.parametrize("extras", ["report; touch pwned", "report]", "$(id)"])
+def test_an_extras_input_that_is_not_a_list_of_names_is_refused(tmp_path: Path, extras: str) -> None:
+    log = tmp_path / "log"
+    _fake_python(tmp_path / "bin", log)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SONNX_CHECK_", "GITHUB_"))}
+    env.update(PATH=f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}", SONNX_CHECK_EXTRAS=extras)
+    done = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "input extras" in done.stderr
+    assert not log.exists() and not (tmp_path / "pwned").exists()
