@@ -67,7 +67,7 @@ def load(config: str | None, isolated: bool, cwd: str | None = None) -> FileConf
             raise UsageError("--config and --isolated exclude each other")
         return None
     if config is not None:
-        return parse_table(load_table(config), config)
+        return parse_table(load_table(config), config, discovered=False)  # named by the user: trusted
     found = find_config(cwd or os.getcwd())
     if found is None:
         return None
