@@ -386,7 +386,8 @@ def _beyond_trust(option: Option, raw: Any, value: Any, base: Path) -> str | Non
         if value is None:
             return "a discovered configuration file may not lift the limit"
         if value > option.default:
-            return f"a discovered configuration file may not raise the limit above its default ({option.default})"
+            default = option.default
+            return f"a discovered configuration file may not raise the limit above its default ({default})"
     return None
 
 
