@@ -129,11 +129,13 @@ def read_size(r: Reader, value: Any, key: str, base: Path) -> int | None:
 def read_shapes(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, tuple[int, ...]], ...]:
     if not isinstance(value, dict):
         raise r.fail(key, "expected a table of input name = [dims]")
+    r.entries(value, key)
     parsed = []
     for name, dims in value.items():
         dims_key = f'{key}."{name}"'
         if not isinstance(dims, list) or not dims:
             raise r.fail(dims_key, "expected a non-empty list of integers >= 0")
+        r.entries(dims, dims_key)
         parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
     return tuple(parsed)
 
@@ -145,6 +147,7 @@ def read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[st
 
     if not isinstance(value, dict):
         raise r.fail(key, 'expected a table of operator = "bound" (e.g. Tanh = "2 ulp")')
+    r.entries(value, key)
     for op_type, bound in value.items():
         if op_type not in profile_operators():
             raise r.fail(f"{key}.{op_type}", "not an operator with a SONNX specification")

@@ -99,6 +99,7 @@ def _per_model_ignores(r: Reader, value: Any) -> tuple[tuple[str, frozenset[str]
     key = f"{TABLE}.per-model-ignores"
     if not isinstance(value, dict):
         raise r.fail(key, 'expected a table of model glob = [rules], e.g. "legacy/**" = ["GR4"]')
+    r.entries(value, key)
     entries = []
     for pattern, rules in value.items():
         entry_key = f'{key}."{pattern}"'
@@ -119,6 +120,7 @@ def _waivers(r: Reader, value: Any) -> tuple[Waiver, ...]:
     key = f"{TABLE}.waivers"
     if not isinstance(value, list) or not all(isinstance(w, dict) for w in value):
         raise r.fail(key, "expected an array of tables ([[tool.sonnx-check.waivers]])")
+    r.entries(value, key)
     return tuple(_waiver(r, raw, f"{key}[{number}]") for number, raw in enumerate(value, start=1))
 
 
@@ -175,4 +177,4 @@ def _known_ids(r: Reader, given: tuple[str, ...], key: str) -> tuple[str, ...]:
             )
             raise r.fail(key, f"expected the ID of a known departure, got '{display(name)}'{hint}")
         canonical.append(found)
-    return tuple(canonical)
+    return tuple(dict.fromkeys(canonical))  # "ort-x" and "ORT-X" are one ID
