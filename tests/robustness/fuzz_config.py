@@ -13,7 +13,17 @@ link to /dev/null, a link to a regular file, a dangling link, ``-``, a folder, a
 - an exit 2 caused by the configuration is one stderr line that names the file;
 - the case ends within its time limit (a hang raises the alarm);
 - nothing in the folder changed except the report the run was asked to write: a FIFO is still a FIFO, a
-  link still the same link, the file behind a link untouched, no temporary file left.
+  link still the same link, the file behind a link untouched, no temporary file left;
+- a discovered file that names a program, a path outside its folder (``..``, absolute, through a link) or
+  lifts a limit is refused (exit 2) and the program never runs (it would leave a mark in the folder).
+
+Every fourth case of a long run (and a test of its own) is a git case instead (``run_git_case``): a model
+with external data in a repository in one of the states git gets into in CI and on a laptop (staged,
+unstaged, touched, copied, racily clean with a ``filter.<x>.clean`` that leaves a mark, refused as a
+repository owned by another user, redirected by GIT_DIR or by a planted ``.git`` file, an LFS pointer
+staged). MODEL.external-data-committed must judge it from contents (no finding for the same contents, a
+finding for others), say "not judged" as a warning when git refuses or is redirected, never run the
+filter, and write nothing into the repository.
 
 The suite runs a bounded number of cases (tests/robustness/test_fuzz_config.py); a long run is
 
@@ -40,7 +50,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from clikit import maxpool_r2, save  # noqa: E402
+from clikit import maxpool_r2, save, torchscript_export  # noqa: E402
 
 from sonnx_check.cli import main  # noqa: E402
 
@@ -118,9 +128,12 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
             "huge",
             "truncated",
             "flipped",
+            *UNTRUSTED_SHAPES,
         ),
-        weights=(10, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1),
-    )[0]  # a valid file half of the time: its globs are then matched against every model
+        weights=(10, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1),
+    )[0]  # a valid file about half of the time: its globs are then matched against every model
+    if shape in UNTRUSTED_SHAPES:
+        return untrusted_table(rng, shape).encode("utf-8"), shape
     if shape == "deep":
         depth = rng.choice((10, 63, 64, 65, 100, 1000, 100_000))
         opener, closer = rng.choice((("[", "]"), ("{a = ", "}")))
@@ -160,6 +173,43 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
             buffer[rng.randrange(len(buffer))] = rng.randrange(256)
         data = bytes(buffer)
     return data, shape
+
+
+# What a discovered file may not do (README: Untrusted models); @FOLDER@ is the case's folder. The runtime
+# command would leave @FOLDER@/ran; @FOLDER@/outside holds data outside the tree, models/escape links to it.
+UNTRUSTED_SHAPES = ("program", "outside-path", "lift-limit")
+_OUTSIDE_PATHS = ("../outside/x.npz", "@FOLDER@/outside/x.npz", "escape/x.npz", "a/../../outside/x.npz",
+                  "./../outside", "escape", "@FOLDER@/outside")  # fmt: skip
+_LIFTED = ('timeout = "none"', "timeout = 0", "timeout = 1e9", 'max-memory = "0"', 'max-memory = "1TiB"',
+           "max-elements = 100000001")  # fmt: skip
+
+
+def untrusted_table(rng: random.Random, shape: str) -> str:
+    lines = ["[tool.sonnx-check.compare]"]
+    if rng.random() < 0.7:
+        lines.append(f"enabled = {rng.choice(('true', 'false'))}")
+    if shape == "program":
+        command = rng.choice(("@FOLDER@/runtime.sh", "sh -c 'touch @FOLDER@/ran'", "@FOLDER@/runtime.sh --x"))
+        lines.append(f"runtime-command = {_toml_string(command)}")
+    elif shape == "outside-path":
+        path = rng.choice(_OUTSIDE_PATHS)
+        if rng.random() < 0.5:
+            lines.append(f'inputs = ["edge", {_toml_string(path)}]')
+        else:
+            lines.append(f"outputs = {_toml_string(path)}")
+    else:
+        lines.append(rng.choice(_LIFTED))
+    return "\n".join(lines) + "\n"
+
+
+def _plant_untrusted(folder: Path) -> None:
+    """What the untrusted shapes point at: a program that leaves a mark, data outside, a link out."""
+    script = folder / "runtime.sh"
+    script.write_text(f"#!/bin/sh\ntouch {folder}/ran\n", encoding="utf-8")
+    script.chmod(0o755)
+    (folder / "outside").mkdir()
+    (folder / "outside" / "x.npz").write_bytes(b"PK\x05\x06" + bytes(18))
+    (folder / "models" / "escape").symlink_to(folder / "outside")
 
 
 def gitignore(rng: random.Random) -> bytes:
@@ -285,6 +335,9 @@ def run_case(rng: random.Random, folder: Path, *, target_kind: str | None = None
     save(maxpool_r2(), models / "m.onnx")
     save(maxpool_r2(), models / LONG_NAME)
     data, shape = configuration(rng)
+    if shape in UNTRUSTED_SHAPES:
+        _plant_untrusted(folder)
+        data = data.replace(b"@FOLDER@", str(folder).encode())
     (models / "pyproject.toml").write_bytes(data)
     if rng.random() < 0.3:
         above, _ = configuration(rng)
@@ -328,6 +381,10 @@ def run_case(rng: random.Random, folder: Path, *, target_kind: str | None = None
             errors = [line for line in stderr.splitlines() if line.startswith("sonnx-check: error:")]
             if len(errors) != 1:
                 problems.append("a configuration error that is not one line")
+        if shape in UNTRUSTED_SHAPES and code != 2:
+            problems.append(f"a discovered file's {shape} was accepted (exit {code})")
+    if (folder / "ran").exists():
+        problems.append("the runtime command of a discovered file ran")
     problems += _unexpected_changes(before, _snapshot(folder), target, kind)
     return Outcome(shape, kind, code, stderr[-2000:], tuple(problems))
 
@@ -352,11 +409,154 @@ def _unexpected_changes(before: dict, after: dict, target: Target, kind: str) ->
     return problems
 
 
+# -- git states ---------------------------------------------------------------------------------------------
+
+GIT_STATES = ("staged", "unstaged", "untracked", "touched", "copied", "racy-filter", "lfs", "refused",
+              "git-dir", "planted")  # fmt: skip
+_JUDGED_CLEAN = {"staged", "touched", "copied", "racy-filter", "lfs"}  # no finding: the contents are staged
+_NOT_JUDGED = {"refused", "git-dir", "planted"}  # a warning that says why
+
+
+def _git(folder: Path, *args: str, data: bytes | None = None) -> bytes:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-c", "user.email=f@example.invalid", "-c", "user.name=f", *args],
+        cwd=folder,
+        input=data,
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def _git_repository(rng: random.Random, folder: Path, state: str) -> tuple[Path, dict[str, str]]:
+    """A repository holding models/w.onnx and its weights in ``state``: (the checked root, extra env)."""
+    import hashlib
+
+    import onnx
+
+    root = folder / "repo"
+    models = root / "models"
+    models.mkdir(parents=True)
+    _git(root, "init", "-q")
+    onnx.save(torchscript_export(), models / "w.onnx", save_as_external_data=True, location="w.data",
+              size_threshold=0)  # fmt: skip
+    data = models / "w.data"
+    env: dict[str, str] = {}
+    if state == "untracked":
+        _git(root, "add", "models/w.onnx")
+        return root, env
+    if state == "lfs":
+        raw = data.read_bytes()
+        oid = hashlib.sha256(raw).hexdigest()
+        pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(raw)}\n".encode()
+        blob = _git(root, "hash-object", "-w", "--stdin", data=pointer).decode().strip()
+        _git(root, "add", "models/w.onnx")
+        _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},models/w.data")
+        return root, env
+    _git(root, "add", "models")
+    if rng.random() < 0.5:
+        _git(root, "commit", "-q", "-m", "weights")
+    if state == "unstaged":
+        raw = bytearray(data.read_bytes())
+        raw[rng.randrange(len(raw))] ^= 0x01
+        info = data.stat()
+        data.write_bytes(bytes(raw))
+        os.utime(data, ns=(info.st_atime_ns, info.st_mtime_ns))  # only the contents tell
+    elif state == "touched":
+        later = data.stat().st_mtime_ns + rng.randint(1, 10**12)
+        os.utime(data, ns=(later, later))
+    elif state == "copied":
+        import shutil
+
+        shutil.copytree(root, folder / "copy", symlinks=True)
+        shutil.rmtree(root)
+        (folder / "copy").rename(root)
+    elif state == "racy-filter":
+        (root / ".gitattributes").write_text("*.data filter=evil\n", encoding="utf-8")
+        _git(root, "config", "filter.evil.clean", f"touch {folder}/filtered; cat")
+        stamp = (root / ".git" / "index").stat().st_mtime_ns
+        os.utime(data, ns=(stamp, stamp))
+        os.utime(root / ".git" / "index", ns=(stamp, stamp))
+    elif state == "refused":
+        env["GIT_TEST_ASSUME_DIFFERENT_OWNER"] = "1"  # as a checkout owned by another uid in a container
+    elif state == "git-dir":
+        other = folder / "other"
+        other.mkdir()
+        _git(other, "init", "-q")
+        env.update(GIT_DIR=str(other / ".git"), GIT_WORK_TREE=str(other))
+    elif state == "planted":
+        _git(models, "init", "-q", "planted")
+        _git(models, "--git-dir=planted/.git", "--work-tree=.", "add", "w.onnx", "w.data")
+        (models / ".git").write_text("gitdir: planted/.git\n", encoding="utf-8")
+    return root, env
+
+
+@dataclass(frozen=True)
+class GitOutcome:
+    state: str
+    exit_code: int
+    problems: tuple[str, ...]
+
+    @property
+    def is_bug(self) -> bool:
+        return bool(self.problems)
+
+
+def run_git_case(rng: random.Random, folder: Path, *, state: str | None = None) -> GitOutcome:
+    import json
+
+    state = state or rng.choice(GIT_STATES)
+    root, env = _git_repository(rng, folder, state)
+    model = rng.choice(("models/w.onnx", "models", str(root / "models" / "w.onnx")))
+    before = _snapshot(folder)
+    problems: list[str] = []
+    previous = os.getcwd()
+    os.chdir(root)
+    try:
+        with _alarm(CASE_SECONDS):
+            result = CliRunner().invoke(
+                main,
+                ["--isolated", "--select", RULE, "--format", "json", model],
+                env={"GITHUB_STEP_SUMMARY": None, **env},
+            )
+    except _Hang:
+        return GitOutcome(state, -1, (f"no exit within {CASE_SECONDS} s",))
+    finally:
+        os.chdir(previous)
+    code = result.exit_code
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        problems.append(f"exception {type(result.exception).__name__}: {result.exception}")
+    if code not in (0, 1):
+        problems.append(f"exit code {code}: {result.stderr[-500:]}")
+    else:
+        [entry] = json.loads(result.stdout)["models"]
+        findings = [f for f in entry["findings"] if f["rule"] == RULE]
+        warned = [f for f in findings if f["severity"] == "warning" and f["message"].startswith("not judged")]
+        if state in _JUDGED_CLEAN and findings:
+            problems.append(f"the same contents judged otherwise: {findings[0]['message']}")
+        if state in ("unstaged", "untracked") and (len(findings) != 1 or warned):
+            problems.append(f"other contents not reported: {findings}")
+        if state in _NOT_JUDGED and (len(warned) != 1 or len(findings) != 1 or code != 0):
+            problems.append(f"not a 'not judged' warning: {findings}")
+    if (folder / "filtered").exists():
+        problems.append("the repository's clean filter ran")
+    after = _snapshot(folder)
+    if after != before:
+        changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
+        problems.append(f"changed: {changed[:5]}")
+    return GitOutcome(state, code, tuple(problems))
+
+
+RULE = "MODEL.external-data-committed"
+
+
 def long_run(cases: int, seed: int, minutes: float | None = None) -> int:
     rng = random.Random(seed)
     exits: Counter[int] = Counter()
     shapes: Counter[str] = Counter()
     targets: Counter[str] = Counter()
+    git_states: Counter[str] = Counter()
     bugs = 0
     started = time.perf_counter()
     done = 0
@@ -365,6 +565,14 @@ def long_run(cases: int, seed: int, minutes: float | None = None) -> int:
             break
         done += 1
         case_rng = random.Random(rng.getrandbits(64))
+        if case % 4 == 3:
+            with tempfile.TemporaryDirectory() as folder:
+                git = run_git_case(case_rng, Path(folder))
+            git_states[git.state] += 1
+            if git.is_bug:
+                bugs += 1
+                print(f"case {case}: BUG (git {git.state}): {'; '.join(git.problems)}", flush=True)
+            continue
         with tempfile.TemporaryDirectory() as folder:
             outcome = run_case(case_rng, Path(folder))
         exits[outcome.exit_code] += 1
@@ -384,6 +592,7 @@ def long_run(cases: int, seed: int, minutes: float | None = None) -> int:
     print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(exits.items())))
     print("configuration shapes: " + ", ".join(f"{s} {n}" for s, n in sorted(shapes.items())))
     print("report targets: " + ", ".join(f"{t} {n}" for t, n in sorted(targets.items())))
+    print("git states: " + ", ".join(f"{t} {n}" for t, n in sorted(git_states.items())))
     print(f"bugs (exit 3, traceback, hang, unexpected change): {bugs}")
     return 1 if bugs else 0
 
