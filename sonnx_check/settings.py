@@ -63,11 +63,13 @@ TRUST_ANY = "any"  # a policy of the project (rules, waivers, seeds): anything t
 TRUST_INSIDE = "inside"  # paths: relative, no '..', resolving (links too) inside the file's folder
 TRUST_TIGHTEN = "tighten"  # a limit: at most the default, never "no limit" (a hostile file cannot lift it)
 TRUST_EXPLICIT = "explicit"  # runs a program, or reaches outside the tree: command line or --config only
+TRUST_CPUS = "cpus"  # a number of processes: at most the CPUs (a hostile file cannot fork thousands)
 TRUST = {
     TRUST_ANY: "yes",
     TRUST_INSIDE: "only paths inside the file's folder",
     TRUST_TIGHTEN: "only a value at most the default",
     TRUST_EXPLICIT: "no: command line or --config FILE only",
+    TRUST_CPUS: "yes, at most the number of CPUs (more is taken as that many)",
 }
 
 

@@ -3,6 +3,7 @@ the file and the dotted key. The comparison keys are declared with their options
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,7 +19,8 @@ FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 FAIL_ON = ("error", "warning")
 # Every top-level key with what a configuration file found by discovery may set (settings.TRUST; the
 # comparison's keys declare theirs with their options): none of these runs a program or names a path, so a
-# file that comes with the models may set them all (they are the project's policy, as its waivers are).
+# file that comes with the models may set them all (they are the project's policy, as its waivers are),
+# ``jobs`` up to the CPU count.
 TOP_KEY_TRUST = {
     "select": declared.TRUST_ANY,
     "extend-select": declared.TRUST_ANY,
@@ -26,7 +28,7 @@ TOP_KEY_TRUST = {
     "per-model-ignores": declared.TRUST_ANY,
     "fail-on": declared.TRUST_ANY,
     "format": declared.TRUST_ANY,  # of the run's report on stdout: --output alone names a file
-    "jobs": declared.TRUST_ANY,  # never more workers than models
+    "jobs": declared.TRUST_CPUS,  # never more workers than models, nor (from such a file) than CPUs
     "compare": declared.TRUST_ANY,  # the table; each of its keys has its own trust (settings.OPTIONS)
     "waivers": declared.TRUST_ANY,
     "exclude": declared.TRUST_ANY,  # model globs: they only narrow what a folder scan reads
@@ -81,7 +83,10 @@ def parse_table(
     if "format" in table:
         config = replace(config, output_format=r.choice(table["format"], key + "format", FORMATS))
     if "jobs" in table:
-        config = replace(config, jobs=r.integer(table["jobs"], key + "jobs", 0))
+        jobs = r.integer(table["jobs"], key + "jobs", 0)
+        if discovered and TOP_KEY_TRUST["jobs"] == declared.TRUST_CPUS:
+            jobs = min(jobs, os.cpu_count() or 1)  # 0 (every CPU) stays 0
+        config = replace(config, jobs=jobs)
     if "compare" in table:
         config = replace(config, compare=_compare_table(r, table["compare"], Path(folder), discovered))
     if "waivers" in table:

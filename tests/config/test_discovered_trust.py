@@ -184,3 +184,11 @@ def test_every_key_declares_what_a_discovered_file_may_set() -> None:
 def test_an_explicit_only_key_is_refused_before_its_value_is_read(option: declared.Option) -> None:
     with pytest.raises(ConfigError, match=f"compare.{option.config_key}: not accepted from a discovered"):
         parse_table({"compare": {option.config_key: [[]]}}, "pyproject.toml", os.getcwd())
+
+
+def test_a_discovered_file_asks_for_at_most_one_worker_per_cpu(tmp_path: Path) -> None:
+    root = _repository(tmp_path, "[tool.sonnx-check]\njobs = 100000\n")
+    cpus = os.cpu_count() or 1
+    assert resolve(CliOptions(), load(None, False, str(root)), str(root)).jobs == cpus
+    named = load(str(root / "pyproject.toml"), False, str(root))  # --config: the user's own choice
+    assert resolve(CliOptions(), named, str(root)).jobs == 100000
