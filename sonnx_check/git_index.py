@@ -69,13 +69,15 @@ def data_files_state(
     """The index state of ``data_paths`` (real paths of files beside the model); None when there is nothing
     to judge (the model not in a git work tree, or not tracked); an ``unjudged`` state when git's answer
     cannot be had or trusted. Raises GitTimedOut when hashing passes ``deadline`` (time.monotonic())."""
-    folder = os.path.dirname(os.path.realpath(model_path)) or "."
+    model_folder = os.path.dirname(os.path.realpath(model_path)) or "."
     model = os.path.realpath(model_path)
     wanted = sorted({os.path.realpath(p) for p in data_paths})
     redirected = [name for name in _REDIRECTING if os.environ.get(name)]
-    marker = _dot_git(folder)
-    if marker is None and not redirected:
+    if _dot_git(model_folder) is None and not redirected:
         return None  # not in a git work tree: nothing is being committed
+    # git is asked from the model's folder; with GIT_DIR set, from where the caller is, as git itself would be
+    # (without GIT_WORK_TREE or core.worktree, the current folder is then the top of the work tree)
+    folder = os.getcwd() if os.environ.get("GIT_DIR") else model_folder
     where = _repository(folder)
     if isinstance(where, str):
         return IndexState(unjudged=where)
@@ -94,9 +96,10 @@ def data_files_state(
     if model not in staged:
         return None  # the model itself is not tracked: nothing of it is being committed
     untracked = frozenset(p for p in wanted if p not in staged)
+    sizes = _blob_sizes(folder, [staged[p][1] for p in wanted if p in staged])
     modified = set()
     for path in wanted:
-        if path in staged and not _same_contents(folder, path, staged[path], object_format, deadline):
+        if path in staged and not _same_contents(folder, path, staged[path], sizes, object_format, deadline):
             modified.add(path)
     return IndexState(untracked=untracked, modified=frozenset(modified))
 
@@ -174,7 +177,12 @@ def _staged(folder: str, paths: list[str]) -> dict[str, tuple[str, str]] | str:
 
 
 def _same_contents(
-    folder: str, path: str, entry: tuple[str, str], object_format: str, deadline: float | None
+    folder: str,
+    path: str,
+    entry: tuple[str, str],
+    sizes: dict[str, int],
+    object_format: str,
+    deadline: float | None,
 ) -> bool:
     """Whether the working file is the staged blob: its git blob id, or the staged LFS pointer's oid and
     size. A file that cannot be read as a regular file is not the staged one."""
@@ -185,7 +193,7 @@ def _same_contents(
         size = os.stat(path, follow_symlinks=False).st_size
     except OSError:
         return False
-    staged_size = _blob_size(folder, blob)
+    staged_size = sizes.get(blob)
     if staged_size == size:
         return _hash(path, size, object_format, deadline, blob=True) == blob
     if staged_size is None or staged_size > _LFS_POINTER_MAX:
@@ -196,14 +204,19 @@ def _same_contents(
     return _hash(path, size, "sha256", deadline, blob=False) == pointer.group(1).decode()
 
 
-def _blob_size(folder: str, blob: str) -> int | None:
-    done = _git(folder, ["cat-file", "-s", blob])
+def _blob_sizes(folder: str, blobs: list[str]) -> dict[str, int]:
+    """Each staged blob's size, from one ``git cat-file --batch-check`` (a missing blob is left out)."""
+    if not blobs:
+        return {}
+    done = _git(folder, ["cat-file", "--batch-check"], stdin="".join(f"{b}\n" for b in blobs).encode())
     if isinstance(done, str):
-        return None
-    try:
-        return int(done.strip())
-    except ValueError:
-        return None
+        return {}
+    sizes = {}
+    for line in done.decode("ascii", "replace").splitlines():
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return sizes
 
 
 def _blob(folder: str, blob: str) -> bytes | None:
@@ -246,16 +259,25 @@ def _hash(path: str, size: int, algorithm: str, deadline: float | None, blob: bo
 # -- running git -------------------------------------------------------------------------------------------
 
 
-def _git(folder: str, arguments: list[str]) -> bytes | str:
-    """git's stdout, or why it did not answer (one line, git's own first line when it said one)."""
+def _environment() -> dict[str, str]:
+    """The environment with git's own settings; a relative repository path of the caller's environment (a
+    hook may get GIT_DIR=.git) made absolute, since ``git -C FOLDER`` would resolve it from FOLDER."""
     env = {**os.environ, **_ENV}
+    for name in (*_REDIRECTING, "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        if env.get(name) and not os.path.isabs(env[name]):
+            env[name] = os.path.abspath(env[name])
+    return env
+
+
+def _git(folder: str, arguments: list[str], stdin: bytes | None = None) -> bytes | str:
+    """git's stdout, or why it did not answer (one line, git's own first line when it said one)."""
     try:
         done = subprocess.run(
             ["git", *_CONFIG, "-C", folder, *arguments],
             capture_output=True,
             timeout=_GIT_TIMEOUT,
-            env=env,
-            stdin=subprocess.DEVNULL,
+            env=_environment(),
+            input=stdin if stdin is not None else b"",
             check=False,
         )
     except FileNotFoundError:

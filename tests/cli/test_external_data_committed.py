@@ -37,8 +37,8 @@ def _repository(tmp_path: Path, location: str = "net.onnx.data") -> tuple[Path, 
     return root, model
 
 
-def _findings(model: Path, cwd: Path) -> list[dict]:
-    run = run_cli(["--isolated", "--select", RULE, "--format", "json", str(model)], cwd=cwd)
+def _findings(model: Path, cwd: Path, env: dict[str, str] | None = None) -> list[dict]:
+    run = run_cli(["--isolated", "--select", RULE, "--format", "json", str(model)], cwd=cwd, env=env)
     assert run.code in (0, 1), run.stdout
     report = json.loads(run.stdout)
     [entry] = report["models"]
@@ -216,7 +216,8 @@ def test_a_linked_worktree_is_judged(tmp_path: Path) -> None:
 
 def _lfs_pointer(data: bytes, size: int | None = None, oid: str | None = None) -> bytes:
     digest = oid or hashlib.sha256(data).hexdigest()
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{digest}\nsize {size or len(data)}\n".encode()
+    text = f"version https://git-lfs.github.com/spec/v1\noid sha256:{digest}\nsize {size or len(data)}\n"
+    return text.encode()
 
 
 @pytest.mark.parametrize(
@@ -265,7 +266,7 @@ def test_a_conflicted_data_file_is_not_staged(tmp_path: Path) -> None:
     assert "not staged" in finding["message"]
 
 
-# -- bounded hashing ------------------------------------------------------------------------------------------
+# -- bounded hashing ----------------------------------------------------------------------------------------
 
 
 def test_hashing_stops_at_the_deadline_and_on_a_signal(tmp_path: Path) -> None:
@@ -298,3 +299,32 @@ def test_a_data_file_replaced_by_a_fifo_is_not_read(tmp_path: Path) -> None:
     state = data_files_state(str(model), [str(data)])  # returns: the FIFO is never opened for reading
     assert state is not None and state.modified == {str(data.resolve())}
     assert size > 0
+
+
+def test_a_relative_git_dir_is_the_callers(tmp_path: Path) -> None:
+    """A hook may run with GIT_DIR=.git from the top of the work tree: git is asked about that repository,
+    not about 'models/.git'."""
+    root, model = _committed(tmp_path)
+    env = {"GIT_DIR": ".git", "GIT_INDEX_FILE": ".git/index"}
+    assert _findings(model, root, env=env) == []
+    (model.parent / "net.onnx.data").write_bytes(
+        bytes(reversed((model.parent / "net.onnx.data").read_bytes()))
+    )
+    [finding] = _findings(model, root, env=env)
+    assert "has changes that are not staged" in finding["message"]
+
+
+def test_many_data_files_are_judged(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "models").mkdir(parents=True)
+    _git(root, "init", "-q")
+    model = torchscript_export()
+    onnx.save(model, root / "models" / "net.onnx", save_as_external_data=True, all_tensors_to_one_file=False,
+              size_threshold=0)  # fmt: skip
+    _git(root, "add", "models")
+    data = sorted(p for p in (root / "models").iterdir() if p.name != "net.onnx")
+    assert len(data) > 2
+    victim = data[1]
+    victim.write_bytes(bytes(reversed(victim.read_bytes())))
+    [finding] = _findings(root / "models" / "net.onnx", root)
+    assert victim.name in finding["message"] and "not staged" in finding["message"]
