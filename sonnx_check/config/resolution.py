@@ -108,9 +108,10 @@ def _selection(cli: CliOptions, file: FileConfig | None) -> frozenset[str]:
 def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) -> Settings:
     """Merge the configuration file and the command line (command line wins)."""
     selected = _selection(cli, file)
-    for pattern, rules in file.per_model_ignores if file is not None else ():
-        if not selected - rules:
-            raise ConfigError(_emptied(file.path, pattern, "the models it matches"))
+    if file is not None:
+        for pattern, rules in file.per_model_ignores:
+            if not selected - rules:
+                raise ConfigError(_emptied(file.path, pattern, "the models it matches"))
     compare = declared.resolve(cli, file.compare if file is not None else {})
     fail_on = cli.fail_on or (file.fail_on if file else None) or "error"
     jobs = cli.jobs if cli.jobs is not None else (file.jobs if file and file.jobs is not None else 1)
