@@ -71,9 +71,12 @@ def read_integer(minimum: int) -> ConfigReader:
 
 
 def read_string(r: Reader, value: Any, key: str, base: Path) -> str:
-    """A non-empty string (a command, a provider's name)."""
+    """A non-empty string (a command, a provider's name, a path) without a NUL byte (no file name or
+    program argument can hold one: the system call would fail)."""
     if not isinstance(value, str) or not value.strip():
         raise r.fail(key, f"expected a non-empty string, got {value!r}")
+    if "\x00" in value:
+        raise r.fail(key, "contains a NUL byte")
     return value
 
 
@@ -91,7 +94,8 @@ def outside_folder(text: str, base: Path) -> str | None:
 
     shown = display(text)
     parts = text.replace("\\", "/").split("/")
-    if os.path.isabs(text) or text.startswith(("/", "\\")) or (len(text) > 1 and text[1] == ":"):
+    drive = len(text) > 1 and text[0].isalpha() and text[1] == ":" and text[2:3] in ("", "/", "\\")
+    if os.path.isabs(text) or text.startswith(("/", "\\")) or drive:
         return f"is an absolute path ('{shown}'), outside the configuration file's folder"
     if ".." in parts:
         return f"leaves the configuration file's folder ('..' in '{shown}')"
@@ -106,6 +110,8 @@ def read_inputs(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
     inputs = r.strings(value, key)
     if not inputs:
         raise r.fail(key, "must not be empty (random, edge, or a path)")
+    if any("\x00" in i for i in inputs):
+        raise r.fail(key, "a path contains a NUL byte")
     # A dataset path in the configuration is relative to the configuration file, not to the cwd.
     return tuple(i if i in GENERATED_INPUTS or os.path.isabs(i) else str(base / i) for i in inputs)
 

@@ -192,3 +192,13 @@ def test_a_discovered_file_asks_for_at_most_one_worker_per_cpu(tmp_path: Path) -
     assert resolve(CliOptions(), load(None, False, str(root)), str(root)).jobs == cpus
     named = load(str(root / "pyproject.toml"), False, str(root))  # --config: the user's own choice
     assert resolve(CliOptions(), named, str(root)).jobs == 100000
+
+
+@pytest.mark.parametrize("key", ["inputs", "outputs", "runtime-command"])
+def test_a_nul_byte_in_a_path_or_command_is_a_configuration_error(tmp_path: Path, key: str) -> None:
+    value = '["a\\u0000b.npz"]' if key == "inputs" else '"a\\u0000b"'
+    root = _repository(tmp_path, f"[tool.sonnx-check.compare]\n{key} = {value}\n")
+    for args in (["models"], ["--config", "pyproject.toml", "models"]):  # was exit 3 with --compare
+        run = run_cli(args, cwd=root)
+        assert run.code == 2, run.stdout + run.stderr
+        assert f"pyproject.toml: tool.sonnx-check.compare.{key}: " in _error_line(run.stderr)

@@ -179,7 +179,7 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
 # command would leave @FOLDER@/ran; @FOLDER@/outside holds data outside the tree, models/escape links to it.
 UNTRUSTED_SHAPES = ("program", "outside-path", "lift-limit")
 _OUTSIDE_PATHS = ("../outside/x.npz", "@FOLDER@/outside/x.npz", "escape/x.npz", "a/../../outside/x.npz",
-                  "./../outside", "escape", "@FOLDER@/outside")  # fmt: skip
+                  "./../outside", "escape", "@FOLDER@/outside", "data/\x00.npz", "C:/x.npz")  # fmt: skip
 _LIFTED = ('timeout = "none"', "timeout = 0", "timeout = 1e9", 'max-memory = "0"', 'max-memory = "1TiB"',
            "max-elements = 100000001")  # fmt: skip
 
