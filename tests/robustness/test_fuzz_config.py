@@ -8,7 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from fuzz_config import GIT_STATES, TARGETS, UNTRUSTED_SHAPES, configuration, run_case, run_git_case
+from fuzz_config import TARGETS, UNTRUSTED_SHAPES, configuration, run_case
+from fuzz_git import GIT_STATES, run_git_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
