@@ -172,6 +172,7 @@ def test_every_key_declares_what_a_discovered_file_may_set() -> None:
         if option.config_key is None:
             continue
         assert option.trust in declared.TRUST, option.name
+        assert option.trust != declared.TRUST_CPUS, option.name  # enforced for the top-level jobs only
         assert (option.trust == declared.TRUST_ANY) == (not option.why), option.name
         path_reader = option.read in (declared.kinds.read_path, declared.kinds.read_inputs)
         assert not path_reader or option.trust in (declared.TRUST_INSIDE, declared.TRUST_EXPLICIT), (
