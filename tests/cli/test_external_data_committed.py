@@ -328,3 +328,11 @@ def test_many_data_files_are_judged(tmp_path: Path) -> None:
     victim.write_bytes(bytes(reversed(victim.read_bytes())))
     [finding] = _findings(root / "models" / "net.onnx", root)
     assert victim.name in finding["message"] and "not staged" in finding["message"]
+
+
+def test_a_work_tree_without_git_installed_is_a_warning(tmp_path: Path) -> None:
+    root, model = _repository(tmp_path)
+    _git(root, "add", "models/net.onnx")
+    empty = tmp_path / "no-programs"
+    empty.mkdir()
+    assert "git is not installed" in _warning(model, root, env={"PATH": str(empty)})
