@@ -185,7 +185,7 @@ def _finding(check: Check, view: ModelView, v: Violation, default_node: int | No
     return Finding(
         rule=check.rule,
         message=v.message,
-        severity=catalogue()[check.rule].severity,
+        severity=v.severity or catalogue()[check.rule].severity,
         node=view.refs[index] if index is not None else None,
         tensor=v.tensor,
         attribute=v.attribute,

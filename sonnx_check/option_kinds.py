@@ -71,9 +71,12 @@ def read_integer(minimum: int) -> ConfigReader:
 
 
 def read_string(r: Reader, value: Any, key: str, base: Path) -> str:
-    """A non-empty string (a command, a provider's name)."""
+    """A non-empty string (a command, a provider's name, a path) without a NUL byte (no file name or
+    program argument can hold one: the system call would fail)."""
     if not isinstance(value, str) or not value.strip():
         raise r.fail(key, f"expected a non-empty string, got {value!r}")
+    if "\x00" in value:
+        raise r.fail(key, "contains a NUL byte")
     return value
 
 
@@ -83,10 +86,32 @@ def read_path(r: Reader, value: Any, key: str, base: Path) -> str:
     return text if os.path.isabs(text) else str(base / text)
 
 
+def outside_folder(text: str, base: Path) -> str | None:
+    """Why the path ``text`` of a discovered configuration file leaves its folder ``base``, or None: an
+    absolute path, a '..' component, or a link (anywhere on the way) resolving outside; a path that does not
+    exist yet is judged by the part that does."""
+    from sonnx_check.sanitise import display
+
+    shown = display(text)
+    parts = text.replace("\\", "/").split("/")
+    drive = len(text) > 1 and text[0].isalpha() and text[1] == ":" and text[2:3] in ("", "/", "\\")
+    if os.path.isabs(text) or text.startswith(("/", "\\")) or drive:
+        return f"is an absolute path ('{shown}'), outside the configuration file's folder"
+    if ".." in parts:
+        return f"leaves the configuration file's folder ('..' in '{shown}')"
+    root = os.path.realpath(base)
+    resolved = os.path.realpath(os.path.join(root, text))
+    if resolved != root and not resolved.startswith(root.rstrip(os.sep) + os.sep):
+        return f"resolves outside the configuration file's folder ('{shown}' is or passes through a link)"
+    return None
+
+
 def read_inputs(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
     inputs = r.strings(value, key)
     if not inputs:
         raise r.fail(key, "must not be empty (random, edge, or a path)")
+    if any("\x00" in i for i in inputs):
+        raise r.fail(key, "a path contains a NUL byte")
     # A dataset path in the configuration is relative to the configuration file, not to the cwd.
     return tuple(i if i in GENERATED_INPUTS or os.path.isabs(i) else str(base / i) for i in inputs)
 
@@ -110,11 +135,13 @@ def read_size(r: Reader, value: Any, key: str, base: Path) -> int | None:
 def read_shapes(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, tuple[int, ...]], ...]:
     if not isinstance(value, dict):
         raise r.fail(key, "expected a table of input name = [dims]")
+    r.entries(value, key)
     parsed = []
     for name, dims in value.items():
         dims_key = f'{key}."{name}"'
         if not isinstance(dims, list) or not dims:
             raise r.fail(dims_key, "expected a non-empty list of integers >= 0")
+        r.entries(dims, dims_key)
         parsed.append((name, tuple(r.integer(d, dims_key, 0) for d in dims)))
     return tuple(parsed)
 
@@ -126,6 +153,7 @@ def read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[st
 
     if not isinstance(value, dict):
         raise r.fail(key, 'expected a table of operator = "bound" (e.g. Tanh = "2 ulp")')
+    r.entries(value, key)
     for op_type, bound in value.items():
         if op_type not in profile_operators():
             raise r.fail(f"{key}.{op_type}", "not an operator with a SONNX specification")

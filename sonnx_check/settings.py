@@ -17,7 +17,9 @@ Adding an option:
    ``read_boolean``, ``read_choice(...)``, ``read_integer(minimum)``, ...; a new kind of value goes there).
    ``click`` says how click parses the flag (None: a string); ``from_cli`` turns the parsed value into the
    settings value when they differ (0 meaning "no limit"); ``check`` is CompareOptions' own check of a
-   value from the Python API.
+   value from the Python API. ``trust`` says what a *discovered* configuration file (one found beside the
+   models, which may come with them in a pull request) may do with the key: see ``TRUST`` below; an option
+   that runs a program or reads or writes outside the file's folder is never ``"any"``.
 2. Use it: ``settings.compare.<name>`` wherever the run needs it, and a keyword of ``CompareOptions`` named
    ``compare_arg`` (None when the comparison does not take it).
 3. Add its property to ``compare_settings`` in ``schemas/evidence.schema.json`` (``report`` is the field;
@@ -54,6 +56,23 @@ DEFAULT_MAX_MEMORY = 4 << 30
 DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtime.PROVIDER
 
 
+# What a configuration file found by discovery (not named by --config) may set: such a file may come with the
+# models (a pull request adds a pyproject.toml beside them), so it is as untrusted as they are. A file named
+# by --config, and the command line, may set everything. README "Untrusted models" shows this table.
+TRUST_ANY = "any"  # a policy of the project (rules, waivers, seeds): anything the key accepts
+TRUST_INSIDE = "inside"  # paths: relative, no '..', resolving (links too) inside the file's folder
+TRUST_TIGHTEN = "tighten"  # a limit: at most the default, never "no limit" (a hostile file cannot lift it)
+TRUST_EXPLICIT = "explicit"  # runs a program, or reaches outside the tree: command line or --config only
+TRUST_CPUS = "cpus"  # a number of processes: at most the CPUs (a hostile file cannot fork thousands)
+TRUST = {
+    TRUST_ANY: "yes",
+    TRUST_INSIDE: "only paths inside the file's folder",
+    TRUST_TIGHTEN: "only a value at most the default",
+    TRUST_EXPLICIT: "no: command line or --config FILE only",
+    TRUST_CPUS: "yes, at most the number of CPUs (more is taken as that many)",
+}
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -83,6 +102,8 @@ class Option:
     # CompareOptions' own check of a value (the Python API reaches it without the command line or a file):
     # the error message, or None when the value is valid
     check: Callable[[Any], str | None] | None = None
+    trust: str = TRUST_ANY  # what a discovered configuration file may set (TRUST); only with a config_key
+    why: str = ""  # why the trust is limited ("runs a program"), for the error and the README's table
 
     @property
     def parameter(self) -> str:
@@ -132,6 +153,8 @@ OPTIONS: tuple[Option, ...] = (
         from_cli=tuple,
         to_json=list,
         compare_arg="datasets",
+        trust=TRUST_INSIDE,
+        why="reads data files",
     ),
     Option(
         "node_edges",
@@ -198,6 +221,8 @@ OPTIONS: tuple[Option, ...] = (
         click=kinds.click_int_range(1),
         metavar="N",
         check=kinds.check_max_elements,
+        trust=TRUST_TIGHTEN,
+        why="is a limit",
     ),
     Option(
         "max_memory",
@@ -211,6 +236,8 @@ OPTIONS: tuple[Option, ...] = (
         metavar="SIZE",
         from_cli=kinds.no_limit_if_zero,
         check=kinds.check_max_memory,
+        trust=TRUST_TIGHTEN,
+        why="is a limit",
     ),
     Option(
         "timeout",
@@ -224,6 +251,8 @@ OPTIONS: tuple[Option, ...] = (
         metavar="SECONDS",
         from_cli=kinds.no_limit_if_zero,
         check=kinds.check_timeout,
+        trust=TRUST_TIGHTEN,
+        why="is a limit",
     ),
     Option(
         "ort_providers",
@@ -251,6 +280,8 @@ OPTIONS: tuple[Option, ...] = (
         click=kinds.click_text,
         metavar="CMD",
         check=kinds.check_command,
+        trust=TRUST_EXPLICIT,
+        why="runs a program",
     ),
     Option(
         "saved_outputs",
@@ -262,6 +293,8 @@ OPTIONS: tuple[Option, ...] = (
         click=kinds.click_text,
         metavar="DIR",
         cli_name="outputs",
+        trust=TRUST_INSIDE,
+        why="reads saved outputs and models",
     ),
     Option(
         "export_inputs",
@@ -314,17 +347,50 @@ CompareSettings.__module__ = __name__  # pickled by name for --jobs workers
 CompareSettings.__doc__ = "The comparison's settings, resolved: one field per declared Option."
 
 
-def read_config(r: Reader, table: Mapping[str, Any], base: Path) -> dict[str, Any]:
+def read_config(r: Reader, table: Mapping[str, Any], base: Path, discovered: bool = True) -> dict[str, Any]:
     """A ``[tool.sonnx-check.compare]`` table's values by option name (the keys present only). Unknown keys
-    are refused by the caller (``CONFIG_KEYS``)."""
+    are refused by the caller (``CONFIG_KEYS``). A ``discovered`` file (not named by --config) may set each
+    key only as far as its ``trust`` allows; beyond that, the key is this file's configuration error."""
     out: dict[str, Any] = {}
     for option in OPTIONS:
         if option.config_key is not None and option.config_key in table:
             assert option.read is not None, option.name
-            out[option.name] = option.read(
-                r, table[option.config_key], f"{COMPARE_TABLE}.{option.config_key}", base
-            )
+            key = f"{COMPARE_TABLE}.{option.config_key}"
+            raw = table[option.config_key]
+            if discovered and option.trust == TRUST_EXPLICIT:  # refused before its value is even looked at
+                raise r.fail(key, _untrusted(option, "not accepted from a discovered configuration file"))
+            value = option.read(r, raw, key, base)
+            if discovered:
+                problem = _beyond_trust(option, raw, value, base)
+                if problem is not None:
+                    raise r.fail(key, _untrusted(option, problem))
+            out[option.name] = value
     return out
+
+
+def _untrusted(option: Option, problem: str) -> str:
+    flag = option.flag.split("/")[0] or "--config FILE"
+    return (
+        f"{problem}: the key {option.why} and a file found beside the models may come with them; give it on "
+        f"the command line ({flag}) or in a file named by --config (README: Untrusted models)"
+    )
+
+
+def _beyond_trust(option: Option, raw: Any, value: Any, base: Path) -> str | None:
+    """Why a discovered file may not set ``value``, or None."""
+    if option.trust == TRUST_INSIDE:
+        texts = [raw] if isinstance(raw, str) else [t for t in raw if t not in kinds.GENERATED_INPUTS]
+        for text in texts:
+            problem = kinds.outside_folder(text, base)
+            if problem is not None:
+                return problem
+    elif option.trust == TRUST_TIGHTEN:
+        if value is None:
+            return "a discovered configuration file may not lift the limit"
+        if value > option.default:
+            default = option.default
+            return f"a discovered configuration file may not raise the limit above its default ({default})"
+    return None
 
 
 def resolve(cli: Any, configured: Mapping[str, Any]) -> Any:

@@ -15,6 +15,10 @@ import re
 MAX_BYTES = 1 << 20  # 1 MiB: a pyproject.toml is a few kilobytes
 MAX_DEPTH = 64  # nested arrays and inline tables
 MAX_KEY_PARTS = 64  # components of one dotted key or table header
+# Distinct entries of one list or table of the configuration (after duplicates are collapsed): each entry is
+# matched against every model or repeated in messages, so 50 000 of them would cost time and megabytes of
+# report (a list of one ID repeated 50 000 times is one entry).
+MAX_ENTRIES = 1000
 
 # Each alternative starts with a different character and repeats disjoint pieces: linear time.
 _ML_BASIC = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)', re.S)

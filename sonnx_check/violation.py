@@ -19,6 +19,8 @@ class Violation:
     actual: Any = None
     expected: Any = None
     data: dict[str, Any] | None = None
+    # The rule's catalogue severity unless given: a rule that could not judge says so as a warning
+    severity: Any = None  # findings.Severity
 
 
 NodeCheck = Callable[["ModelView", int], Iterable[Violation]]

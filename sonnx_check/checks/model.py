@@ -15,9 +15,10 @@ import onnx
 
 from sonnx_check.checker_verdict import CheckerVerdict
 from sonnx_check.external_data import external_data_issues, judge, shown
-from sonnx_check.git_index import data_files_state
+from sonnx_check.findings import Severity
+from sonnx_check.git_index import GitTimedOut, data_files_state
 from sonnx_check.isolation import Crashed, TimedOut, call_isolated
-from sonnx_check.view import ModelView
+from sonnx_check.view import ModelView, PhaseTimedOut
 from sonnx_check.violation import Violation
 
 # onnx.checker names the node of a schema error in a trailing context line ...
@@ -180,9 +181,22 @@ def external_data_committed(view: ModelView) -> Iterator[Violation]:
     folder = Path(view.path).parent
     segments = judge(view.external_tensors, folder)[1]  # MODEL.external-data reports the others
     files = sorted({segment.path for segment in segments})
-    state = data_files_state(view.path, files) if files else None
+    try:
+        state = data_files_state(view.path, files, view.deadline) if files else None
+    except GitTimedOut as exc:
+        raise PhaseTimedOut(
+            f"hashing {shown(os.path.basename(exc.path))} to compare it with git's index"
+        ) from None
     if state is None:
         return  # not in git, or the model itself is not tracked: nothing is being committed
+    if state.unjudged is not None:
+        yield Violation(
+            f"not judged: {state.unjudged}; whether the commit holds the model's weights is unknown "
+            "(README: Untrusted models)",
+            severity=Severity.WARNING,
+            data={"unjudged": state.unjudged},
+        )
+        return
     base = os.path.realpath(folder)
     for path in files:
         name = os.path.relpath(path, base)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sonnx_check import toml_limits
 from sonnx_check.config.model_globs import normalise
 from sonnx_check.errors import UsageError
 from sonnx_check.globs import Glob, GlobError
@@ -36,9 +37,22 @@ class Reader:
                 raise self.fail(f"{prefix}.{key}", f"unknown key{hint}")
 
     def strings(self, value: Any, key: str) -> tuple[str, ...]:
+        """A list of strings, each once (in first-seen order), at most MAX_ENTRIES of them."""
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(key, "expected a list of strings")
-        return tuple(value)
+        return self.distinct(value, key)
+
+    def distinct(self, values: Iterable[Any], key: str) -> tuple[Any, ...]:
+        """``values`` each once, in first-seen order; over MAX_ENTRIES distinct ones is this key's error."""
+        unique = tuple(dict.fromkeys(values))
+        if len(unique) > toml_limits.MAX_ENTRIES:
+            raise self.fail(key, f"has {len(unique)} distinct entries; at most {toml_limits.MAX_ENTRIES}")
+        return unique
+
+    def entries(self, table: Mapping[str, Any] | Sequence[Any], key: str) -> None:
+        """A table (or an array of tables) of at most MAX_ENTRIES entries."""
+        if len(table) > toml_limits.MAX_ENTRIES:
+            raise self.fail(key, f"has {len(table)} entries; at most {toml_limits.MAX_ENTRIES}")
 
     def globs(self, patterns: Iterable[str], key: str) -> tuple[str, ...]:
         """Model globs, each compiled once here so that a broken one is this key's error, not a crash or a

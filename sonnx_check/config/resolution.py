@@ -24,6 +24,7 @@ from sonnx_check.config.resolved import Settings
 from sonnx_check.config.table import FileConfig, parse_table
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
+from sonnx_check.sanitise import display
 
 # What the command line said; None (or empty) means "not given", so the configuration decides. One field per
 # declared comparison option that has a flag (settings.py), after the run's own.
@@ -67,7 +68,7 @@ def load(config: str | None, isolated: bool, cwd: str | None = None) -> FileConf
             raise UsageError("--config and --isolated exclude each other")
         return None
     if config is not None:
-        return parse_table(load_table(config), config)
+        return parse_table(load_table(config), config, discovered=False)  # named by the user: trusted
     found = find_config(cwd or os.getcwd())
     if found is None:
         return None
@@ -107,6 +108,10 @@ def _selection(cli: CliOptions, file: FileConfig | None) -> frozenset[str]:
 def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) -> Settings:
     """Merge the configuration file and the command line (command line wins)."""
     selected = _selection(cli, file)
+    if file is not None:
+        for pattern, rules in file.per_model_ignores:
+            if not selected - rules:
+                raise ConfigError(_emptied(file.path, pattern, "the models it matches"))
     compare = declared.resolve(cli, file.compare if file is not None else {})
     fail_on = cli.fail_on or (file.fail_on if file else None) or "error"
     jobs = cli.jobs if cli.jobs is not None else (file.jobs if file and file.jobs is not None else 1)
@@ -128,6 +133,15 @@ def resolve(cli: CliOptions, file: FileConfig | None, cwd: str | None = None) ->
         show_traceback=cli.show_traceback,
         exclude=file.exclude if file is not None else (),
         respect_gitignore=gitignore,
+    )
+
+
+def _emptied(file: str, pattern: str, what: str) -> str:
+    if not pattern.startswith('"'):
+        pattern = f'"{display(pattern)}"'
+    return (
+        f"{file}: {TABLE}.per-model-ignores.{pattern}: removes every selected rule from {what}, so nothing "
+        "would be checked there (to skip models, use exclude)"
     )
 
 
@@ -169,6 +183,20 @@ class Configurations:
         return found if found is not None else self.run_file
 
     def settings_for(self, model_path: str) -> Settings:
+        """The model's settings. A model the per-model ignores leave with no rule is this configuration's
+        error, as an empty selection is: a model checked against nothing must not be reported conforming."""
+        settings = self._settings_of(model_path)
+        if not settings.rules_for(model_path):
+            ignores = [
+                p for p, _ in settings.per_model_ignores if model_matches(p, model_path, settings.root)
+            ]
+            shown = " + ".join(f'"{display(p)}"' for p in ignores[:3]) + (
+                " + ..." if len(ignores) > 3 else ""
+            )
+            raise ConfigError(_emptied(settings.config_file or "", shown, f"model {display(model_path)}"))
+        return settings
+
+    def _settings_of(self, model_path: str) -> Settings:
         file = self.file_for(model_path)
         key = None if file is None else self._key(file)
         if key not in self._settings:
@@ -189,7 +217,7 @@ class Configurations:
 
     def excluded(self, path: str, is_dir: bool) -> str | None:
         """Why a folder scan skips ``path``: an ``exclude`` pattern of the configuration that governs it."""
-        settings = self.settings_for(path)
+        settings = self._settings_of(path)
         for pattern in settings.exclude:
             if model_matches(pattern.rstrip("/"), path, settings.root):
                 return f'excluded by {settings.config_file}: exclude "{pattern}"'

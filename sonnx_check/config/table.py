@@ -3,6 +3,7 @@ the file and the dotted key. The comparison keys are declared with their options
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,19 +17,24 @@ from sonnx_check.sanitise import display
 
 FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 FAIL_ON = ("error", "warning")
-TOP_KEYS = (
-    "select",
-    "extend-select",
-    "ignore",
-    "per-model-ignores",
-    "fail-on",
-    "format",
-    "jobs",
-    "compare",
-    "waivers",
-    "exclude",
-    "respect-gitignore",
-)
+# Every top-level key with what a configuration file found by discovery may set (settings.TRUST; the
+# comparison's keys declare theirs with their options): none of these runs a program or names a path, so a
+# file that comes with the models may set them all (they are the project's policy, as its waivers are),
+# ``jobs`` up to the CPU count.
+TOP_KEY_TRUST = {
+    "select": declared.TRUST_ANY,
+    "extend-select": declared.TRUST_ANY,
+    "ignore": declared.TRUST_ANY,
+    "per-model-ignores": declared.TRUST_ANY,
+    "fail-on": declared.TRUST_ANY,
+    "format": declared.TRUST_ANY,  # of the run's report on stdout: --output alone names a file
+    "jobs": declared.TRUST_CPUS,  # never more workers than models, nor (from such a file) than CPUs
+    "compare": declared.TRUST_ANY,  # the table; each of its keys has its own trust (settings.OPTIONS)
+    "waivers": declared.TRUST_ANY,
+    "exclude": declared.TRUST_ANY,  # model globs: they only narrow what a folder scan reads
+    "respect-gitignore": declared.TRUST_ANY,
+}
+TOP_KEYS = tuple(TOP_KEY_TRUST)
 COMPARE_KEYS = declared.CONFIG_KEYS
 WAIVER_KEYS = ("rule", "models", "node", "op_type", "known", "reason")
 KNOWN_WAIVER_RULE = "RUNTIME.divergence"  # the one rule a waiver may narrow to known departures (``known``)
@@ -53,8 +59,11 @@ class FileConfig:
     respect_gitignore: bool | None = None
 
 
-def parse_table(table: Mapping[str, Any], file: str, folder_of: str | None = None) -> FileConfig:
-    """Validate every key; the first problem raises a ConfigError naming it."""
+def parse_table(
+    table: Mapping[str, Any], file: str, folder_of: str | None = None, discovered: bool = True
+) -> FileConfig:
+    """Validate every key; the first problem raises a ConfigError naming it. A ``discovered`` file (found
+    beside the models, not named by --config) may set each key only as far as its trust allows."""
     r = Reader(file)
     r.unknown_keys(table, TOP_KEYS, TABLE)
     key = f"{TABLE}."
@@ -74,9 +83,12 @@ def parse_table(table: Mapping[str, Any], file: str, folder_of: str | None = Non
     if "format" in table:
         config = replace(config, output_format=r.choice(table["format"], key + "format", FORMATS))
     if "jobs" in table:
-        config = replace(config, jobs=r.integer(table["jobs"], key + "jobs", 0))
+        jobs = r.integer(table["jobs"], key + "jobs", 0)
+        if discovered and TOP_KEY_TRUST["jobs"] == declared.TRUST_CPUS:
+            jobs = min(jobs, os.cpu_count() or 1)  # 0 (every CPU) stays 0
+        config = replace(config, jobs=jobs)
     if "compare" in table:
-        config = replace(config, compare=_compare_table(r, table["compare"], Path(folder)))
+        config = replace(config, compare=_compare_table(r, table["compare"], Path(folder), discovered))
     if "waivers" in table:
         config = replace(config, waivers=_waivers(r, table["waivers"]))
     if "exclude" in table:
@@ -92,6 +104,7 @@ def _per_model_ignores(r: Reader, value: Any) -> tuple[tuple[str, frozenset[str]
     key = f"{TABLE}.per-model-ignores"
     if not isinstance(value, dict):
         raise r.fail(key, 'expected a table of model glob = [rules], e.g. "legacy/**" = ["GR4"]')
+    r.entries(value, key)
     entries = []
     for pattern, rules in value.items():
         entry_key = f'{key}."{pattern}"'
@@ -100,18 +113,19 @@ def _per_model_ignores(r: Reader, value: Any) -> tuple[tuple[str, frozenset[str]
     return tuple(entries)
 
 
-def _compare_table(r: Reader, value: Any, base: Path) -> dict[str, Any]:
+def _compare_table(r: Reader, value: Any, base: Path, discovered: bool) -> dict[str, Any]:
     key = f"{TABLE}.compare"
     if not isinstance(value, dict):
         raise r.fail(key, "expected a table ([tool.sonnx-check.compare])")
     r.unknown_keys(value, COMPARE_KEYS, key)
-    return declared.read_config(r, value, base)
+    return declared.read_config(r, value, base, discovered)
 
 
 def _waivers(r: Reader, value: Any) -> tuple[Waiver, ...]:
     key = f"{TABLE}.waivers"
     if not isinstance(value, list) or not all(isinstance(w, dict) for w in value):
         raise r.fail(key, "expected an array of tables ([[tool.sonnx-check.waivers]])")
+    r.entries(value, key)
     return tuple(_waiver(r, raw, f"{key}[{number}]") for number, raw in enumerate(value, start=1))
 
 
@@ -168,4 +182,4 @@ def _known_ids(r: Reader, given: tuple[str, ...], key: str) -> tuple[str, ...]:
             )
             raise r.fail(key, f"expected the ID of a known departure, got '{display(name)}'{hint}")
         canonical.append(found)
-    return tuple(canonical)
+    return tuple(dict.fromkeys(canonical))  # "ort-x" and "ORT-X" are one ID

@@ -13,7 +13,12 @@ link to /dev/null, a link to a regular file, a dangling link, ``-``, a folder, a
 - an exit 2 caused by the configuration is one stderr line that names the file;
 - the case ends within its time limit (a hang raises the alarm);
 - nothing in the folder changed except the report the run was asked to write: a FIFO is still a FIFO, a
-  link still the same link, the file behind a link untouched, no temporary file left.
+  link still the same link, the file behind a link untouched, no temporary file left;
+- a discovered file that names a program, a path outside its folder (``..``, absolute, through a link) or
+  lifts a limit is refused (exit 2) and the program never runs (it would leave a mark in the folder).
+
+Every fourth case of a long run is a git case instead (fuzz_git.py: repository states for
+MODEL.external-data-committed).
 
 The suite runs a bounded number of cases (tests/robustness/test_fuzz_config.py); a long run is
 
@@ -118,9 +123,12 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
             "huge",
             "truncated",
             "flipped",
+            *UNTRUSTED_SHAPES,
         ),
-        weights=(10, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1),
-    )[0]  # a valid file half of the time: its globs are then matched against every model
+        weights=(10, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1),
+    )[0]  # a valid file about half of the time: its globs are then matched against every model
+    if shape in UNTRUSTED_SHAPES:
+        return untrusted_table(rng, shape).encode("utf-8"), shape
     if shape == "deep":
         depth = rng.choice((10, 63, 64, 65, 100, 1000, 100_000))
         opener, closer = rng.choice((("[", "]"), ("{a = ", "}")))
@@ -160,6 +168,43 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
             buffer[rng.randrange(len(buffer))] = rng.randrange(256)
         data = bytes(buffer)
     return data, shape
+
+
+# What a discovered file may not do (README: Untrusted models); @FOLDER@ is the case's folder. The runtime
+# command would leave @FOLDER@/ran; @FOLDER@/outside holds data outside the tree, models/escape links to it.
+UNTRUSTED_SHAPES = ("program", "outside-path", "lift-limit")
+_OUTSIDE_PATHS = ("../outside/x.npz", "@FOLDER@/outside/x.npz", "escape/x.npz", "a/../../outside/x.npz",
+                  "./../outside", "escape", "@FOLDER@/outside", "data/\x00.npz", "C:/x.npz")  # fmt: skip
+_LIFTED = ('timeout = "none"', "timeout = 0", "timeout = 1e9", 'max-memory = "0"', 'max-memory = "1TiB"',
+           "max-elements = 100000001")  # fmt: skip
+
+
+def untrusted_table(rng: random.Random, shape: str) -> str:
+    lines = ["[tool.sonnx-check.compare]"]
+    if rng.random() < 0.7:
+        lines.append(f"enabled = {rng.choice(('true', 'false'))}")
+    if shape == "program":
+        command = rng.choice(("@FOLDER@/runtime.sh", "sh -c 'touch @FOLDER@/ran'", "@FOLDER@/runtime.sh --x"))
+        lines.append(f"runtime-command = {_toml_string(command)}")
+    elif shape == "outside-path":
+        path = rng.choice(_OUTSIDE_PATHS)
+        if rng.random() < 0.5:
+            lines.append(f'inputs = ["edge", {_toml_string(path)}]')
+        else:
+            lines.append(f"outputs = {_toml_string(path)}")
+    else:
+        lines.append(rng.choice(_LIFTED))
+    return "\n".join(lines) + "\n"
+
+
+def _plant_untrusted(folder: Path) -> None:
+    """What the untrusted shapes point at: a program that leaves a mark, data outside, a link out."""
+    script = folder / "runtime.sh"
+    script.write_text(f"#!/bin/sh\ntouch {folder}/ran\n", encoding="utf-8")
+    script.chmod(0o755)
+    (folder / "outside").mkdir()
+    (folder / "outside" / "x.npz").write_bytes(b"PK\x05\x06" + bytes(18))
+    (folder / "models" / "escape").symlink_to(folder / "outside")
 
 
 def gitignore(rng: random.Random) -> bytes:
@@ -285,6 +330,9 @@ def run_case(rng: random.Random, folder: Path, *, target_kind: str | None = None
     save(maxpool_r2(), models / "m.onnx")
     save(maxpool_r2(), models / LONG_NAME)
     data, shape = configuration(rng)
+    if shape in UNTRUSTED_SHAPES:
+        _plant_untrusted(folder)
+        data = data.replace(b"@FOLDER@", str(folder).encode())
     (models / "pyproject.toml").write_bytes(data)
     if rng.random() < 0.3:
         above, _ = configuration(rng)
@@ -328,6 +376,10 @@ def run_case(rng: random.Random, folder: Path, *, target_kind: str | None = None
             errors = [line for line in stderr.splitlines() if line.startswith("sonnx-check: error:")]
             if len(errors) != 1:
                 problems.append("a configuration error that is not one line")
+        if shape in UNTRUSTED_SHAPES and code != 2:
+            problems.append(f"a discovered file's {shape} was accepted (exit {code})")
+    if (folder / "ran").exists():
+        problems.append("the runtime command of a discovered file ran")
     problems += _unexpected_changes(before, _snapshot(folder), target, kind)
     return Outcome(shape, kind, code, stderr[-2000:], tuple(problems))
 
@@ -357,6 +409,7 @@ def long_run(cases: int, seed: int, minutes: float | None = None) -> int:
     exits: Counter[int] = Counter()
     shapes: Counter[str] = Counter()
     targets: Counter[str] = Counter()
+    git_states: Counter[str] = Counter()
     bugs = 0
     started = time.perf_counter()
     done = 0
@@ -365,6 +418,16 @@ def long_run(cases: int, seed: int, minutes: float | None = None) -> int:
             break
         done += 1
         case_rng = random.Random(rng.getrandbits(64))
+        if case % 4 == 3:
+            from fuzz_git import run_git_case  # the git cases (they use this module's helpers)
+
+            with tempfile.TemporaryDirectory() as folder:
+                git = run_git_case(case_rng, Path(folder))
+            git_states[git.state] += 1
+            if git.is_bug:
+                bugs += 1
+                print(f"case {case}: BUG (git {git.state}): {'; '.join(git.problems)}", flush=True)
+            continue
         with tempfile.TemporaryDirectory() as folder:
             outcome = run_case(case_rng, Path(folder))
         exits[outcome.exit_code] += 1
@@ -384,6 +447,7 @@ def long_run(cases: int, seed: int, minutes: float | None = None) -> int:
     print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(exits.items())))
     print("configuration shapes: " + ", ".join(f"{s} {n}" for s, n in sorted(shapes.items())))
     print("report targets: " + ", ".join(f"{t} {n}" for t, n in sorted(targets.items())))
+    print("git states: " + ", ".join(f"{t} {n}" for t, n in sorted(git_states.items())))
     print(f"bugs (exit 3, traceback, hang, unexpected change): {bugs}")
     return 1 if bugs else 0
 
