@@ -228,7 +228,7 @@ class CommandSession(Session):
             read = _read_back(folder, written, fingerprints)
             if isinstance(read, str):  # the reference must see what the runtime was given
                 changed = RunFailure(
-                    "run", f"it changed its input files ({folder.name}: {read})", bad_output=True
+                    "run", f"it changed its input files ({folder.name}): {read}", bad_output=True
                 )
                 yield DatasetRun(dataset, {}, failure=changed)
                 continue
