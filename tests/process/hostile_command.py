@@ -7,7 +7,8 @@ Usage: python hostile_command.py [--spawn PIDFILE] [--sleep SECONDS] [--output f
 --spawn PIDFILE: start a child in a session of its own (``setsid``) and a double-forked one (its parent
 exits at once, so it is an orphan), each sleeping for minutes, and write their pids to PIDFILE, one a line,
 once both run; --sleep: then sleep that long; --output: put a FIFO, a link to /dev/zero, four float32
-signalling NaNs or a sparse file of BYTES as every dataset's output_0.pb; --input: replace every dataset's input_0.pb by one of them.
+signalling NaNs or a sparse file of BYTES as every dataset's output_0.pb; --input: replace every dataset's
+input_0.pb by one of them.
 """
 
 from __future__ import annotations

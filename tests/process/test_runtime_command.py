@@ -2,9 +2,10 @@
 they start ends with the run, however it ends, and whatever they write is read within bounds.
 
 The command is hostile_command.py: it starts a child in a session of its own and a double-forked orphan
-(the two ways out of a process group), or plants a FIFO, a link to /dev/zero or a sparse file where sonnx-check
-reads. Each test asserts what a user observes: the exit code and its promptness, one line of reason naming
-the file, no process left (by pid, and by the run's marker in /proc), no temporary folder left.
+(the two ways out of a process group), or plants a FIFO, a link to /dev/zero or a sparse file where
+sonnx-check reads. Each test asserts what a user observes: the exit code and its promptness, one line of
+reason naming the file, no process left (by pid, and by the run's marker in /proc), no temporary folder
+left.
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ def test_a_sigterm_after_the_exit_code_is_decided_does_not_change_it(model: Path
 # -- every read bounded ----------------------------------------------------------------------------------
 
 SPARSE = 512 * 2**20  # bytes, sparse: nothing on disk, but a read of it would hold them all
+CHANGED = "it changed its input files (test_data_set_0)"
+UNUSABLE = "a saved input cannot be used"
 
 
 @pytest.mark.parametrize(
@@ -218,8 +221,8 @@ SPARSE = 512 * 2**20  # bytes, sparse: nothing on disk, but a read of it would h
         (("--output", "fifo"), "output_0.pb (tensor 'y'): is not a regular file (a FIFO, device or socket)"),
         (("--output", "zero"), "output_0.pb (tensor 'y'): is a symbolic link (not followed)"),
         (("--output", f"sparse:{SPARSE}"), f"output_0.pb (tensor 'y'): is {SPARSE} bytes, more than the"),
-        (("--input", "fifo"), "it changed its input files (test_data_set_0): input_0.pb: is not a regular file"),
-        (("--input", "zero"), "it changed its input files (test_data_set_0): input_0.pb: is a symbolic link"),
+        (("--input", "fifo"), f"{CHANGED}: input_0.pb: is not a regular file"),
+        (("--input", "zero"), f"{CHANGED}: input_0.pb: is a symbolic link"),
     ],
     ids=["output FIFO", "output link to /dev/zero", "sparse output", "input FIFO", "input link to /dev/zero"],
 )
@@ -253,8 +256,8 @@ def _export(model: Path) -> Path:
         ("test_data_set_0/output_0.pb", "fifo", "output_0.pb (tensor 'y'): is not a regular file"),
         ("test_data_set_0/output_0.pb", "zero", "output_0.pb (tensor 'y'): is a symbolic link"),
         ("test_data_set_0/output_0.pb", f"sparse:{SPARSE}", f"output_0.pb (tensor 'y'): is {SPARSE} bytes"),
-        ("test_data_set_0/input_0.pb", "fifo", "a saved input cannot be used: input_0.pb (tensor 'x'): is not"),
-        ("test_data_set_0/input_0.pb", "zero", "a saved input cannot be used: input_0.pb (tensor 'x'): is a sym"),
+        ("test_data_set_0/input_0.pb", "fifo", f"{UNUSABLE}: input_0.pb (tensor 'x'): is not a regular"),
+        ("test_data_set_0/input_0.pb", "zero", f"{UNUSABLE}: input_0.pb (tensor 'x'): is a symbolic link"),
     ],
 )
 def test_saved_outputs_are_read_within_bounds(model: Path, planted: str, kind: str, reason: str) -> None:
