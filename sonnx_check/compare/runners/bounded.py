@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,7 +153,7 @@ def read_tensor(
 
 
 def read_tensors(
-    folder: str, files: list[tuple[str, Expected | None]], max_elements: int | None, budget: Budget
+    folder: str, files: Sequence[tuple[str, Expected | None]], max_elements: int | None, budget: Budget
 ) -> list[np.ndarray] | FileProblem:
     """The tensor of each ``(file name, expected)`` of ``folder``, in order, or the first problem."""
     values = []

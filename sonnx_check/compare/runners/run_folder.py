@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def _abandoned(host: str, pid: int, started: int) -> bool:
 def sweep(folder: str | None = None) -> list[str]:
     """Remove the folders of runs that ended without removing theirs (a SIGKILL); returns their paths."""
     root = folder or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(root))
     except OSError:
@@ -93,9 +94,8 @@ def remove(path: str | os.PathLike[str]) -> None:
     """Remove the folder and everything in it, links never followed, even where the command took away the
     write or search permission of a folder it was given."""
 
-    def unlock(function, failed: str, excinfo) -> None:  # type: ignore[no-untyped-def]  # noqa: ANN001
-        parent = os.path.dirname(failed)
-        for target in (parent, failed):
+    def unlock(function, failed: str, problem) -> None:  # type: ignore[no-untyped-def]  # noqa: ANN001
+        for target in (os.path.dirname(failed), failed):
             try:
                 if stat.S_ISDIR(os.lstat(target).st_mode):
                     os.chmod(target, 0o700)
@@ -109,6 +109,9 @@ def remove(path: str | os.PathLike[str]) -> None:
         except OSError:
             pass
 
-    shutil.rmtree(path, onerror=unlock)
+    if sys.version_info >= (3, 12):  # onerror is deprecated there
+        shutil.rmtree(path, onexc=unlock)
+    else:
+        shutil.rmtree(path, onerror=unlock)
     if os.path.lexists(path):  # a folder emptied only after its permissions were restored
         shutil.rmtree(path, ignore_errors=True)

@@ -169,7 +169,9 @@ def _graph_values(data: bytes) -> tuple[list[onnx.ValueInfoProto], list[onnx.Val
     """The graph inputs and outputs of a serialised model, read from the wire without decoding anything
     else (its weights may be most of the file). Repeated graph fields merge, as a parse would."""
     view = memoryview(data)
-    inputs, outputs, graphs = [], [], 0
+    inputs: list[onnx.ValueInfoProto] = []
+    outputs: list[onnx.ValueInfoProto] = []
+    graphs = 0
     for number, wire, _, start, end in fields(view, 0, len(view)):
         if number != _MODEL_GRAPH or wire != LEN:
             continue
