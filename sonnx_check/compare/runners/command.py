@@ -6,11 +6,13 @@ outputs, or a node configuration of the edge battery), the runner writes ``model
 runs the command once, and reads ``OUTPUT_DIR/test_data_set_N/output_K.pb`` (K: the graph outputs in order),
 the ONNX backend-test layout every runtime's team already runs.
 
-The command is parsed with shlex and run without a shell, in its own process group, with the comparison's
-time limit and (with --max-memory) an address-space limit; what it prints is kept for the reason of a
-failure. Every way it can go wrong (a non-zero exit, a signal, the time limit, an output missing, of the
-wrong type or shape, not a TensorProto) is a RunFailure with a one-line reason. File names are built from
-indices only: no name from the model becomes a path.
+The command is parsed with shlex and run without a shell, in a session of its own under a keeper process
+(keeper.py) that ends everything the command started, with the comparison's time limit and (with
+--max-memory) an address-space limit; what it prints is kept for the reason of a failure. What it hands
+back is read bounded (bounded.py): no link followed, regular files only, sizes from the declared tensors.
+Every way it can go wrong (a non-zero exit, a signal, the time limit, an output missing, not a regular
+file, too large, of the wrong type or shape, not a TensorProto) is a RunFailure with a one-line reason.
+File names are built from indices only: no name from the model becomes a path.
 """
 
 from __future__ import annotations
@@ -218,7 +220,7 @@ class CommandSession(Session):
             fed = [(name, feeds.values[name]) for name in inputs if name in feeds.values]
             written = layout.write_inputs(input_dir, number, fed)
             folder = input_dir / backend_layout.dataset_folder_name(number)
-            sent.append((feeds.dataset, written, feeds.outputs, _fingerprints(folder, fed)))
+            sent.append((feeds.dataset, written, feeds.outputs, _fingerprints(fed)))
             del feeds, fed  # one dataset in memory at a time: the files hold them
         if not sent:
             return
@@ -374,7 +376,7 @@ def _end_keeper(keeper: subprocess.Popen[bytes]) -> None:
             stream.close()
 
 
-def _fingerprints(folder: Path, fed: Sequence[tuple[str, np.ndarray]]) -> list[tuple[int, str]]:
+def _fingerprints(fed: Sequence[tuple[str, np.ndarray]]) -> list[tuple[int, str]]:
     """(size, sha256) of each input file as written (computed from the bytes written, not read back)."""
     found = []
     for name, value in fed:
