@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -56,14 +55,6 @@ def temp(tmp_path: Path) -> Path:
     folder = tmp_path / "tmp"
     folder.mkdir()
     return folder
-
-
-@pytest.fixture
-def runs() -> Iterator[list[Run]]:
-    started: list[Run] = []
-    yield started
-    for run in started:
-        run.cleanup()
 
 
 def _alive(pid: int) -> bool:
@@ -105,16 +96,21 @@ def _not_compared(report: dict) -> str:
 # -- every process the command started ends with the run -------------------------------------------------
 
 
-def test_sigterm_while_the_command_runs_ends_the_run_and_everything_the_command_started(
-    model: Path, temp: Path, runs: list[Run]
-) -> None:
+def _running_with_children(model: Path, temp: Path, runs: list[Run]) -> tuple[Run, list[int]]:
+    """sonnx-check running a command that has started its two children and sleeps; the children's pids."""
     pidfile = model.parent / "pids"
     args = ["--isolated", "--compare", "--no-node-edges", "--timeout", "30"]
     cmd = command("--spawn", pidfile, "--sleep", 60)
     run = start([*args, "--runtime-command", cmd, model.name], cwd=model.parent, env={"TMPDIR": str(temp)})
     runs.append(run)
     run.wait_for("the command's children", pidfile.exists)
-    spawned = _spawned(pidfile)
+    return run, _spawned(pidfile)
+
+
+def test_sigterm_while_the_command_runs_ends_the_run_and_everything_the_command_started(
+    model: Path, temp: Path, runs: list[Run]
+) -> None:
+    run, spawned = _running_with_children(model, temp, runs)
     try:
         seconds, code, stderr = run.stop(signal.SIGTERM)
 
@@ -148,13 +144,7 @@ def test_after_a_sigkill_no_process_is_left_and_the_next_run_removes_only_the_de
 ) -> None:
     from sonnx_check.compare.runners import run_folder
 
-    pidfile = model.parent / "pids"
-    args = ["--isolated", "--compare", "--no-node-edges", "--timeout", "30"]
-    cmd = command("--spawn", pidfile, "--sleep", 60)
-    run = start([*args, "--runtime-command", cmd, model.name], cwd=model.parent, env={"TMPDIR": str(temp)})
-    runs.append(run)
-    run.wait_for("the command's children", pidfile.exists)
-    spawned = _spawned(pidfile)
+    run, spawned = _running_with_children(model, temp, runs)
     try:
         run.process.kill()
         run.process.wait()
