@@ -1,7 +1,8 @@
 """Child processes that cannot outlive the process that started them.
 
-sonnx-check starts three kinds of children: the onnxruntime worker (one per comparison), with ``--jobs`` the
-pool processes, and the fork that runs onnx's checker on each model (see isolation.py). Any may be left
+sonnx-check starts four kinds of children: the onnxruntime worker (one per comparison), the keeper of a
+runtime command (compare/runners/keeper.py: it ends the command's whole tree), with ``--jobs`` the pool
+processes, and the fork that runs onnx's checker on each model (see isolation.py). Any may be left
 behind when its parent dies without cleaning up (SIGKILL, an OOM kill, a crash in native code), and a CI job
 must not keep a process burning CPU after the command is gone.
 On Linux the kernel can signal a child when its parent dies (``PR_SET_PDEATHSIG``); elsewhere the explicit
@@ -15,6 +16,8 @@ import os
 import signal
 import sys
 from typing import Any
+
+from sonnx_check import stop
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -50,14 +53,29 @@ def kill(pid: int) -> None:
 # run must kill. Kept here, not in compare/ort_worker.py, so that the runner's signal handling does not import
 # the comparison package for a static check.
 LIVE_WORKERS: dict[int, Any] = {}
+# Every runtime command's keeper not reaped yet (pid -> its Popen). A keeper is sent SIGTERM, not SIGKILL:
+# it then kills the command's whole tree, which a SIGKILLed keeper would leave to init.
+LIVE_KEEPERS: dict[int, Any] = {}
 
 
 def kill_live_workers() -> None:
-    """SIGKILL every onnxruntime worker this process started. Safe in a signal handler."""
+    """SIGKILL every onnxruntime worker and end every runtime command this process started. Safe in a
+    signal handler."""
     for pid in list(LIVE_WORKERS):
         kill(pid)
+    for pid in list(LIVE_KEEPERS):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+# Registered here, where every child is recorded, so that a signal ends whichever children are live (it was
+# registered by the onnxruntime worker's module only, and a runtime command ran on after a SIGTERM).
+stop.on_signal(kill_live_workers)
 
 
 def forget_inherited_workers() -> None:
-    """In a freshly forked process: the parent's workers are not this process's to kill."""
+    """In a freshly forked process: the parent's workers and commands are not this process's to kill."""
     LIVE_WORKERS.clear()
+    LIVE_KEEPERS.clear()

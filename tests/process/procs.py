@@ -110,9 +110,10 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def start(args: Sequence[str], cwd: Path) -> Run:
+def start(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+    """sonnx-check started with ``args`` in ``cwd``, with ``env`` added to this process's environment."""
     marker = uuid.uuid4().hex
-    env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: marker}
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT), MARK: marker}
     process = subprocess.Popen(
         [sys.executable, "-m", "sonnx_check", *args],
         cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

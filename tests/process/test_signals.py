@@ -12,7 +12,6 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -41,14 +40,6 @@ def models(tmp_path: Path) -> list[Path]:
         copy.write_bytes(first.read_bytes())
         others.append(copy)
     return [first, *others]
-
-
-@pytest.fixture
-def runs() -> Iterator[list[Run]]:
-    started: list[Run] = []
-    yield started
-    for run in started:
-        run.cleanup()
 
 
 def _snapshot(folder: Path) -> set[str]:

@@ -21,7 +21,7 @@ def make_runner(options: CompareOptions, memory_budget: int | None, name: str = 
     if options.saved_outputs is not None:
         from sonnx_check.compare.runners.saved import SavedOutputsRunner
 
-        return SavedOutputsRunner(options.saved_outputs, name, options.max_elements)
+        return SavedOutputsRunner(options.saved_outputs, name, options.max_elements, memory_budget)
     from sonnx_check.compare.runners.ort import OrtRunner
 
     return OrtRunner(options.ort_opt_level, options.ort_providers, memory_budget)

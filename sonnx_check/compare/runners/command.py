@@ -6,11 +6,13 @@ outputs, or a node configuration of the edge battery), the runner writes ``model
 runs the command once, and reads ``OUTPUT_DIR/test_data_set_N/output_K.pb`` (K: the graph outputs in order),
 the ONNX backend-test layout every runtime's team already runs.
 
-The command is parsed with shlex and run without a shell, in its own process group, with the comparison's
-time limit and (with --max-memory) an address-space limit; what it prints is kept for the reason of a
-failure. Every way it can go wrong (a non-zero exit, a signal, the time limit, an output missing, of the
-wrong type or shape, not a TensorProto) is a RunFailure with a one-line reason. File names are built from
-indices only: no name from the model becomes a path.
+The command is parsed with shlex and run without a shell, in a session of its own under a keeper process
+(keeper.py) that ends everything the command started, with the comparison's time limit and (with
+--max-memory) an address-space limit; what it prints is kept for the reason of a failure. What it hands
+back is read bounded (bounded.py): no link followed, regular files only, sizes from the declared tensors.
+Every way it can go wrong (a non-zero exit, a signal, the time limit, an output missing, not a regular
+file, too large, of the wrong type or shape, not a TensorProto) is a RunFailure with a one-line reason.
+File names are built from indices only: no name from the model becomes a path.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,9 +36,9 @@ import numpy as np
 import onnx
 
 from sonnx_check import stop
-from sonnx_check.children import LIVE_WORKERS, die_with_parent
+from sonnx_check.children import LIVE_KEEPERS
 from sonnx_check.compare import backend_layout
-from sonnx_check.compare.runners import layout
+from sonnx_check.compare.runners import bounded, layout, run_folder
 from sonnx_check.compare.runners.base import (
     DatasetRun,
     Feeds,
@@ -55,6 +59,9 @@ _OUT_OF_MEMORY = re.compile(
     re.I,
 )
 _OUTPUT_TAIL = 64 * 1024  # bytes of the command's output kept for a failure's reason
+_KEEPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keeper.py")
+_POLL = 0.1  # seconds between looks at the stop flag while the command runs
+_KEEPER_GRACE = 5.0  # seconds the keeper has to end the command's tree before it is killed itself
 
 
 def shown(text: str) -> str:
@@ -112,8 +119,7 @@ class CommandRunner(Runner):
     def folder(self) -> Path:
         """The runner's private temporary folder (0700), removed by ``close``."""
         if self._folder is None:
-            self._folder = Path(tempfile.mkdtemp(prefix="sonnx-check-runtime-"))
-            os.chmod(self._folder, 0o700)
+            self._folder = run_folder.create()
         return self._folder
 
     def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> CommandSession:
@@ -129,7 +135,7 @@ class CommandRunner(Runner):
 
     def close(self) -> None:
         if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+            run_folder.remove(self._folder)
             self._folder = None
 
 
@@ -204,27 +210,29 @@ class CommandSession(Session):
                 yield DatasetRun(feeds.dataset, feeds.values, failure=exc)
             return
         input_dir, output_dir = self.folder / "inputs", self.folder / "outputs"
-        shutil.rmtree(input_dir, ignore_errors=True)
-        shutil.rmtree(output_dir, ignore_errors=True)
+        for old in (input_dir, output_dir):
+            if os.path.lexists(old):
+                run_folder.remove(old)
         input_dir.mkdir(mode=0o700)
         output_dir.mkdir(mode=0o700)
-        # dataset, inputs written, outputs wanted, digest of its input files
-        sent: list[tuple[str, layout.Written, Sequence[str] | None, str]] = []
+        # dataset, inputs written, outputs wanted, (size, digest) of each input file as written
+        sent: list[tuple[str, layout.Written, Sequence[str] | None, list[tuple[int, str]]]] = []
         for number, feeds in enumerate(datasets):
             fed = [(name, feeds.values[name]) for name in inputs if name in feeds.values]
             written = layout.write_inputs(input_dir, number, fed)
             folder = input_dir / backend_layout.dataset_folder_name(number)
-            sent.append((feeds.dataset, written, feeds.outputs, _digest(folder, len(fed))))
+            sent.append((feeds.dataset, written, feeds.outputs, _fingerprints(fed)))
             del feeds, fed  # one dataset in memory at a time: the files hold them
         if not sent:
             return
         failure = self._run_command(model_path, input_dir, output_dir)
-        for number, (dataset, written, wanted, digest) in enumerate(sent):
+        for number, (dataset, written, wanted, fingerprints) in enumerate(sent):
             folder = input_dir / backend_layout.dataset_folder_name(number)
-            unchanged = _digest(folder, len(written)) == digest
-            read = layout.read_inputs(folder, written, None) if unchanged else ""
+            read = _read_back(folder, written, fingerprints)
             if isinstance(read, str):  # the reference must see what the runtime was given
-                changed = RunFailure("run", f"it changed its input files ({folder.name})", bad_output=True)
+                changed = RunFailure(
+                    "run", f"it changed its input files ({folder.name}): {read}", bad_output=True
+                )
                 yield DatasetRun(dataset, {}, failure=changed)
                 continue
             values = read
@@ -246,19 +254,21 @@ class CommandSession(Session):
     ) -> dict[str, np.ndarray]:
         names = set(outputs if wanted is None else wanted)
         types = {o.name: o for o in self.model.graph.output}
-        values = {}
-        for position, name in enumerate(outputs):
-            if name not in names:
-                continue
-            path = folder / backend_layout.output_file_name(position)
-            value = layout.read_output(path, types[name], self.runner.max_elements)
-            if isinstance(value, backend_layout.FileProblem):
-                raise RunFailure("run", f"bad output: {folder.name}/{value.reason}", bad_output=True)
-            values[name] = value
-        return values
+        files = [
+            (backend_layout.output_file_name(position), backend_layout.expected_of(types[name]))
+            for position, name in enumerate(outputs)
+            if name in names
+        ]
+        budget = bounded.Budget(self.runner.memory_budget)
+        values = bounded.read_tensors(str(folder), files, self.runner.max_elements, budget)
+        if isinstance(values, backend_layout.FileProblem):
+            raise RunFailure("run", f"bad output: {folder.name}/{values.reason}", bad_output=True)
+        return dict(zip([name for name in outputs if name in names], values, strict=True))
 
     def _run_command(self, model: Path, input_dir: Path, output_dir: Path) -> RunFailure | None:
-        """Run the command once; its failure, or None when it exited with status 0."""
+        """Run the command once, through its keeper (keeper.py); its failure, or None when it exited with
+        status 0. Whatever the command started is ended when it exits, at the time limit, on a stop signal
+        and when sonnx-check dies."""
         runner = self.runner
         stop.check()
         argv = [*runner.argv, str(model), str(input_dir), str(output_dir)]
@@ -267,37 +277,12 @@ class CommandSession(Session):
             # the address space the command may use: its share of --max-memory and the model's own size
             limit = runner.memory_budget + 3 * model.stat().st_size
         with tempfile.TemporaryFile() as printed:
-            try:
-                process = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=printed,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # its own process group: a time limit ends all of it
-                    preexec_fn=_child_setup(os.getpid(), limit),  # noqa: PLW1509 - only async-safe calls
-                )
-            except OSError as exc:
-                return RunFailure("session", f"it could not be started: {exc}", crashed=True)
-            LIVE_WORKERS[process.pid] = process
-            try:
-                remaining = None if runner.deadline is None else max(runner.deadline - time.monotonic(), 0.0)
-                try:
-                    code = process.wait(timeout=remaining)
-                except subprocess.TimeoutExpired:
-                    _kill_group(process)
-                    return RunFailure(
-                        "run",
-                        "it had not finished when the comparison's time limit ran out; its process group was "
-                        "stopped",
-                        crashed=True,
-                        timed_out=True,
-                    )
-            finally:
-                _kill_group(process)  # whatever it started and left behind
-                LIVE_WORKERS.pop(process.pid, None)
-            stop.check()
-            if code == 0:
+            ended = _run_kept(argv, printed, limit, runner.deadline)
+            if isinstance(ended, RunFailure):
+                return ended
+            if ended == 0:
                 return None
+            code = ended
             last = _last_words(printed)
         if code < 0:
             try:
@@ -315,33 +300,114 @@ class CommandSession(Session):
         return RunFailure("run", f"{message}: {last}" if last else message, crashed=True, over_memory=over)
 
 
-def _digest(folder: Path, count: int) -> str:
-    digest = hashlib.sha256()
-    for position in range(count):
-        try:
-            digest.update((folder / backend_layout.input_file_name(position)).read_bytes())
-        except OSError:
-            digest.update(b"\0missing")
-    return digest.hexdigest()
-
-
-def _child_setup(parent: int, limit: int | None):  # noqa: ANN202 - a preexec_fn
-    def setup() -> None:
-        die_with_parent(parent)
-        if limit is not None:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return setup
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _run_kept(
+    argv: list[str], printed: IO[bytes], limit: int | None, deadline: float | None
+) -> int | RunFailure:
+    """Run ``argv`` under a keeper; its exit code (minus the signal that killed it), or the failure."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+        keeper = subprocess.Popen(
+            [sys.executable, "-I", "-S", _KEEPER, str(printed.fileno()), str(limit or "-"), "--", *argv],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=printed, pass_fds=(printed.fileno(),),
+            start_new_session=True,  # a signal to sonnx-check's group does not end it before its tree
+        )  # fmt: skip
+    except OSError as exc:
+        return RunFailure("session", f"it could not be started: {exc}", crashed=True)
+    LIVE_KEEPERS[keeper.pid] = keeper
+    try:
+        said = _listen(keeper, deadline)
+    finally:
+        _end_keeper(keeper)
+        LIVE_KEEPERS.pop(keeper.pid, None)
+    stop.check()
+    if said is None:
+        return RunFailure(
+            "run",
+            "it had not finished when the comparison's time limit ran out; it and every process it started "
+            "were stopped",
+            crashed=True,
+            timed_out=True,
+        )
+    kind, _, detail = said.partition(" ")
+    if kind == "exit":
+        return int(detail)
+    if kind == "signal":
+        return -int(detail)
+    if kind == "failed":
+        _, _, why = detail.partition(" ")
+        return RunFailure("session", f"it could not be started: {trim_reason(why)}", crashed=True)
+    return RunFailure("run", f"its keeper ended without its exit status ({trim_reason(said)})", crashed=True)
+
+
+def _listen(keeper: subprocess.Popen[bytes], deadline: float | None) -> str | None:
+    """The keeper's last line (how the command ended); None when ``deadline`` passed first. Acts on a stop
+    signal within ``_POLL`` seconds (the handler has asked the keeper to end the tree already)."""
+    assert keeper.stdout is not None
+    descriptor = keeper.stdout.fileno()
+    received = b""
+    while True:
+        stop.check()
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return None
+        ready, _, _ = select.select([descriptor], [], [], _POLL if left is None else min(_POLL, left))
+        if not ready:
+            continue
+        chunk = os.read(descriptor, 4096)
+        if not chunk:
+            lines = [line for line in received.decode(errors="replace").splitlines() if line]
+            last = lines[-1] if lines else "no word"
+            return last if not last.startswith("started") else "stopped"
+        received = (received + chunk)[-4096:]
+
+
+def _end_keeper(keeper: subprocess.Popen[bytes]) -> None:
+    """Make the keeper end the command's tree (if it has not already) and reap it."""
+    if keeper.poll() is None:
+        try:
+            keeper.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    try:
+        keeper.wait(timeout=_KEEPER_GRACE)
+    except subprocess.TimeoutExpired:
+        keeper.kill()
+        keeper.wait()
+    for stream in (keeper.stdin, keeper.stdout):
+        if stream is not None:
+            stream.close()
+
+
+def _fingerprints(fed: Sequence[tuple[str, np.ndarray]]) -> list[tuple[int, str]]:
+    """(size, sha256) of each input file as written (computed from the bytes written, not read back)."""
+    found = []
+    for name, value in fed:
+        data = backend_layout.tensor_bytes(name, value)
+        found.append((len(data), hashlib.sha256(data).hexdigest()))
+    return found
+
+
+def _read_back(
+    folder: Path, written: layout.Written, fingerprints: list[tuple[int, str]]
+) -> dict[str, np.ndarray] | str:
+    """The inputs the command was given, read back (each file no larger than written, not a link, not a
+    FIFO) and checked to be the bytes written; what changed otherwise (one line)."""
+    values = {}
+    for position, ((name, dtype, shape), (size, digest)) in enumerate(
+        zip(written, fingerprints, strict=True)
+    ):
+        path = str(folder / backend_layout.input_file_name(position))
+        data = bounded.read_file(path, size)
+        if isinstance(data, backend_layout.FileProblem):
+            return data.reason
+        if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+            return f"{backend_layout.input_file_name(position)} was rewritten"
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(data)
+        value = backend_layout.decode(tensor, path, backend_layout.Expected(name, dtype, shape), None)
+        if isinstance(value, backend_layout.FileProblem):
+            return value.reason
+        values[name] = value
+    return values
 
 
 def _last_words(printed: IO[bytes]) -> str:

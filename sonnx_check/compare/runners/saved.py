@@ -6,6 +6,11 @@ runtime wrote ``output_K.pb`` beside the inputs, K in graph-output order. This r
 the comparison as if the runtime had just produced them. The saved inputs must be the comparison's own (the
 same --inputs and --seed): a dataset whose inputs differ is a failure, not a silent comparison of other
 data. A tensor the saved model does not expose is "not compared" with that reason.
+
+The folder was written by another program, so every read is bounded (bounded.py): ``model.onnx`` is read
+only when it is a regular file, not a link, of at most protobuf's 2 GiB and what --max-memory leaves, and
+only its graph's inputs and outputs are decoded (never its weights); each saved input must be the bytes of
+this comparison's own dataset, and each output at most what its declared type and shape can need.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 
+from sonnx_check import sanitise
 from sonnx_check.compare import backend_layout
 from sonnx_check.compare.export_inputs import model_folder
-from sonnx_check.compare.runners import layout
+from sonnx_check.compare.runners import bounded
 from sonnx_check.compare.runners.base import (
     NOT_SAVED,
     DatasetRun,
@@ -28,6 +35,7 @@ from sonnx_check.compare.runners.base import (
     RunnerDescription,
     Session,
 )
+from sonnx_check.protobuf_wire import LEN, Malformed, fields
 
 NAME = "saved-outputs"
 SUBJECT = "the saved outputs"
@@ -36,9 +44,12 @@ SUBJECT = "the saved outputs"
 class SavedOutputsRunner(Runner):
     runs_other_models = False  # the edge battery's node configurations were not exported
 
-    def __init__(self, root: str, model_name: str, max_elements: int | None = None) -> None:
+    def __init__(
+        self, root: str, model_name: str, max_elements: int | None = None, memory_budget: int | None = None
+    ) -> None:
         self.root = root
         self.max_elements = max_elements
+        self.memory_budget = memory_budget  # what one dataset's saved files may take in memory
         self.folder = model_folder(Path(root), model_name) if model_name else Path(root)
         self.datasets: list[str] = []
         self.graph_outputs: list[str] = []
@@ -56,16 +67,23 @@ class SavedOutputsRunner(Runner):
     def _saved_model(self) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
         if self._outputs is None:
             path = self.folder / "model.onnx"
-            try:
-                saved = onnx.load(str(path), load_external_data=False)
-            except (OSError, Exception) as exc:  # noqa: BLE001 - a missing or unreadable file is a finding
+            limits = [_PROTOBUF_LIMIT] + ([self.memory_budget] if self.memory_budget is not None else [])
+            data = bounded.read_file(str(path), min(limits))
+            if isinstance(data, backend_layout.FileProblem):
+                cause = data.reason.split(": ", 1)[-1]
                 raise RunFailure(
                     NOT_SAVED,
-                    f"no saved outputs for this model: {path} cannot be read ({type(exc).__name__}); "
+                    f"no saved outputs for this model: {sanitise.line(str(path))} {cause}; "
+                    "--export-inputs writes it",
+                )
+            try:
+                self._inputs, self._outputs = _graph_values(data)
+            except (Malformed, DecodeError, ValueError):
+                raise RunFailure(
+                    NOT_SAVED,
+                    f"no saved outputs for this model: {sanitise.line(str(path))} is not an ONNX model; "
                     "--export-inputs writes it",
                 ) from None
-            self._outputs = list(saved.graph.output)
-            self._inputs = list(saved.graph.input)
         return self._outputs, self._inputs
 
     def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> SavedSession:
@@ -111,31 +129,60 @@ class SavedSession(Session):
             failure = RunFailure("run", f"{folder} is missing", bad_output=True)
             return DatasetRun(feeds.dataset, feeds.values, failure=failure)
         fed = [(i.name, feeds.values[i.name]) for i in self.inputs if i.name in feeds.values]
-        written = tuple((name, np.asarray(v).dtype, tuple(np.shape(v))) for name, v in fed)
-        saved_inputs = layout.read_inputs(folder, written, self.runner.max_elements)
-        if isinstance(saved_inputs, str):
-            failure = RunFailure("run", f"{folder.name}: a saved input cannot be used: {saved_inputs}")
-            return DatasetRun(feeds.dataset, feeds.values, failure=failure)
-        for name, value in fed:
-            if not _same(saved_inputs[name], value):
+        budget = bounded.Budget(self.runner.memory_budget)
+        inputs = [
+            (
+                backend_layout.input_file_name(k),
+                backend_layout.Expected(name, np.asarray(v).dtype, np.shape(v)),
+            )
+            for k, (name, v) in enumerate(fed)
+        ]
+        saved_inputs = bounded.read_tensors(str(folder), inputs, self.runner.max_elements, budget)
+        if isinstance(saved_inputs, backend_layout.FileProblem):
+            why = f"{folder.name}: a saved input cannot be used: {saved_inputs.reason}"
+            return DatasetRun(feeds.dataset, feeds.values, failure=RunFailure("run", why))
+        for (name, value), saved in zip(fed, saved_inputs, strict=True):
+            if not _same(saved, value):
                 failure = RunFailure(
                     "run",
                     f"{folder.name}: the saved input {name!r} is not this comparison's dataset "
                     f"{feeds.dataset} (were the inputs exported with other --inputs or --seed?)",
                 )
                 return DatasetRun(feeds.dataset, feeds.values, failure=failure)
+        del saved_inputs
         wanted = {o.name for o in self.outputs} if feeds.outputs is None else set(feeds.outputs)
-        values = {}
-        for position, declared in enumerate(self.outputs):
-            if declared.name not in wanted:
-                continue
-            path = folder / backend_layout.output_file_name(position)
-            value = layout.read_output(path, declared, self.runner.max_elements)
-            if isinstance(value, backend_layout.FileProblem):
-                failure = RunFailure("run", f"bad output: {folder.name}/{value.reason}", bad_output=True)
-                return DatasetRun(feeds.dataset, feeds.values, failure=failure)
-            values[declared.name] = value
-        return DatasetRun(feeds.dataset, feeds.values, outputs=values)
+        chosen = [(p, o) for p, o in enumerate(self.outputs) if o.name in wanted]
+        files = [(backend_layout.output_file_name(p), backend_layout.expected_of(o)) for p, o in chosen]
+        values = bounded.read_tensors(str(folder), files, self.runner.max_elements, budget)
+        if isinstance(values, backend_layout.FileProblem):
+            failure = RunFailure("run", f"bad output: {folder.name}/{values.reason}", bad_output=True)
+            return DatasetRun(feeds.dataset, feeds.values, failure=failure)
+        outputs = {o.name: value for (_, o), value in zip(chosen, values, strict=True)}
+        return DatasetRun(feeds.dataset, feeds.values, outputs=outputs)
+
+
+_PROTOBUF_LIMIT = 2**31 - 1  # the most a serialised model can be
+_MODEL_GRAPH, _GRAPH_INPUT, _GRAPH_OUTPUT = 7, 11, 12  # field numbers of onnx.proto
+
+
+def _graph_values(data: bytes) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """The graph inputs and outputs of a serialised model, read from the wire without decoding anything
+    else (its weights may be most of the file). Repeated graph fields merge, as a parse would."""
+    view = memoryview(data)
+    inputs: list[onnx.ValueInfoProto] = []
+    outputs: list[onnx.ValueInfoProto] = []
+    graphs = 0
+    for number, wire, _, start, end in fields(view, 0, len(view)):
+        if number != _MODEL_GRAPH or wire != LEN:
+            continue
+        graphs += 1
+        for inner, inner_wire, _, value_start, value_end in fields(view, start, end):
+            if inner in (_GRAPH_INPUT, _GRAPH_OUTPUT) and inner_wire == LEN:
+                value = onnx.ValueInfoProto.FromString(bytes(view[value_start:value_end]))
+                (inputs if inner == _GRAPH_INPUT else outputs).append(value)
+    if not graphs:
+        raise ValueError("no graph")
+    return inputs, outputs
 
 
 def _same(saved: np.ndarray, given: np.ndarray) -> bool:

@@ -1,5 +1,6 @@
 """The runtime options checked once, before any model: a provider onnxruntime does not offer or a command
-that cannot be run is a usage error (exit 2), not a failure reported on every model."""
+that cannot be run is a usage error (exit 2), not a failure reported on every model. A run with a command
+also removes the temporary folders that SIGKILLed runs left (run_folder.py)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ def check_runtime_settings(settings: CompareSettings) -> None:
     if settings.saved_outputs is not None and not os.path.isdir(settings.saved_outputs):
         raise UsageError(f"--outputs {settings.saved_outputs!r}: not a folder (--export-inputs writes one)")
     if settings.runtime_command is not None:
+        from sonnx_check.compare.runners import run_folder
         from sonnx_check.compare.runners.command import parse_command
 
         parse_command(settings.runtime_command)
+        run_folder.sweep()  # the folders of earlier runs that were SIGKILLed (run_folder.py)
     if settings.enabled and settings.runtime_command is None and settings.saved_outputs is None:
         from sonnx_check.compare.runners.ort import check_providers
 
