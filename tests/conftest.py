@@ -11,7 +11,9 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 # Written by the tools that run the suite, not by a test: pytest's and hypothesis's caches, bytecode,
 # virtual environments and build output (the folders .gitignore names). A virtual environment is recognised by
 # its pyvenv.cfg, whatever its name.
-_NOT_THE_CHECKOUT = {".git", ".pytest_cache", ".hypothesis", ".ruff_cache", ".mypy_cache", "__pycache__", "build", "dist"}
+_NOT_THE_CHECKOUT = {
+    ".git", ".pytest_cache", ".hypothesis", ".ruff_cache", ".mypy_cache", "__pycache__", "build", "dist",
+}  # fmt: skip
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
