@@ -25,7 +25,7 @@ def _sources() -> list[Path]:
 
 
 def slug(heading: str) -> str:
-    """The anchor GitHub and the docs site give a heading: lower case, punctuation dropped, spaces as hyphens."""
+    """The anchor GitHub and the docs site give a heading: lower case, no punctuation, spaces as hyphens."""
     text = re.sub(r"[`*_]", "", heading.strip().lower())
     text = re.sub(r"[^\w\s-]", "", text)
     return re.sub(r"\s", "-", text)
