@@ -1,10 +1,11 @@
 """The ``sonnx-check`` command: wires options to functions, prints, and sets the exit code.
 
-Exit codes (rules.md): 0 conforms, 1 findings at or above the failing severity (``--fail-on``; never with
-``--exit-zero``), 2 usage or configuration error, unreadable model, refused output, or a run interrupted by
-SIGINT/SIGTERM, 3 internal error. With ``--fix`` the code describes the fixed models (like ``ruff check
---fix``: 1 when violations remain after fixing); ``--exit-non-zero-on-fix`` also makes it 1 when a fixed
-model was written (the pre-commit hook passes it, so a commit never passes on a fix it did not include).
+Exit codes (docs/rule-ids.md#exit-codes): 0 conforms, 1 findings at or above the failing severity
+(``--fail-on``; never with ``--exit-zero``), 2 usage or configuration error, unreadable model, refused output,
+or a run interrupted by SIGINT/SIGTERM, 3 internal error. With ``--fix`` the code describes the fixed models
+(like ``ruff check --fix``: 1 when violations remain after fixing); ``--exit-non-zero-on-fix`` also makes it 1
+when a fixed model was written (the pre-commit hook passes it, so a commit never passes on a fix it did not
+include).
 
 Everything printed goes through ``sanitise``: model strings are display-sanitised before any reporter sees
 them (JSON gets the exact-string flavour), and every stderr line is one line that cannot be a GitHub

@@ -1,8 +1,8 @@
-"""The command's exit codes (rules.md): 0 conforms, 1 findings at or above the failing severity
-(``--fail-on``; never with ``--exit-zero``), 2 usage or configuration error, unreadable model, refused
-output, or a run interrupted by SIGINT/SIGTERM, 3 internal error. With ``--fix`` the code describes the
-fixed models (like ``ruff check --fix``: 1 when violations remain after fixing); ``--exit-non-zero-on-fix``
-also makes it 1 when a fixed model was written."""
+"""The command's exit codes (docs/rule-ids.md#exit-codes): 0 conforms, 1 findings at or above the failing
+severity (``--fail-on``; never with ``--exit-zero``), 2 usage or configuration error, unreadable model,
+refused output, or a run interrupted by SIGINT/SIGTERM, 3 internal error. With ``--fix`` the code describes
+the fixed models (like ``ruff check --fix``: 1 when violations remain after fixing);
+``--exit-non-zero-on-fix`` also makes it 1 when a fixed model was written."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def dilated_extent(kernel: int, dilation: int) -> int:
 def pool_output_size(size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int) -> int:
     """MaxPool output size along one spatial axis, ceil_mode = 0.
 
-    This is the corrected Y.C1 formula (semantics.md, MaxPool decision 1): seed 003 prints a divisor of
+    This is the corrected Y.C1 formula (docs/readings.md#maxpool-output-shape): seed 003 prints a divisor of
     ``strides + 1``, which its own examples contradict.
     """
     return (size + pad_begin + pad_end - dilated_extent(kernel, dilation)) // stride + 1

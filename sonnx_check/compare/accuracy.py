@@ -2,7 +2,7 @@
 
 The accuracy annexes (``spec/sonnx/ops/*/*_acc.md``, ``guidelines/accuracy.md``) do not fix one accuracy; they
 bound the error an implementation *introduces*, and leave the reference algorithm to the implementor
-(profile.md section 4). So every comparison here says which bound it used. The API:
+(docs/profile-decisions.md#accuracy-classes). So every comparison here says which bound it used. The API:
 
     parse_override(text: str) -> Override                     "2 ulp", "1e-6 rel", "1e-7 abs"; AccuracyError
     check_override(op_type: str, override: Override) -> None  AccuracyError where nothing is tighter
@@ -34,10 +34,10 @@ bit; and the exact and correctly rounded classes, whose result is unique (the re
   <= u|exact| (accuracy.md, IEEE-754 implementations; div_acc.md). The reference computes that value, so the
   runtime must equal it bit for bit, sign of zero included (IEEE 754 defines it).
 - sum of products (MatMul, Gemm, Conv): gamma_n * sum_k |a_k b_k| (+ |c| for a bias), gamma_n =
-  n u / (1 - n u), n the number of terms; sound for any summation order, blocked or FMA (profile.md section 4;
-  matmul_acc.md, whose own formula assumes the naive order). sum |a b| (+ |c|) is the kernel module's
-  ``run_abs``: one float32 product of the magnitudes, rounded up to a rigorous upper bound (``_abs_sum``,
-  compare/ops/products.py, the bound Conv, Gemm and MatMul declare).
+  n u / (1 - n u), n the number of terms; sound for any summation order, blocked or FMA
+  (docs/profile-decisions.md#accuracy-classes; matmul_acc.md, whose own formula assumes the naive order). sum
+  |a b| (+ |c|) is the kernel module's ``run_abs``: one float32 product of the magnitudes, rounded up to a
+  rigorous upper bound (``_abs_sum``, compare/ops/products.py, the bound Conv, Gemm and MatMul declare).
   Two readings complete it (decided for issue 11; the README's "How sonnx-check reads the specification"):
   (b) the sign of a zero result is not compared: the annex bounds an error on the real result, and a real
       zero has no sign, so -0 against +0 is within the bound (as for every class that is not exact or
@@ -50,12 +50,12 @@ bit; and the exact and correctly rounded classes, whose result is unique (the re
       that sign (a NaN where both can) is within the bound, counted apart as ``intermediate-overflow``;
       elsewhere an infinity or a NaN against a finite result is a special-value mismatch. Not under an
       override (it bounds |runtime - exact| for every element).
-  (d) an infinite term meeting an overflowed one (issue 17; semantics.md, "Sums of products in floating
-      point"): the reference takes special values from the exact products, so FLT_MAX * 1.3631 + (-inf) is
-      -inf; an IEEE 754 evaluation rounding that product to float32 gets +inf, and NaN. Both are the
-      text's semantics: NaN against a reference +-inf is within where finite terms of the other sign can
-      overflow, as a product or a partial sum (``OppositeRoom``), counted apart as ``product-overflow``.
-      Under an override too (it is the text's value, not an error).
+  (d) an infinite term meeting an overflowed one (issue 17;
+      docs/readings.md#sums-of-products-in-floating-point): the reference takes special values from the exact
+      products, so FLT_MAX * 1.3631 + (-inf) is -inf; an IEEE 754 evaluation rounding that product to float32
+      gets +inf, and NaN. Both are the text's semantics: NaN against a reference +-inf is within where finite
+      terms of the other sign can overflow, as a product or a partial sum (``OppositeRoom``), counted apart as
+      ``product-overflow``. Under an override too (it is the text's value, not an error).
 - transcendental / composite: one documented formula per operator (its declared bound, ``bound = ...`` in
   the ``[comparison]`` table of rules/<Op>.toml, a ``Rule`` in compare/ops/<op>.py), the annex's own where
   it gives one (Tanh: the most permissive of its reference algorithms), derived where it does not: each
@@ -348,7 +348,11 @@ def _no_rule(data: NodeData) -> RuleResult:  # pragma: no cover - exact classes 
     return np.zeros(()), True, ""
 
 
-_EXACT_RULE = Rule("exact (bit for bit, NaN = NaN, sign of zero compared)", "profile.md section 4", _no_rule)
+_EXACT_RULE = Rule(
+    "exact (bit for bit, NaN = NaN, sign of zero compared)",
+    "docs/profile-decisions.md#accuracy-classes",
+    _no_rule,
+)
 _CORRECTLY_ROUNDED_RULE = Rule(
     "correctly rounded (the IEEE 754 result, error ≤ u·|exact|, bit for bit)",
     'accuracy.md: "the introduced error is less or equal than |r|×ε/2 = |r|×u"; div_acc.md',

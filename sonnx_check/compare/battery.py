@@ -8,7 +8,7 @@ in onnxruntime with the session options of the model run and in the reference ke
 same accuracy-aware diff as the in-context run. Nodes sharing a configuration are run once; a finding names
 all of them.
 
-Two scopes (semantics.md, "Edge values at a node keep the model's own constants"):
+Two scopes (docs/readings.md#edge-values-at-a-node-keep-the-models-own-constants):
 
 - ``node-edges``, the model's verdict: the inputs the model fixes (model_constants.py: weights, biases,
   Clip bounds, Pow exponents, and values folded from them) and the integer parameters keep their values,

@@ -2,7 +2,7 @@
 
 A node run alone on edge values (battery.py) must keep what the model gives it: a Clip's bounds 0 and 6, a
 Conv's weights and bias, a Pow's exponent. A departure that needs other parameter values is not one this
-model can meet (semantics.md, "Edge values at a node keep the model's own constants"). A tensor is fixed
+model can meet (docs/readings.md#edge-values-at-a-node-keep-the-models-own-constants). A tensor is fixed
 when it is
 
 - an initializer that is not also a graph input (a caller may override one that is: it is data);

@@ -2,11 +2,11 @@
 
 One kernel per operator with a specification text, bound to it by its declaration (``kernel = ...`` in
 rules/<Op>.toml), written from the text's formulas and special-value rules (Max and MaxPool from seeds 002
-and 003 as corrected in ``semantics.md``), vectorised over the tensor (loops run over kernel offsets or
-inputs, never over elements). They are the oracle ``--compare`` diffs onnxruntime against, so they refuse
-rather than guess: a feature outside the profile, a window made only of padding or a tensor over the element
-budget is a ``ReferenceError`` with the reason; data breaking a data constraint is a ``DataConstraintError``
-naming the rule.
+and 003 as corrected in ``docs/readings.md#errata-in-the-examples``), vectorised over the tensor (loops run
+over kernel offsets or inputs, never over elements). They are the oracle ``--compare`` diffs onnxruntime
+against, so they refuse rather than guess: a feature outside the profile, a window made only of padding or a
+tensor over the element budget is a ``ReferenceError`` with the reason; data breaking a data constraint is a
+``DataConstraintError`` naming the rule.
 
     evaluate(model, inputs) -> {output name: array}
     run_node(node, inputs) -> [outputs in order]

@@ -1,13 +1,14 @@
 """Conv reference kernel (SONNX, based on Conv-22), written from ops/conv/conv2.md (real and float sections)
-and the readings of profile.md section 1.
+and the readings of docs/readings.md#conv-the-dilated-kernel-extent.
 
     Y[b, c, m, n] = sum_i sum_j sum_z X_p[b, i, m*s0 + j, n*s1 + z] * W_d[c, i, j, z] + B[c]
 
 (depthwise: i runs over the single input channel c). X_p is X padded with zeros ("The padding value is 0"),
 W_d the kernel dilated with zeros ("The value of the elements introduced by the dilation is 0"); j and z run
 over the dilated extent dilations*(k-1)+1, the extent of ONNX and of the text's own dilation function (the
-text's upper bound dW_2 - 1 and its output-size formula are the slips profile.md section 1 corrects). Output
-size floor((dX + pad_begin + pad_end - (dilations*(k-1)+1)) / strides) + 1 per axis.
+text's upper bound dW_2 - 1 and its output-size formula are the slips
+docs/readings.md#conv-the-dilated-kernel-extent corrects). Output size floor((dX + pad_begin + pad_end -
+(dilations*(k-1)+1)) / strides) + 1 per axis.
 
 Float section: IEEE 754 semantics. The padded zeros and the inserted zeros of the dilation are operands: a
 padded zero times an infinite weight is NaN, and so is an infinite (or NaN) X under a hole of the dilated

@@ -36,10 +36,10 @@ class OutsideProfileError(ReferenceError):
 
 
 class DataConstraintError(ReferenceError):
-    """The actual data break a data constraint of the specification (profile.md section 2), so the node has
-    no specified result: ``rule`` is the rule's ID, ``tensor_role`` the input it constrains, ``count`` the
-    number of offending elements, ``first_index`` the first of them in row-major order. The comparison
-    reports it under the rule's ID."""
+    """The actual data break a data constraint of the specification
+    (docs/profile-decisions.md#constraints-on-data), so the node has no specified result: ``rule`` is the
+    rule's ID, ``tensor_role`` the input it constrains, ``count`` the number of offending elements,
+    ``first_index`` the first of them in row-major order. The comparison reports it under the rule's ID."""
 
     def __init__(
         self,

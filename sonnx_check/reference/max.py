@@ -1,4 +1,5 @@
-"""Max reference kernel (SONNX, based on Max-13), written from seed 002 and semantics.md.
+"""Max reference kernel (SONNX, based on Max-13), written from seed 002 and
+docs/readings.md#max-broadcasting-nan-and-signed-zero.
 
 Inputs broadcast numpy-style to one output shape; NaN is absorbing (``numpy.maximum`` propagates it); the
 order puts +0 above -0, which ``numpy.maximum`` does not guarantee, so the zeros of the result are settled

@@ -1,4 +1,4 @@
-"""MaxPool reference kernel (SONNX, based on MaxPool-22), written from seed 003 and semantics.md.
+"""MaxPool reference kernel (SONNX, based on MaxPool-22), written from seed 003 and docs/readings.md.
 
 For every output position (b, c, m, n) and kernel offset (i, j), the window element is
 ``X_p[b, c, m*s0 + i*d0, n*s1 + j*d1]`` in the padded tensor X_p. Padding never wins (decision 2): instead of

@@ -1,6 +1,6 @@
 """The NaN policy of the MaxPool reference kernel, in one place.
 
-Seed 003 states: "any NaN value in X_p is considered as -inf" (semantics.md, MaxPool decision 3). A later
+Seed 003 states: "any NaN value in X_p is considered as -inf" (docs/readings.md#maxpool-nan). A later
 working-group revision dropped that sentence and its formal model makes NaN absorbing instead. Which one a
 comparison uses is a configuration choice (``--maxpool-nan``, ``compare.maxpool-nan``; seed 003's by default),
 recorded in every report. It reaches the kernel as an argument (``Readings``, passed by ``run_node`` to the

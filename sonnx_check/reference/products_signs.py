@@ -3,10 +3,10 @@ Gemm): upper bounds of P = sum of the positive finite terms and N = sum of |the 
 with its sign), the terms that involve a non-finite operand left out.
 
 They decide which IEEE 754 evaluations can meet an infinite term with an infinity of the other sign
-(semantics.md, "Sums of products in floating point"): an implementation that rounds each product to the output
-type, or a partial sum, overflows to -inf only where N can reach the largest finite value, to +inf only where
-P can, and -inf + +inf is NaN. Each bound is the kernel module's own ``run_abs`` (a rigorous upper bound of
-sum |a b| + |c|) on the inputs with the other sign, and every non-finite value, set to zero: four of its
+(docs/readings.md#sums-of-products-in-floating-point): an implementation that rounds each product to the
+output type, or a partial sum, overflows to -inf only where N can reach the largest finite value, to +inf only
+where P can, and -inf + +inf is NaN. Each bound is the kernel module's own ``run_abs`` (a rigorous upper bound
+of sum |a b| + |c|) on the inputs with the other sign, and every non-finite value, set to zero: four of its
 products, computed only when a comparison meets a NaN against an infinite reference.
 """
 

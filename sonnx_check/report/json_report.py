@@ -1,6 +1,6 @@
-"""The JSON report: the contract of rules.md (tool, models[path, findings], summary), plus coverage,
-comparison data, the --fix outcome of each model, the configuration in force (the run's file, each model's
-file, and the waivers and ignores that did nothing) and, with --statistics, the count per rule.
+"""The JSON report: the contract of docs/rule-ids.md#json-report (tool, models[path, findings], summary), plus
+coverage, comparison data, the --fix outcome of each model, the configuration in force (the run's file, each
+model's file, and the waivers and ignores that did nothing) and, with --statistics, the count per rule.
 
 Model strings are exact (``sanitise.for_data``: only invalid UTF-8 and strings over 4096 characters are
 changed), and ``json.dumps`` writes every control and non-ASCII character as a ``\\uXXXX`` escape: the file

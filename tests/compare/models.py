@@ -1,5 +1,6 @@
 """Test models for the comparison: the seed 003 MaxPool examples and a few small graphs, built with
-onnx.helper. Expected values are the seed's, with the errata of semantics.md applied."""
+onnx.helper. Expected values are the seed's, with the errata of docs/readings.md#errata-in-the-examples
+applied."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Node edges keep the model's constants (semantics.md, "Edge values at a node keep the model's own
-constants"): a node's parameter inputs the model fixes keep their values when it runs alone on edge data;
-running it with edge parameters too is operator-level evidence, reported apart at severity info."""
+"""Node edges keep the model's constants
+(docs/readings.md#edge-values-at-a-node-keep-the-models-own-constants): a node's parameter inputs the model
+fixes keep their values when it runs alone on edge data; running it with edge parameters too is operator-level
+evidence, reported apart at severity info."""
 
 from __future__ import annotations
 

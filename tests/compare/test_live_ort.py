@@ -1,5 +1,6 @@
 """Live onnxruntime: results depend on its version and on the CPU, so every assertion is conditioned on what
-the installed onnxruntime is known to do (semantics.md), or on what it actually returned.
+the installed onnxruntime is known to do (docs/readings.md#what-onnxruntime-was-measured-to-do), or on what it
+actually returned.
 
 Run on another onnxruntime with its own venv, e.g. 1.23.2, on which seed 003 recorded its departures:
     /work/venv-ort-old/bin/python -m pytest tests/compare -m live_ort
@@ -100,7 +101,8 @@ def test_an_onnxruntime_without_opset_22_leaves_the_model_not_compared(tmp_path:
 @pytest.mark.parametrize("channels", [16, 64])
 def test_nchwc_lowest_value_is_reported_if_and_only_if_onnxruntime_returns_it(tmp_path: Path, channels: int):
     """float32 all -inf, k3 p1, Y only, default optimisation: on 1.31.1 with AVX-512 the node is rewritten to
-    the NCHWc kernel, which returns -FLT_MAX (semantics.md). Whatever this CPU does, the tool must say so."""
+    the NCHWc kernel, which returns -FLT_MAX (docs/readings.md#what-onnxruntime-was-measured-to-do). Whatever
+    this CPU does, the tool must say so."""
     model = maxpool((1, channels, 4, 4), np.float32, pads=(1, 1, 1, 1), indices=False)
     x = np.full((1, channels, 4, 4), -np.inf, np.float32)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -66,6 +66,7 @@ def models_by_path(data: dict) -> dict[str, dict]:
 SAMPLE_MODELS = sorted(p for p in SAMPLES.rglob("*.onnx") if "torch" not in p.parts)
 
 
+@pytest.mark.slow
 def test_a_command_wrapping_onnxruntime_reproduces_the_built_in_verdict_on_the_samples():
     paths = [str(p) for p in SAMPLE_MODELS]
     _, built_in, _ = invoke("--compare", *paths)

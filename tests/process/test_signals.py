@@ -20,6 +20,7 @@ from models import matmul_chain
 from procs import Run, _cpu_seconds, start
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.process,
     pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"),
 ]

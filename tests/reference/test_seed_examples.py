@@ -1,5 +1,6 @@
 """Every example of seed 003 (MaxPool) and the Max order of seed 002, through ``evaluate`` on a model, with
-the corrected values of semantics.md (int8 Example 4: Indices[1,0] = 0; 8x8 example: 4.81748948)."""
+the corrected values of docs/readings.md#errata-in-the-examples (int8 Example 4: Indices[1,0] = 0; 8x8
+example: 4.81748948)."""
 
 from __future__ import annotations
 

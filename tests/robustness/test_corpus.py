@@ -72,6 +72,7 @@ def test_static_check_reports_the_input_and_still_checks_the_good_model(case: Ca
     assert _snapshot(tmp_path) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_comparison_reports_what_stopped_it_and_still_checks_the_good_model(
     case: Case, tmp_path: Path

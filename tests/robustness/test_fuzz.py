@@ -8,9 +8,12 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from fuzz import MUTATIONS, run_case, seed_models
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+pytestmark = pytest.mark.slow  # the model fuzzer: CI runs it, and -m "" does
 
 SEEDS = seed_models()
 

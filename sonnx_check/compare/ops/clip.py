@@ -28,6 +28,8 @@ def _clip_bounds(low: float, high: float) -> Builder:
         positions = {position: (dtype, shape) for position, dtype, shape in fed}
         if 1 not in positions or 2 not in positions:
             return None  # one bound only (or a held one): nothing to cross
+        if np.isnan(low) and positions[1][0].kind != "f":
+            return None  # an integer bound has no NaN (a cast of NaN would warn and give an arbitrary bound)
         out = random_rest(fed, rng)
         out[1] = np.full(positions[1][1], low, dtype=positions[1][0])
         out[2] = np.full(positions[2][1], high, dtype=positions[2][0])

@@ -28,11 +28,12 @@ def _sum_of_products(data: NodeData) -> RuleResult:
     """gamma_n (sum |a_k b_k| + |c|) + n u min-normalized, n the number of terms of one output element.
 
     Higham's bound for a dot product holds for any summation order, with or without FMA, which a blocked
-    BLAS needs (profile.md section 4); matmul_acc.md's own formula, ((1+u)^2 ((1+u)^n - 1)/u - n)|A||B| with
-    the matrix maxima |A| and |B|, assumes the naive order. The last term covers the underflow of the
-    products (at most u min-normalized each; the bound above assumes none). sum |a b| (+ |c|) is the kernel
-    module's ``run_abs`` (``_abs_sum``), a rigorous upper bound. Also records the intermediate overflows of
-    reading (c) (``OverflowRoom``), evaluated only where a runtime returns an infinity or a NaN."""
+    BLAS needs (docs/profile-decisions.md#accuracy-classes); matmul_acc.md's own formula, ((1+u)^2 ((1+u)^n -
+    1)/u - n)|A||B| with the matrix maxima |A| and |B|, assumes the naive order. The last term covers the
+    underflow of the products (at most u min-normalized each; the bound above assumes none). sum |a b| (+ |c|)
+    is the kernel module's ``run_abs`` (``_abs_sum``), a rigorous upper bound. Also records the intermediate
+    overflows of reading (c) (``OverflowRoom``), evaluated only where a runtime returns an infinity or a
+    NaN."""
     n = term_count(data.node, data.inputs)
     total = _abs_sum(data)
     terms = _kernel_function(data, "bound_terms")  # an operator whose terms are scaled (Gemm's alpha, beta)
@@ -93,7 +94,8 @@ def _abs_sum(data: NodeData) -> np.ndarray:
 
 BOUND = Rule(
     "γ_n·Σ|a·b| (+|c|)",
-    "matmul_acc.md, Error Introduction (IEEE-754), for any summation order (profile.md section 4)",
+    "matmul_acc.md, Error Introduction (IEEE-754), for any summation order"
+    " (docs/profile-decisions.md#accuracy-classes)",
     _sum_of_products,
 )
 
