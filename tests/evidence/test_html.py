@@ -234,7 +234,7 @@ def test_margins_are_shown_to_three_significant_digits(cnn_report: tuple[Path, s
     _, page, record = cnn_report
     table = re.search(r'<table id="compared-outputs-1">.*?</table>', page, re.S)
     assert table is not None
-    shown = re.findall(r'<td class="num">([^<]*)</td>', _text(table.group(0)))
+    shown = re.findall(r'<td class="num"[^>]*>([^<]*)</td>', _text(table.group(0)))
     margins = [o["margin"] for o in record["models"][0]["comparison"]["outputs"]]
     assert shown == [significant(m) for m in margins]
     assert any(len(str(m)) > 10 for m in margins if m is not None)  # the record keeps every digit...
