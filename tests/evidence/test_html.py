@@ -232,7 +232,7 @@ def test_the_report_has_a_table_of_contents(cnn_report: tuple[Path, str, dict]) 
 @needs_extra
 def test_margins_are_shown_to_three_significant_digits(cnn_report: tuple[Path, str, dict]) -> None:
     _, page, record = cnn_report
-    table = re.search(r'<table id="compared-outputs-1">.*?</table>', page, re.S)
+    table = re.search(r'<table id="compared-outputs-1"[^>]*>.*?</table>', page, re.S)
     assert table is not None
     shown = re.findall(r'<td class="num"[^>]*>([^<]*)</td>', _text(table.group(0)))
     margins = [o["margin"] for o in record["models"][0]["comparison"]["outputs"]]
