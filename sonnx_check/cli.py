@@ -55,26 +55,37 @@ SECTIONS = (
     ("Adopting", ("add_waivers",)),
     (declared.COMPARE_SECTION, tuple(o.parameter for o in declared.OPTIONS if o.flag)),
     ("Running", ("jobs", "show_traceback")),
-    ("Information", ("list_rules", "explain", "version", "help")),
+    ("Information", ("list_rules", "aliases", "explain", "version", "help")),
 )
-EPILOG = """\
-Examples:
-  sonnx-check models/                          check every model under models/ (.gitignore respected)
-  sonnx-check --compare model.onnx             also diff onnxruntime against the SONNX reference kernels
-  sonnx-check --format github --output-format sarif:sonnx-check.sarif models/
-                                               CI: annotations, a SARIF file (and, on GitHub Actions,
-                                               a step summary) in one run
-  sonnx-check --fix --exit-non-zero-on-fix model.onnx
-                                               write model.fixed.onnx; exit 1 when a fix was written
-  sonnx-check --explain MaxPool.R4             what a rule checks, why, and how to fix it
-
-Exit codes:
-  0  every model conforms (no finding at or above --fail-on)
-  1  findings at or above --fail-on (0 with --exit-zero), or a fix written with --exit-non-zero-on-fix
-  2  usage or configuration error, a model that could not be read, a refused output, or a run
-     interrupted by SIGINT or SIGTERM
-  3  internal error (a bug in sonnx-check): one paragraph, the traceback with --show-traceback
-"""
+# The epilog as click lays out a definition list: each description wrapped between words to the terminal's
+# width (a long command gets its description on the next line), never pre-wrapped for one width.
+EXAMPLES = (
+    ("sonnx-check models/", "check every model under models/ (.gitignore respected)"),
+    ("sonnx-check --compare model.onnx", "also diff onnxruntime against the SONNX reference kernels"),
+    (
+        "sonnx-check --format github --output-format sarif:sonnx-check.sarif models/",
+        "CI: annotations, a SARIF file (and, on GitHub Actions, a step summary) in one run",
+    ),
+    ("sonnx-check --fix --diff model.onnx", "show what --fix would rewrite; nothing is written"),
+    (
+        "sonnx-check --fix --exit-non-zero-on-fix model.onnx",
+        "write model.fixed.onnx; exit 1 when a fix was written",
+    ),
+    ("sonnx-check --explain MaxPool.R4", "what a rule checks, why, and how to fix it"),
+)
+EXIT_CODES = (
+    ("0", "every model conforms (no finding at or above --fail-on)"),
+    (
+        "1",
+        "findings at or above --fail-on (0 with --exit-zero), or a fix written with --exit-non-zero-on-fix",
+    ),
+    (
+        "2",
+        "usage or configuration error, a model that could not be read, a refused output, or a run "
+        "interrupted by SIGINT or SIGTERM",
+    ),
+    ("3", "internal error (a bug in sonnx-check): one paragraph, the traceback with --show-traceback"),
+)
 
 
 class _Command(click.Command):
@@ -102,9 +113,9 @@ class _Command(click.Command):
                     formatter.write_dl(records[title])
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        formatter.write_paragraph()
-        for text in EPILOG.splitlines():  # laid out by hand: click would re-wrap the columns
-            formatter.write(f"{'':>{formatter.current_indent}}{text}\n" if text else "\n")
+        for title, rows in (("Examples", EXAMPLES), ("Exit codes", EXIT_CODES)):
+            with formatter.section(title):
+                formatter.write_dl(list(rows), col_max=40)
 
 
 @click.command(
@@ -207,6 +218,11 @@ class _Command(click.Command):
     "configuration, with an empty reason that must be filled in before the next run.",
 )
 @click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
+@click.option(
+    "--aliases",
+    is_flag=True,
+    help="With --list-rules: also list each rule's aliases (the IDs of the SONNX texts it answers to).",
+)
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
 @declared.click_options
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
@@ -261,6 +277,7 @@ def run(
     exit_non_zero_on_fix: bool,
     add_waivers: bool,
     list_rules: bool,
+    aliases: bool,
     explain: str | None,
     show_traceback: bool,
     **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
@@ -269,10 +286,12 @@ def run(
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
+    if aliases and not list_rules:
+        raise UsageError("--aliases needs --list-rules")
     if list_rules or explain:
         from sonnx_check.commands.catalogue import show_catalogue
 
-        show_catalogue(list_rules, explain, output_format)
+        show_catalogue(list_rules, explain, output_format, aliases)
         return EXIT_OK
     if not paths:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")

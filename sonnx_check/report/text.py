@@ -129,7 +129,7 @@ def _model(console: Console | PlainConsole, result: ModelResult, quiet: bool, no
             header.append(" ").append(part)
     console.print(header)
     for finding in result.findings:
-        console.print(_finding_line(finding))
+        print_hanging(console, _finding_line(finding))
     if result.comparison and not quiet:
         from sonnx_check.report.comparison_table import render_comparison
 
@@ -140,6 +140,24 @@ def _model(console: Console | PlainConsole, result: ModelResult, quiet: bool, no
         narrow = console.is_terminal and console.width < NARROW_TERMINAL
         line = Text("  " + coverage_line(result.coverage, compact=narrow), style="dim")
         console.print(line, soft_wrap=False)
+
+
+HANGING = 6  # a finding's continuation lines on a terminal start under its rule ID's text, plus four
+
+
+def print_hanging(console: Console | PlainConsole, line: Text) -> None:
+    """A finding on a terminal: wrapped between words at the terminal's width, its continuation lines
+    indented (a RUNTIME.divergence line runs to 650 characters, which the terminal would cut anywhere).
+    Piped, one line, whatever its length (a CI log line is never split)."""
+    if not console.is_terminal:
+        console.print(line)
+        return
+    rich_line = line.__rich__()
+    wrapped = rich_line.wrap(console, max(20, console.width - HANGING), overflow="fold")  # type: ignore[arg-type]
+    for i, part in enumerate(wrapped):
+        if i:
+            part.pad_left(HANGING)
+        console.print(part, soft_wrap=False)
 
 
 def _finding_line(finding: Finding) -> Text:
