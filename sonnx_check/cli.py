@@ -351,7 +351,13 @@ def run(
     prepare_outputs(outputs, targets, configs, per_model)
     stop.check()
 
-    outcomes = run_groups(targets, per_model)
+    from sonnx_check import progress
+
+    progress.start(len(targets), quiet=quiet)  # on stderr, only when it is a terminal
+    try:
+        outcomes = run_groups(targets, per_model)
+    finally:
+        progress.stop()
     results = [
         o.result if o.result is not None else internal_result(t.path, o)
         for t, o in zip(targets, outcomes, strict=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from sonnx_check import stop
+from sonnx_check import progress, stop
 from sonnx_check.children import die_with_parent, forget_inherited_workers, kill, kill_live_workers
 from sonnx_check.config import Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Target
@@ -70,7 +70,9 @@ def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]
                 outcomes = []
                 for target in targets:
                     stop.check()
+                    progress.model(target.path)
                     outcomes.append(process(target, settings))
+                    progress.model_done()
                 stop.check()
                 return outcomes
             return _run_parallel(targets, settings)
@@ -119,6 +121,7 @@ def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOu
                 stop.check()
                 wait([future], timeout=_POLL, return_when=FIRST_COMPLETED)
             stop.check()
+            progress.model_done(target.path)
             try:
                 outcomes.append(future.result())
             except BrokenProcessPool as exc:
