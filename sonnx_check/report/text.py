@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sonnx_check.fix.outcome import FixOutcome
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+_DIFF_STYLES = {"---": "bold", "+++": "bold", "@@ ": "cyan", "-": "red", "+": "green"}
 FIXABLE_MARK = "[*]"
 
 
@@ -88,7 +89,12 @@ def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelRe
     remaining = sum(f.waived is None for f in result.findings)
     if not fix.rewrites and not fix.not_fixed and not remaining:
         return  # a conforming model: nothing to say
-    if fix.output is not None:
+    if fix.preview:
+        head = Text.assemble(
+            (fix.source, "bold"),
+            f": --fix would make {len(fix.rewrites)} rewrite(s) (--diff: nothing written)",
+        )
+    elif fix.output is not None:
         head = Text.assemble(
             (fix.source, "bold"), f": --fix wrote {fix.output} ({len(fix.rewrites)} rewrite(s))"
         )
@@ -97,8 +103,11 @@ def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelRe
     else:
         head = Text.assemble((fix.source, "bold"), ": --fix found nothing it can rewrite; no file written")
     console.print(head)
+    for text in fix.diff:  # ruff --diff's colours: removed red, added green, hunk headers cyan
+        style = _DIFF_STYLES.get(text[:3], _DIFF_STYLES.get(text[:1], ""))
+        console.print(Text(text, style=style))
     for rewrite in fix.rewrites:
-        line = Text("  fixed ", style="green")
+        line = Text("  would fix " if fix.preview else "  fixed ", style="green")
         line.append(rewrite.rule, style="bold cyan")
         line.append(" " + rewrite.located())
         console.print(line)
@@ -107,7 +116,7 @@ def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelRe
         line.append(left.rule, style="bold cyan")
         line.append(" " + left.located())
         console.print(line)
-    if remaining:
+    if remaining and not fix.preview:  # with --diff, the findings below are the unfixed model's
         where = "the fixed model" if fix.output is not None else "the model"
         console.print(Text(f"  {remaining} finding(s) remain in {where}: they need a person", style="yellow"))
 

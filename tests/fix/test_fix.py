@@ -71,7 +71,7 @@ def test_torchscript_export_is_fixed_and_computes_the_same(tmp_path: Path) -> No
     original = save(torchscript_export(), tmp_path / "classifier.onnx")
     before = rules_of(original)
     assert {"GR2", "GR4", "GRAPH.shapes", "MaxPool.R2", "MaxPool.R4"} <= before
-    result = run_cli(["--isolated", "--fix", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", str(original)])
     fixed = tmp_path / "classifier.fixed.onnx"
     assert result.code == 0, result.stdout
     assert fixed.exists()
@@ -95,7 +95,7 @@ def test_torchscript_export_is_fixed_and_computes_the_same(tmp_path: Path) -> No
 
 def test_dynamic_batch_export_reports_what_needs_a_person(tmp_path: Path) -> None:
     original = save(torchscript_export(batch="batch_size"), tmp_path / "dyn.onnx")
-    result = run_cli(["--isolated", "--fix", "--format", "json", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", "--format", "json", str(original)])
     assert result.code == 1  # like ruff --fix: violations remain
     (model,) = json.loads(result.stdout)["models"]
     assert model["path"] == str(tmp_path / "dyn.fixed.onnx")
@@ -111,7 +111,7 @@ def test_dynamic_batch_export_reports_what_needs_a_person(tmp_path: Path) -> Non
     # B is transposed; C stays [10]: with a symbolic batch m is not static, and Gemm.R3 does not judge it
     assert "Gemm.R2" in fixed_rules and "Gemm.R3" not in fixed_rules
     assert remaining == {"GRAPH.shapes", "MaxPool.R4"}
-    text = run_cli(["--isolated", "--fix", str(original)]).stdout
+    text = run_cli(["--isolated", "--fix", "--unsafe-fixes", str(original)]).stdout
     assert "not fixed MaxPool.R4 MaxPool '/pool/MaxPool' (node #2): X's shape is not static" in text
     assert "finding(s) remain in the fixed model: they need a person" in text
     feeds = [{"input": x} for x in edge_inputs((2, 3, 7, 7), np.float32)]
