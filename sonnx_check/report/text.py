@@ -47,7 +47,9 @@ def render(
         summary = summarise(results)
         # soft_wrap off: on a narrow terminal rich breaks the line between words, not the terminal mid-word
         console.print(Text(summary.classes_line(), style="bold"), soft_wrap=False)
-        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK})"), soft_wrap=False)
+        hidden = _unsafe_only(results)
+        more = f"; {hidden} more with `--unsafe-fixes`" if hidden else ""
+        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK}){more}"), soft_wrap=False)
     if statistics:
         render_statistics(console, results)
     else:
@@ -59,6 +61,16 @@ def render(
             _model(console, result, quiet, "(fixed model, re-checked)" if rechecked else "")
     if not quiet:
         console.print(_summary_line(results))
+
+
+def _unsafe_only(results: list[ModelResult]) -> int:
+    """Active findings only an unsafe rewrite removes, not marked (ruff says how many fixes it hides)."""
+    candidates = [f for r in results for f in r.findings if not f.fixable and in_verdict(f)]
+    if not candidates:
+        return 0
+    from sonnx_check.fix import UNSAFE_RULES, fixable
+
+    return sum(f.rule in UNSAFE_RULES and fixable(f, unsafe=True) for f in candidates)
 
 
 def render_statistics(console: Console | PlainConsole, results: list[ModelResult]) -> None:

@@ -134,6 +134,8 @@ def test_an_unsafe_rewrite_needs_unsafe_fixes(tmp_path: Path) -> None:
     checked = _json(["--select", "GRAPH.operator", "m.onnx"], tmp_path)["models"][0]
     (finding,) = checked["findings"]
     assert not finding.get("fixable")  # removing a node is not a safe fix: not marked
+    text = run_cli(["--isolated", "--select", "GRAPH.operator", "m.onnx"], cwd=tmp_path).stdout
+    assert "0 finding(s) fixable with `--fix` (marked [*]); 1 more with `--unsafe-fixes`" in text
     safe = run_cli(["--isolated", "--fix", "--select", "GRAPH.operator", "m.onnx"], cwd=tmp_path)
     assert "--fix found nothing it can rewrite; no file written" in safe.stdout
     assert not (tmp_path / "m.fixed.onnx").exists()
