@@ -3,16 +3,12 @@ battery is, on one line redrawn in place and erased at the end; nothing when std
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
+from test_terminal_width import run_in_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMING = ROOT / "sample_models" / "conforming"
@@ -21,31 +17,7 @@ MODELS = [str((CONFORMING / name).relative_to(ROOT)) for name in ("small_cnn.onn
 
 def _stderr_in_terminal(*args: str, columns: int = 100) -> tuple[str, str]:
     """(stderr as the terminal received it, stdout piped)."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
-    env["TERM"] = "xterm-256color"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sonnx_check", "--isolated", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        cwd=ROOT,
-        env=env,
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    stdout = process.communicate(timeout=300)[0]
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace"), stdout.decode("utf-8", "replace")
+    return run_in_terminal(columns, ["--isolated", *args], stream="stderr")
 
 
 @pytest.mark.process

@@ -22,8 +22,9 @@ SAMPLE = ROOT / "sample_models" / "conforming" / "small_cnn.onnx"
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _in_terminal(columns: int, *args: str) -> list[str]:
-    """sonnx-check's stdout as a terminal of ``columns`` shows it, one entry per physical line."""
+def run_in_terminal(columns: int, args: list[str], *, stream: str = "stdout") -> tuple[str, str]:
+    """sonnx-check with ``stream`` (stdout or stderr) a terminal of ``columns``: (what the terminal received,
+    the other stream, piped)."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 100, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
@@ -31,8 +32,8 @@ def _in_terminal(columns: int, *args: str) -> list[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "sonnx_check", *args],
         stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=subprocess.PIPE,
+        stdout=follower if stream == "stdout" else subprocess.PIPE,
+        stderr=follower if stream == "stderr" else subprocess.PIPE,
         cwd=ROOT,
         env=env,
     )
@@ -46,9 +47,14 @@ def _in_terminal(columns: int, *args: str) -> list[str]:
         if not data:
             break
         chunks.append(data)
-    process.wait(timeout=300)
+    piped = process.communicate(timeout=300)[0 if stream == "stderr" else 1]
     os.close(leader)
-    text = CSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r", "")
+    return b"".join(chunks).decode("utf-8", "replace"), piped.decode("utf-8", "replace")
+
+
+def _in_terminal(columns: int, *args: str) -> list[str]:
+    """sonnx-check's stdout as a terminal of ``columns`` shows it, one entry per physical line."""
+    text = CSI.sub("", run_in_terminal(columns, list(args))[0]).replace("\r", "")
     return text.split("\n")
 
 

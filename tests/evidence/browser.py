@@ -70,7 +70,7 @@ class Layout:
     broken: list[dict[str, Any]]  # words broken across lines: word, before (the part on the first line)
 
 
-def _run(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
+def run_chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     command = [
         CHROMIUM,
@@ -110,7 +110,7 @@ def layout(report: Path, width: int, folder: Path) -> Layout:
     checked = folder / f"{report.stem}-checked.html"
     checked.write_text(page.replace("</body>", f"<script>{LAYOUT_CHECK}</script></body>"), encoding="utf-8")
     host = _framed(checked, width, 2000, folder)
-    dom = _run(
+    dom = run_chromium(
         f"--window-size={max(width, MIN_WINDOW) + 20},2000",
         "--allow-file-access-from-files",
         "--virtual-time-budget=10000",
@@ -129,7 +129,7 @@ def screenshot(report: Path, width: int, height: int, out: Path, folder: Path) -
     import matplotlib.image
 
     host = _framed(report, width, height, folder)
-    done = _run(
+    done = run_chromium(
         f"--window-size={max(width, MIN_WINDOW)},{height}",
         f"--screenshot={out}",
         host.as_uri(),

@@ -6,7 +6,6 @@ a one-line usage error."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from browser import CHROMIUM, run_chromium
 from clikit import maxpool_r2, run_cli, save
 from schema_check import validate
 
@@ -23,7 +23,7 @@ from sonnx_check.report.html import keep_hyphenated_whole, missing_extra, signif
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_models"
 NO_EXTRA = "the [report] extra (jinja2, matplotlib) is not installed: pip install 'sonnx-check[report]'"
 needs_extra = pytest.mark.skipif(missing_extra() is not None, reason=NO_EXTRA)
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
 )
@@ -134,31 +134,7 @@ def test_every_model_string_is_escaped(tmp_path: Path) -> None:
 
 
 def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--disable-extensions",
-        f"--user-data-dir={profile}",
-        # any request the page made would fail: it must not need one
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--proxy-server=127.0.0.1:9",
-        *args,
-    ]
-    return subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "HOME": str(profile)},
-    )
+    return run_chromium(*args, profile=profile)  # no network: any request the page made would fail
 
 
 @needs_extra
