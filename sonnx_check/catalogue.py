@@ -141,7 +141,8 @@ def _suggestion(rule_id: str, index: Mapping[str, str]) -> str:
 
 
 def expand(patterns: list[str] | tuple[str, ...], *, what: str = "rule") -> set[str]:
-    """Canonical IDs matched by exact IDs, aliases, prefixes ending in '.' or '*', or globs.
+    """Canonical IDs matched by exact IDs, aliases, prefixes ending in '.' or '*', or globs; a pattern
+    that matches nothing as written is matched case-insensitively (as ``lookup`` does for --explain).
 
     A pattern that matches nothing is a user error: a typo in a CI configuration must not silently
     select or ignore nothing.
@@ -157,7 +158,12 @@ def expand(patterns: list[str] | tuple[str, ...], *, what: str = "rule") -> set[
             continue
         glob = pattern + "*" if pattern.endswith(".") else pattern
         matched = {canonical for name, canonical in index.items() if fnmatch.fnmatchcase(name, glob)}
+        if not matched:  # then case-insensitively, as --explain: ``maxpool.r4`` typed in a hurry
+            folded = glob.casefold()
+            matched = {c for name, c in index.items() if fnmatch.fnmatchcase(name.casefold(), folded)}
         if not matched:
-            raise UsageError(f"unknown {what} '{pattern}' (see sonnx-check --list-rules)")
+            raise UsageError(
+                f"unknown {what} '{pattern}'{_suggestion(pattern, index)} (see sonnx-check --list-rules)"
+            )
         selected.update(matched)
     return selected

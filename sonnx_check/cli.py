@@ -49,33 +49,57 @@ ARGV_KEY = "sonnx_check.argv"
 # --help: options grouped by purpose (click has no groups; the command formats them itself).
 SECTIONS = (
     ("Rules", ("select", "extend_select", "ignore")),
-    ("Reports", ("output_format", "output", "output_formats", "evidence", "mask", "quiet", "statistics")),
+    (
+        "Reports",
+        (
+            "output_format",
+            "output",
+            "output_formats",
+            "evidence",
+            "mask",
+            "quiet",
+            "verbose",
+            "statistics",
+            "color",
+        ),
+    ),
     ("Exit code", ("fail_on", "exit_zero")),
-    ("Files and configuration", ("config_path", "isolated", "force_exclude")),
-    ("Fixing (--fix)", ("fix", "fix_output", "exit_non_zero_on_fix")),
+    ("Files and configuration", ("config_path", "isolated", "force_exclude", "show_settings")),
+    ("Fixing (--fix)", ("fix", "diff", "unsafe_fixes", "fix_output", "exit_non_zero_on_fix")),
     ("Adopting", ("add_waivers",)),
     (declared.COMPARE_SECTION, tuple(o.parameter for o in declared.OPTIONS if o.flag)),
     ("Running", ("jobs", "show_traceback")),
-    ("Information", ("list_rules", "explain", "version", "help")),
+    ("Information", ("list_rules", "aliases", "explain", "version", "help")),
 )
-EPILOG = """\
-Examples:
-  sonnx-check models/                          check every model under models/ (.gitignore respected)
-  sonnx-check --compare model.onnx             also diff onnxruntime against the SONNX reference kernels
-  sonnx-check --format github --output-format sarif:sonnx-check.sarif models/
-                                               CI: annotations, a SARIF file (and, on GitHub Actions,
-                                               a step summary) in one run
-  sonnx-check --fix --exit-non-zero-on-fix model.onnx
-                                               write model.fixed.onnx; exit 1 when a fix was written
-  sonnx-check --explain MaxPool.R4             what a rule checks, why, and how to fix it
-
-Exit codes:
-  0  every model conforms (no finding at or above --fail-on)
-  1  findings at or above --fail-on (0 with --exit-zero), or a fix written with --exit-non-zero-on-fix
-  2  usage or configuration error, a model that could not be read, a refused output, or a run
-     interrupted by SIGINT or SIGTERM
-  3  internal error (a bug in sonnx-check): one paragraph, the traceback with --show-traceback
-"""
+# The epilog as click lays out a definition list: each description wrapped between words to the terminal's
+# width (a long command gets its description on the next line), never pre-wrapped for one width.
+EXAMPLES = (
+    ("sonnx-check models/", "check every model under models/ (.gitignore respected)"),
+    ("sonnx-check --compare model.onnx", "also diff onnxruntime against the SONNX reference kernels"),
+    (
+        "sonnx-check --format github --output-format sarif:sonnx-check.sarif models/",
+        "CI: annotations, a SARIF file (and, on GitHub Actions, a step summary) in one run",
+    ),
+    ("sonnx-check --diff model.onnx", "show what --fix would rewrite; nothing is written"),
+    (
+        "sonnx-check --fix --exit-non-zero-on-fix model.onnx",
+        "write model.fixed.onnx; exit 1 when a fix was written",
+    ),
+    ("sonnx-check --explain MaxPool.R4", "what a rule checks, why, and how to fix it"),
+)
+EXIT_CODES = (
+    ("0", "every model conforms (no finding at or above --fail-on)"),
+    (
+        "1",
+        "findings at or above --fail-on (0 with --exit-zero), or a fix written with --exit-non-zero-on-fix",
+    ),
+    (
+        "2",
+        "usage or configuration error, a model that could not be read, a refused output, or a run "
+        "interrupted by SIGINT or SIGTERM",
+    ),
+    ("3", "internal error (a bug in sonnx-check): one paragraph, the traceback with --show-traceback"),
+)
 
 
 class _Command(click.Command):
@@ -103,9 +127,9 @@ class _Command(click.Command):
                     formatter.write_dl(records[title])
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        formatter.write_paragraph()
-        for text in EPILOG.splitlines():  # laid out by hand: click would re-wrap the columns
-            formatter.write(f"{'':>{formatter.current_indent}}{text}\n" if text else "\n")
+        for title, rows in (("Examples", EXAMPLES), ("Exit codes", EXIT_CODES)):
+            with formatter.section(title):
+                formatter.write_dl(list(rows), col_max=40)
 
 
 @click.command(
@@ -134,6 +158,12 @@ class _Command(click.Command):
     "pyproject.toml that has it, from the model's folder upwards, else from the working directory).",
 )
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings each model given (else the working directory) would be checked with, and "
+    "where each came from (default, file, command line); check nothing.",
+)
 @click.option(
     "--force-exclude",
     is_flag=True,
@@ -174,6 +204,21 @@ class _Command(click.Command):
     "auth, and URL passwords, are always masked.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no coverage.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also say on stderr which models were found and skipped (and why), the configuration each is "
+    "checked with, and how long each step took.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(("auto", "always", "never")),
+    default="auto",
+    show_default=True,
+    help="Colour the text report: auto follows the terminal, NO_COLOR and FORCE_COLOR; always and never "
+    "override them.",
+)
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule.")
 @click.option(
     "--fail-on",
@@ -199,6 +244,17 @@ class _Command(click.Command):
     "report the fixed model.",
 )
 @click.option(
+    "--diff",
+    is_flag=True,
+    help="Print what --fix would rewrite, model by model, as a unified diff of the graph; write nothing.",
+)
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix or --diff: also the unsafe rewrites, which change a name or a stored weight (each "
+    "such rule's fix text says so; --explain ID).",
+)
+@click.option(
     "--fix-output",
     type=click.Path(dir_okay=False, path_type=str),
     metavar="PATH",
@@ -217,6 +273,11 @@ class _Command(click.Command):
     "configuration, with an empty reason that must be filled in before the next run.",
 )
 @click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
+@click.option(
+    "--aliases",
+    is_flag=True,
+    help="With --list-rules: also list each rule's aliases (the IDs of the SONNX texts it answers to).",
+)
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
 @declared.click_options
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
@@ -257,39 +318,55 @@ def run(
     config_path: str | None,
     isolated: bool,
     force_exclude: bool,
+    show_settings: bool,
     output_format: str | None,
     output: str | None,
     output_formats: tuple[str, ...],
     evidence: str | None,
     mask: tuple[str, ...],
     quiet: bool,
+    verbose: bool,
+    color: str,
     statistics: bool,
     fail_on: str | None,
     exit_zero: bool,
     jobs: int | None,
     fix: bool,
+    diff: bool,
+    unsafe_fixes: bool,
     fix_output: str | None,
     exit_non_zero_on_fix: bool,
     add_waivers: bool,
     list_rules: bool,
+    aliases: bool,
     explain: str | None,
     show_traceback: bool,
     **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
 ) -> int:
     stop.check()  # a signal that arrived while the command was being imported
     masking.use(mask)  # before anything records a command line
+    from sonnx_check.report.console import choose_colour
+
+    choose_colour(color)
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
+    if aliases and not list_rules:
+        raise UsageError("--aliases needs --list-rules")
     if list_rules or explain:
         from sonnx_check.commands.catalogue import show_catalogue
 
-        show_catalogue(list_rules, explain, output_format)
+        show_catalogue(list_rules, explain, output_format, aliases)
         return EXIT_OK
-    if not paths:
+    if not paths and not show_settings:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
     if fix_output is not None and not fix:
         raise UsageError("--fix-output needs --fix")
+    if diff and fix_output is not None:
+        raise UsageError("--fix-output: --diff writes nothing")
+    fix = fix or diff  # --diff previews --fix (as ruff check --diff does)
+    if unsafe_fixes and not fix:
+        raise UsageError("--unsafe-fixes needs --fix or --diff")
     if add_waivers and (isolated or fix):
         other = "--isolated" if isolated else "--fix"
         raise UsageError(f"--add-waivers writes into the configuration: not with {other}")
@@ -311,13 +388,18 @@ def run(
         fail_on=fail_on,
         output_format=output_format,
         jobs=jobs,
-        fix=FixSettings(output=fix_output) if fix else None,
+        fix=FixSettings(output=fix_output, preview=diff, unsafe=unsafe_fixes) if fix else None,
         exit_zero=exit_zero,
         statistics=statistics,
         show_traceback=show_traceback,
         **compared,
     )
     configs = Configurations(cli, config_path, isolated)
+    if show_settings:
+        from sonnx_check.commands.show_settings import show_settings as print_settings
+
+        print_settings(configs, paths)
+        return EXIT_OK
     settings = configs.run
     if settings.compare.enabled or settings.compare.export_inputs is not None:
         from sonnx_check.compare.runners.startup import check_runtime_settings
@@ -337,6 +419,10 @@ def run(
     if not targets:
         say_nothing_checked(found)
     per_model = [configs.settings_for(t.path) for t in targets]
+    if verbose:
+        from sonnx_check.commands.verbose import say_found
+
+        say_found(found, targets, per_model, time.monotonic() - started)
     if settings.compare.export_inputs is not None:  # write what --outputs compares; check nothing
         from sonnx_check.compare.export_run import export_run
 
@@ -344,7 +430,15 @@ def run(
     prepare_outputs(outputs, targets, configs, per_model)
     stop.check()
 
-    outcomes = run_groups(targets, per_model)
+    from sonnx_check import progress
+
+    progress.start(len(targets), quiet=quiet)  # on stderr, only when it is a terminal
+    try:
+        outcomes = run_groups(targets, per_model)
+    finally:
+        progress.stop()
+    if verbose:
+        say(f"verbose: checked {len(targets)} model(s) in {time.monotonic() - started:.1f} s")
     results = [
         o.result if o.result is not None else internal_result(t.path, o)
         for t, o in zip(targets, outcomes, strict=True)

@@ -8,37 +8,56 @@ from __future__ import annotations
 
 import json
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from sonnx_check.catalogue import RuleEntry, catalogue, lookup
 
+NARROW = 100  # below this many columns the table keeps ID, severity and title (scope and status in --explain)
 
-def list_rules(console: Console) -> None:
-    """One row per rule. On a terminal long titles fold; piped (``| grep``), every row stays on one line."""
-    table = Table(title=Text("sonnx-check rules"), show_lines=False)
-    wrap = console.is_terminal
-    for column in ("ID", "severity", "scope", "status", "title", "aliases"):
-        if wrap:
-            table.add_column(column, overflow="fold")
-        else:
-            table.add_column(column, no_wrap=True)
-    for entry in catalogue().values():
-        table.add_row(
-            *(
-                Text(cell)
-                for cell in (
-                    entry.id,
-                    entry.severity.value,
-                    entry.scope,
-                    entry.status,
-                    entry.title,
-                    ", ".join(entry.aliases),
-                )
-            )
-        )
+
+def list_rules(console: Console, aliases: bool = False) -> None:
+    """One row per rule; the aliases (up to 7 per rule, ~250 characters) only with ``--aliases``.
+
+    On a terminal, a table that fits its width: an ID is never split, titles and aliases wrap between words,
+    and below NARROW columns the scope and status columns give way to the title. Piped (``| grep``), one
+    plain line per rule, columns aligned, no box: ``ID  severity  scope  status  title[  aliases: ...]``."""
+    entries = list(catalogue().values())
+    if not console.is_terminal:
+        _plain_rows(console, entries, aliases)
+        return
+    narrow = console.width < NARROW
+    table = Table(title=Text("sonnx-check rules"), show_lines=False, box=None if narrow else box.SIMPLE_HEAD)
+    table.add_column("ID", no_wrap=True, style="bold cyan")
+    table.add_column("severity", no_wrap=True)
+    if not narrow:
+        table.add_column("scope", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=1)
+    for entry in entries:
+        title = Text(entry.title)
+        if aliases and entry.aliases:
+            title.append(f"\naliases: {', '.join(entry.aliases)}", style="dim")
+        wide = (entry.scope, entry.status) if not narrow else ()
+        table.add_row(Text(entry.id), Text(entry.severity.value), *map(Text, wide), title)
     console.print(table)
+    if not aliases:
+        console.print(Text("aliases: sonnx-check --list-rules --aliases", style="dim"))
+
+
+def _plain_rows(console: Console, entries: list[RuleEntry], aliases: bool) -> None:
+    widths = [max(len(getattr(e, field)) for e in entries) for field in ("id", "scope", "status")]
+    severity = max(len(e.severity.value) for e in entries)
+    for e in entries:
+        line = (
+            f"{e.id:<{widths[0]}}  {e.severity.value:<{severity}}  {e.scope:<{widths[1]}}  "
+            f"{e.status:<{widths[2]}}  {e.title}"
+        )
+        if aliases and e.aliases:
+            line += f"  aliases: {', '.join(e.aliases)}"
+        console.print(Text(line), soft_wrap=True)
 
 
 def rules_json() -> str:

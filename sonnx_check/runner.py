@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from sonnx_check import stop
+from sonnx_check import progress, stop
 from sonnx_check.children import die_with_parent, forget_inherited_workers, kill, kill_live_workers
 from sonnx_check.config import Settings
 from sonnx_check.discovery import FIXED_SUFFIX, Target
@@ -70,7 +70,9 @@ def run_all(targets: Sequence[Target], settings: Settings) -> list[ModelOutcome]
                 outcomes = []
                 for target in targets:
                     stop.check()
+                    progress.model(target.path)
                     outcomes.append(process(target, settings))
+                    progress.model_done()
                 stop.check()
                 return outcomes
             return _run_parallel(targets, settings)
@@ -119,6 +121,7 @@ def _run_parallel(targets: Sequence[Target], settings: Settings) -> list[ModelOu
                 stop.check()
                 wait([future], timeout=_POLL, return_when=FIRST_COMPLETED)
             stop.check()
+            progress.model_done(target.path)
             try:
                 outcomes.append(future.result())
             except BrokenProcessPool as exc:
@@ -222,7 +225,8 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
         stop.check()
     except _Internal as exc:
         return ModelOutcome(None, exc.message)
-    result = _mark_fixable(apply_waivers(checked, waivers))
+    unsafe = settings.fix is not None and settings.fix.unsafe
+    result = _mark_fixable(apply_waivers(checked, waivers), unsafe)
     if compare_error is not None:
         # The static findings stand; the comparison could not start for a reason the user can fix.
         return ModelOutcome(result, user_error=f"{target.path}: {compare_error}")
@@ -231,15 +235,32 @@ def process(target: Target, settings: Settings) -> ModelOutcome:
     return _fix(model, result, rules, settings)
 
 
-def _mark_fixable(result: ModelResult) -> ModelResult:
-    """Each finding marked with whether --fix has a rewrite for it (the fix package decides)."""
+def _mark_fixable(result: ModelResult, unsafe: bool = False) -> ModelResult:
+    """Each finding marked with whether --fix has a rewrite for it (the fix package decides; ``unsafe``:
+    --unsafe-fixes)."""
     if not result.findings:  # nothing to mark: the fix package is not even imported (start-up time)
         return result
     from dataclasses import replace
 
     from sonnx_check.fix import mark_fixable
 
-    return replace(result, findings=mark_fixable(result.findings))
+    return replace(result, findings=mark_fixable(result.findings, unsafe=unsafe))
+
+
+def _unmark_refused(result: ModelResult, outcome: FixOutcome) -> ModelResult:
+    """The fixed model's findings that --fix just refused (a MaxPool.R4 whose input shape is not static) are
+    not marked fixable: running --fix again would refuse them again."""
+    from dataclasses import replace
+
+    refused = {(n.rule, n.node.name if n.node else None, n.tensor) for n in outcome.not_fixed}
+
+    def place(f: Finding) -> tuple[str, str | None, str | None]:
+        return (f.rule, f.node.name if f.node else None, f.tensor)
+
+    findings = [
+        replace(f, fixable=False) if f.fixable and place(f) in refused else f for f in result.findings
+    ]
+    return replace(result, findings=findings)
 
 
 class _Internal(Exception):
@@ -358,7 +379,14 @@ def _fix(source: ModelFile, result: ModelResult, rules: frozenset[str], settings
     try:
         _unchanged(source)  # the fixed model is written from what was read: that must still be the file
         # In place: nothing needs the original model after the fix, and a copy would hold the weights twice.
-        outcome = fix_model(source.model(), path, result.findings, output=settings.fix.output)
+        outcome = fix_model(
+            source.model(),
+            path,
+            result.findings,
+            output=settings.fix.output,
+            unsafe=settings.fix.unsafe,
+            preview=settings.fix.preview,
+        )
     except ModelLoadError as exc:
         from sonnx_check.engine import load_failure
 
@@ -376,7 +404,8 @@ def _fix(source: ModelFile, result: ModelResult, rules: frozenset[str], settings
         rechecked, _, compare_error = _check(outcome.output, rules, settings)
     except _Internal as exc:
         return ModelOutcome(None, exc.message, fix=outcome)
-    rechecked = _mark_fixable(apply_waivers(rechecked, settings.waivers_for(path)))
+    rechecked = _mark_fixable(apply_waivers(rechecked, settings.waivers_for(path)), settings.fix.unsafe)
+    rechecked = _unmark_refused(rechecked, outcome)
     user_error = f"{outcome.output}: {compare_error}" if compare_error else None
     return ModelOutcome(rechecked, fix=outcome, user_error=user_error)
 

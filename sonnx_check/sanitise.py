@@ -123,6 +123,9 @@ def _deep(value: Any, flavour: Any) -> Any:
     return value
 
 
+DIFF_LINE_LIMIT = 4000  # a --diff line: a node with its inputs, outputs and attributes
+
+
 class _Flavour:
     def __init__(self, one: Any, limit: int, message_limit: int) -> None:
         self.one = one
@@ -188,6 +191,7 @@ class _Flavour:
             data=None if fix.data is None else self.path(fix.data),
             rewrites=tuple(self._placed(r) for r in fix.rewrites),
             not_fixed=tuple(self._placed(n) for n in fix.not_fixed),
+            diff=tuple(self(line, DIFF_LINE_LIMIT) for line in fix.diff),  # --diff: the graph's strings
         )
 
     def _placed(self, item: _Placed) -> _Placed:

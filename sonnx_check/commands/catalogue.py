@@ -8,8 +8,10 @@ from sonnx_check.errors import UsageError
 from sonnx_check.report.console import print_rendered, stdout_console
 
 
-def show_catalogue(list_rules: bool, explain: str | None, output_format: str | None) -> None:
-    """Print the catalogue (text or JSON) or one rule's explanation."""
+def show_catalogue(
+    list_rules: bool, explain: str | None, output_format: str | None, aliases: bool = False
+) -> None:
+    """Print the catalogue (text or JSON) or one rule's explanation (``aliases``: --list-rules --aliases)."""
     from sonnx_check.explain import explain as explain_rule  # rich's tables: only for these two
     from sonnx_check.explain import list_rules as list_catalogue
 
@@ -20,6 +22,6 @@ def show_catalogue(list_rules: bool, explain: str | None, output_format: str | N
 
         click.echo(rules_json(), nl=False)
     elif output_format in (None, "text"):
-        print_rendered(stdout_console(), list_catalogue)
+        print_rendered(stdout_console(), lambda console: list_catalogue(console, aliases))
     else:
         raise UsageError(f"--list-rules prints text or json, not {output_format}")

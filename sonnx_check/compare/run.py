@@ -16,7 +16,7 @@ from typing import Any
 import onnx
 from onnx import numpy_helper
 
-from sonnx_check import reference
+from sonnx_check import progress, reference
 from sonnx_check.compare import memory
 from sonnx_check.compare.aggregate import OutputRecord
 from sonnx_check.compare.battery import NodeEdges
@@ -70,6 +70,7 @@ class ComparisonRun:
         self.runner = runner
         self.sizes = sizes
         self.subject = runner.description.subject
+        self.battery_size = 0  # the node battery's configurations, for the progress line
         self.readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)  # the texts' readings chosen
 
     def open(self, model: onnx.ModelProto | None, outputs: list[str] | None = None) -> Session:
@@ -82,6 +83,7 @@ class ComparisonRun:
     ) -> Session:
         """A session on the edge battery's ``model``; ``constants``: its initializers that are the compared
         model's (its name -> the compared model's), left out of it (only for a runner that shares them)."""
+        progress.battery(len(model.graph.node), self.battery_size)  # one node per configuration
         if constants is None:
             return self.open(model)
         return _stopping_on_timeout(lambda: self.runner.open_sharing(model, constants))
@@ -105,13 +107,17 @@ class ComparisonRun:
             )
         try:
             try:
+                progress.step(f"onnxruntime and the reference on {len(datasets)} dataset(s)")
                 batches = self._plain_pass(plain, observed)
             finally:
                 plain.close()  # one session at a time: the memory budget counts one
-            for batch in batches:
+            for i, batch in enumerate(batches, start=1):
+                progress.step(f"the nodes' outputs, pass {i} of {len(batches)}")
                 self._batch_pass(batch, observed)
             if observed.edges is not None:
-                observed.edges.run(self.open_configurations, _check_stopped)
+                edges = observed.edges
+                self.battery_size = len(edges.configurations) + len(edges.operator_configurations)
+                edges.run(self.open_configurations, _check_stopped)
         except Stopped as exc:
             observed.stopped = exc
         return observed

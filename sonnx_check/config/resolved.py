@@ -30,9 +30,13 @@ class Waiver:
 
 @dataclass(frozen=True)
 class FixSettings:
-    """``--fix``: where the fixed model goes (None: beside the original, as NAME.fixed.onnx)."""
+    """``--fix``: where the fixed model goes (None: beside the original, as NAME.fixed.onnx); ``preview``
+    (--diff): show the rewrites as a diff and write nothing; ``unsafe`` (--unsafe-fixes): also apply the
+    rewrites fix/__init__.py's UNSAFE_RULES lists."""
 
     output: str | None = None
+    preview: bool = False
+    unsafe: bool = False
 
 
 @dataclass(frozen=True)

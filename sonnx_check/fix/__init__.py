@@ -29,6 +29,7 @@ from sonnx_check.fix.identity import remove_identity
 from sonnx_check.fix.maxpool import explicit_pads, floor_mode
 from sonnx_check.fix.outcome import FixOutcome, NotFixed, Rewrite
 from sonnx_check.fix.output import FIXED_SUFFIX, FixRefused, default_output, write_fixed
+from sonnx_check.fix.preview import listing, unified
 from sonnx_check.fix.shapes import declare_inferred
 from sonnx_check.loading import read_model
 from sonnx_check.profile import listed_operators, profile_operators
@@ -40,6 +41,7 @@ __all__ = [
     "FixRefused",
     "NotFixed",
     "Rewrite",
+    "UNSAFE_RULES",
     "fix_file",
     "fix_model",
     "fixable",
@@ -91,10 +93,24 @@ def fixable_rules() -> frozenset[str]:
 FIXABLE_WHEN: dict[str, Callable[[Finding], bool]] = {}
 
 
-def fixable(finding: Finding) -> bool:
+# Rewrites --fix applies only with --unsafe-fixes, and why (each rule's fix text says so too). Safe: a rewrite
+# that only states what the model already means (an attribute's default, an inferred declaration, explicit
+# pads, a non-negative axis, a broadcast written out). Unsafe: one that changes what a reader of the model
+# relies on besides its numbers: a node's or a constant's name, or a weight's stored bytes.
+UNSAFE_RULES: dict[str, str] = {
+    "GRAPH.operator": "removes the Identity node, and may give its constant the graph output's name",
+    "Gemm.R2": "stores the transposed weight: its bytes, layout and hash change, and a runtime may pick "
+    "another kernel (another order of the sums) for the untransposed form",
+}
+
+
+def fixable(finding: Finding, *, unsafe: bool = False) -> bool:
     """Whether --fix has a rewrite for ``finding`` (it may still leave it to a person when the model does not
-    allow the rewrite, and says why): the one test both the reports' fixable marker and apply_fixes use."""
+    allow the rewrite, and says why): the one test both the reports' fixable marker and apply_fixes use.
+    ``unsafe`` (--unsafe-fixes) counts the rewrites of UNSAFE_RULES too."""
     if finding.waived is not None or finding.rule not in fixable_rules():
+        return False
+    if finding.rule in UNSAFE_RULES and not unsafe:
         return False
     if (finding.tensor is None) if finding.rule in SHAPE_RULES else (finding.node is None):
         return False
@@ -102,15 +118,22 @@ def fixable(finding: Finding) -> bool:
     return when is None or when(finding)
 
 
-def mark_fixable(findings: Sequence[Finding]) -> list[Finding]:
-    """The findings with ``fixable`` set as --fix sees them (after waivers: a waived finding is not fixed)."""
-    return [replace(f, fixable=fixable(f)) if f.fixable != fixable(f) else f for f in findings]
+def mark_fixable(findings: Sequence[Finding], *, unsafe: bool = False) -> list[Finding]:
+    """The findings with ``fixable`` set as --fix sees them (after waivers: a waived finding is not fixed;
+    an unsafe rewrite's finding only with --unsafe-fixes)."""
+    marked = [(f, fixable(f, unsafe=unsafe)) for f in findings]
+    return [replace(f, fixable=can) if f.fixable != can else f for f, can in marked]
 
 
 # GRAPH.operator: only an Identity's finding is removed (fix/identity.py). GR4: a node outside the profile is
 # left as it is (GRAPH.operator's finding), whatever GR4 says about it.
 FIXABLE_WHEN["GRAPH.operator"] = lambda f: f.node is not None and f.node.op_type in IDENTITY_OPERATORS
 FIXABLE_WHEN["GR4"] = lambda f: f.node is not None and _in_profile(f.node.op_type, "")
+# GR2 / GRAPH.shapes: a declaration is written only from what inference gives (the check's ``expected``: an
+# element type, a static shape), never for a graph input (fix/shapes.py): a symbolic batch's shapes are a
+# person's decision, so their findings are not marked fixable (a ShuffleNet export's 104 were).
+FIXABLE_WHEN["GR2"] = lambda f: f.expected is not None and not f.message.startswith("graph input ")
+FIXABLE_WHEN["GRAPH.shapes"] = lambda f: f.expected is not None and not f.message.startswith("graph input ")
 
 
 def _in_profile(op_type: str, domain: str) -> bool:
@@ -119,12 +142,12 @@ def _in_profile(op_type: str, domain: str) -> bool:
 
 
 def apply_fixes(
-    model: onnx.ModelProto, path: str, findings: Sequence[Finding]
+    model: onnx.ModelProto, path: str, findings: Sequence[Finding], *, unsafe: bool = False
 ) -> tuple[list[Rewrite], list[NotFixed]]:
     """Rewrite ``model`` in place for every active fixable finding. Order matters: the node rewrites first
     (NODE_REWRITES' order), before the defaults (R2/GR4), which must not add pads next to an auto_pad, and
     the declarations last, inferred from the rewritten model."""
-    active = [f for f in findings if fixable(f)]
+    active = [f for f in findings if fixable(f, unsafe=unsafe)]
     view = ModelView(model, path)
     constants = Constants(view)  # one per run: readers and copies shared by the nodes it rewrites
     rewrites: list[Rewrite] = []
@@ -176,16 +199,31 @@ def _record(outcome: Rewrite | NotFixed | None, rewrites: list[Rewrite], left: l
     (rewrites if isinstance(outcome, Rewrite) else left).append(outcome)  # type: ignore[arg-type]
 
 
-def fix_file(path: str, findings: Sequence[Finding], *, output: str | None = None) -> FixOutcome:
+def fix_file(
+    path: str, findings: Sequence[Finding], *, output: str | None = None, unsafe: bool = False
+) -> FixOutcome:
     """Fix one model file; write the result only when something was rewritten."""
-    return fix_model(read_model(path), path, findings, output=output)
+    return fix_model(read_model(path), path, findings, output=output, unsafe=unsafe)
 
 
 def fix_model(
-    model: onnx.ModelProto, path: str, findings: Sequence[Finding], *, output: str | None = None
+    model: onnx.ModelProto,
+    path: str,
+    findings: Sequence[Finding],
+    *,
+    output: str | None = None,
+    unsafe: bool = False,
+    preview: bool = False,
 ) -> FixOutcome:
-    """Fix an already parsed model. ``model`` is rewritten in place: pass a copy to keep the original."""
-    rewrites, left = apply_fixes(model, path, findings)
+    """Fix an already parsed model. ``model`` is rewritten in place: pass a copy to keep the original.
+    ``unsafe``: also the rewrites of UNSAFE_RULES; ``preview`` (--diff): nothing is written, the outcome
+    holds the rewrites and the diff of the graph's listing (fix/preview.py)."""
+    before = listing(model) if preview else []
+    rewrites, left = apply_fixes(model, path, findings, unsafe=unsafe)
+    if preview:
+        return FixOutcome(
+            path, None, tuple(rewrites), tuple(left), diff=unified(before, listing(model), path)
+        )
     if not rewrites:
         return FixOutcome(path, None, (), tuple(left))
     target = output or default_output(path)

@@ -64,14 +64,20 @@ class NotFixed:
 
 @dataclass(frozen=True)
 class FixOutcome:
-    """``output`` is the fixed model's path, or None when nothing could be rewritten (no file written);
-    ``data`` its own external-data file, when it keeps weights outside the model."""
+    """``output`` is the fixed model's path, or None when nothing could be rewritten (no file written) or
+    with --diff; ``data`` its own external-data file, when it keeps weights outside the model; ``diff``
+    (--diff) the unified diff of what --fix would rewrite, nothing having been written."""
 
     source: str
     output: str | None
     rewrites: tuple[Rewrite, ...] = ()
     not_fixed: tuple[NotFixed, ...] = field(default=())
     data: str | None = None
+    diff: tuple[str, ...] = ()
+
+    @property
+    def preview(self) -> bool:
+        return bool(self.diff)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source, "output": self.output}
@@ -79,4 +85,6 @@ class FixOutcome:
             out["data"] = self.data
         out["rewrites"] = [r.to_json() for r in self.rewrites]
         out["not_fixed"] = [n.to_json() for n in self.not_fixed]
+        if self.diff:
+            out["diff"] = list(self.diff)
         return out

@@ -16,6 +16,9 @@ from sonnx_check.findings import NodeRef
 from sonnx_check.fix.outcome import NotFixed, Rewrite
 from sonnx_check.view import elem_type_name
 
+# The dimension names ONNX shape inference invents (unk__0, unk__1, ...): never written into a model, where
+# they would read as the exporter's names and be reported again as symbolic dimensions.
+INVENTED = "unk__"
 TYPE_RULE = "GR2"
 SHAPE_RULE = "GRAPH.shapes"
 
@@ -104,6 +107,9 @@ def _write(graph: onnx.GraphProto, name: str, type_proto: onnx.TypeProto) -> Non
         declared = graph.value_info.add()
         declared.name = name
     declared.type.CopyFrom(type_proto)
+    for dim in declared.type.tensor_type.shape.dim:
+        if dim.dim_param.startswith(INVENTED):
+            dim.ClearField("dim_param")  # onnx's own placeholder, not a name of the model: left unknown
 
 
 def _show(type_proto: onnx.TypeProto) -> str:

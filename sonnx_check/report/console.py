@@ -15,7 +15,18 @@ from sonnx_check.report.styled import UNWRAPPED, PlainConsole
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["UNWRAPPED", "colour_kept", "print_rendered", "stdout_console"]
+__all__ = ["COLOUR_CHOICES", "UNWRAPPED", "choose_colour", "colour_kept", "print_rendered", "stdout_console"]
+
+
+COLOUR_CHOICES = ("auto", "always", "never")
+_colour = "auto"  # --color: set once by the command before anything is printed
+
+
+def choose_colour(choice: str) -> None:
+    """``--color``: ``auto`` follows the terminal and NO_COLOR / FORCE_COLOR; ``always`` and ``never`` decide
+    whatever they say (the command line beats the environment, as in ruff and git)."""
+    global _colour
+    _colour = choice if choice in COLOUR_CHOICES else "auto"
 
 
 def stdout_console() -> Console | PlainConsole:
@@ -23,9 +34,12 @@ def stdout_console() -> Console | PlainConsole:
     never wrapped, so a rule ID or node name is never split across lines. The community conventions
     decide colour whatever stdout is: ``NO_COLOR`` (no-color.org) turns it off, ``FORCE_COLOR``
     (force-color.org; CI logs render colour) turns it on when piped, still unwrapped; NO_COLOR wins.
-    Piped without colour, a PlainConsole writes what rich would."""
-    no_color = bool(os.environ.get("NO_COLOR"))
-    forced = bool(os.environ.get("FORCE_COLOR")) and not no_color
+    Piped without colour, a PlainConsole writes what rich would. ``--color always|never`` overrides both
+    variables."""
+    no_color = _colour == "never" or (_colour == "auto" and bool(os.environ.get("NO_COLOR")))
+    forced = _colour == "always" or (
+        _colour == "auto" and bool(os.environ.get("FORCE_COLOR")) and not no_color
+    )
     terminal = sys.stdout.isatty()
     if not terminal and not forced:
         return PlainConsole()

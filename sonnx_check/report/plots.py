@@ -1,6 +1,7 @@
 """The report's plots as inline SVG (matplotlib's SVG backend, no pyplot and no global state): the margin of
-every compared node output, the distribution of each inexact output's elements over the accuracy outcomes,
-and the coverage by operator.
+every compared node output (and of every failing one), the distribution of each inexact output's elements
+over the accuracy outcomes, the differing elements of every output that differs by known departure (exact
+outputs included), and the coverage by operator.
 
 Text stays text in the SVG (searchable, printable, escaped by matplotlib's XML writer); labels come from the
 model, so they are display-sanitised here and never parsed as mathtext. The SVG ids are salted with a fixed
@@ -25,6 +26,7 @@ OUTCOME_COLOURS = {
     "special-value": "#8e24aa",
     "beyond-bound": "#c62828",
 }
+DEPARTURE_COLOURS = ("#8e24aa", "#1e88e5", "#f9a825", "#00897b", "#6d4c41", "#5e35b1", "#d81b60")
 COVERAGE_COLOURS = {
     "operator_rules": ("operator rules", "#2e7d32"),
     "draft_rules": ("draft rules", "#81c784"),
@@ -137,12 +139,44 @@ def coverage_plot(coverage: Mapping[str, Any] | None) -> str | None:
     return _svg(figure)
 
 
+SCOPE_LABELS = {"node-edges": " (alone, edge values)", "operator-edges": " (operator edges)"}
+
+
 def _output_label(output: Mapping[str, Any]) -> str:
     scope = output.get("scope")
     name = str(output.get("output", ""))
     if scope == "end-to-end":
         return f"graph output {name}"
-    return f"{output.get('op_type') or ''} {name}".strip()
+    return f"{output.get('op_type') or ''} {name}".strip() + SCOPE_LABELS.get(str(scope), "")
+
+
+def difference_plot(rows: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
+    """For each output that differs (exact ones too: they have no margin), its differing elements as one bar
+    split by the known departure that explains them (``departures``: (ID, elements) pairs), unexplained ones
+    in red, with "differing of total" at the bar's end. Returns (svg, outputs plotted) or None."""
+    if not rows:
+        return None
+    shown = sorted(rows, key=lambda o: -int(o.get("mismatches") or 0))[:MAX_BARS]
+    names = sorted({d for o in shown for d, _ in o["departures"] if d != "unexplained"})
+    colours = {d: DEPARTURE_COLOURS[i % len(DEPARTURE_COLOURS)] for i, d in enumerate(names)}
+    colours["unexplained"] = "#c62828"
+    figure = _figure(len(shown) + 1)
+    axes = figure.add_subplot()
+    left = [0] * len(shown)
+    widest = max(int(o.get("mismatches") or 0) for o in shown)
+    for departure in [*names, "unexplained"]:
+        counts = [dict(o["departures"]).get(departure, 0) for o in shown]
+        if any(counts):
+            axes.barh(range(len(shown)), counts, left=left, color=colours[departure], label=_label(departure))
+            left = [a + b for a, b in zip(left, counts, strict=True)]
+    for i, o in enumerate(shown):
+        share = f" {int(o.get('mismatches') or 0)} of {int(o.get('total') or 0)}"
+        axes.text(left[i], i, share, va="center", fontsize=8, parse_math=False)
+    _labels(axes, [_output_label(o) for o in shown])
+    axes.set_xlim(0, widest * 1.3)
+    axes.set_xlabel("differing elements, by the known departure that explains them", parse_math=False)
+    axes.legend(loc="lower right", fontsize=8)
+    return _svg(figure), len(shown)
 
 
 def _number(value: Any) -> float:

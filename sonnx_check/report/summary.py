@@ -24,6 +24,7 @@ class Summary:
     info: int = 0  # active operator-level findings (severity info): beside the verdict, never failing
     classes: dict[str, int] | None = None  # the model's verdict: active findings per VerdictClass
     fixable: int = 0  # active findings --fix has a rewrite for
+    profile_warnings: int = 0  # of the profile violations, those of severity warning (exit 0 by default)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -37,19 +38,30 @@ class Summary:
             "internal_errors": self.internal_errors,
             "classes": dict(self.classes or class_counts([])),
             "fixable": self.fixable,
+            "profile_warnings": self.profile_warnings,
         }
 
     def classes_line(self) -> str:
         """``verdict: 2 profile violation(s), 0 unexplained divergence(s), 1 known runtime departure(s), 0
-        not compared``: the first line of the text report and of the step summary."""
-        counts = self.classes or class_counts([])
-        return "verdict: " + ", ".join(f"{counts[c.value]} {CLASS_TITLES[c]}" for c in VerdictClass)
+        not compared``: the first line of the text report and of the step summary. Warnings are counted
+        apart (``1 profile violation(s), 6 profile warning(s), ...``: six warnings above exit 0 read as six
+        violations), and so are unreadable models (``1 unreadable``), which were not checked at all."""
+        counts = dict(self.classes or class_counts([]))
+        violations = VerdictClass.PROFILE_VIOLATION.value
+        counts[violations] -= self.profile_warnings
+        parts = [f"{counts[c.value]} {CLASS_TITLES[c]}" for c in VerdictClass]
+        if self.profile_warnings:
+            parts.insert(1, f"{self.profile_warnings} profile warning(s)")
+        if self.unreadable:
+            parts.append(f"{self.unreadable} unreadable")
+        return "verdict: " + ", ".join(parts)
 
     def fixable_line(self) -> str:
         return f"{self.fixable} finding(s) fixable with `--fix`"
 
     def line(self) -> str:
-        """``2 model(s) checked, 2 error(s), 0 warning(s), 1 unreadable in 2 model(s)``: the text report's
+        """``2 model(s) checked, 2 error(s), 0 warning(s), 1 unreadable in 2 model(s)`` (the unreadable model
+        not among the errors nor the failing models): the text report's
         last line, the annotation format's and the stderr summary of a report written to a file."""
         # an unreadable model was not checked: "1 model(s) checked" for a missing path misled users
         checked = self.models - self.unreadable
@@ -74,16 +86,22 @@ CLASS_TITLES = {
 }
 
 
+# The finding that stands for a model that could not be read: the model was not checked, so it is counted as
+# unreadable, never as a profile violation.
+LOAD_RULE = "MODEL.load"
+
+
 def in_verdict(finding: Finding) -> bool:
     """An active finding of the model's verdict: not waived, not operator-level evidence."""
     return finding.waived is None and not finding.operator_level
 
 
 def class_counts(findings: list[Finding]) -> dict[str, int]:
-    """Every class with its count of findings in the model's verdict (waived and operator-level apart)."""
+    """Every class with its count of findings in the model's verdict (waived and operator-level apart; an
+    unreadable model's MODEL.load is no class: it counts as unreadable)."""
     counts = dict.fromkeys((c.value for c in VerdictClass), 0)
     for finding in findings:
-        if in_verdict(finding):
+        if in_verdict(finding) and finding.rule != LOAD_RULE:
             counts[finding.verdict_class.value] += 1
     return counts
 
@@ -94,15 +112,22 @@ def summarise(results: list[ModelResult]) -> Summary:
     return Summary(
         models=len(results),
         findings=len(active),
-        errors=sum(f.severity is Severity.ERROR for f in active),
+        errors=sum(f.severity is Severity.ERROR and f.rule != LOAD_RULE for f in active),
         warnings=sum(f.severity is Severity.WARNING for f in active),
         info=sum(f.severity is Severity.INFO for f in active),
         classes=class_counts(every),
         fixable=sum(f.fixable for f in active),
+        profile_warnings=sum(
+            in_verdict(f)
+            and f.rule != LOAD_RULE
+            and f.severity is Severity.WARNING
+            and f.verdict_class is VerdictClass.PROFILE_VIOLATION
+            for f in every
+        ),
         waived=sum(f.waived is not None for r in results for f in r.findings),
         unreadable=sum(r.load_error for r in results),
         internal_errors=sum(is_internal(r) for r in results),
-        failing_models=sum(1 for r in results if any(in_verdict(f) for f in r.findings)),
+        failing_models=sum(1 for r in results if not r.load_error and any(in_verdict(f) for f in r.findings)),
     )
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sonnx_check.fix.outcome import FixOutcome
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+_DIFF_STYLES = {"---": "bold", "+++": "bold", "@@ ": "cyan", "-": "red", "+": "green"}
 FIXABLE_MARK = "[*]"
 
 
@@ -46,7 +47,9 @@ def render(
         summary = summarise(results)
         # soft_wrap off: on a narrow terminal rich breaks the line between words, not the terminal mid-word
         console.print(Text(summary.classes_line(), style="bold"), soft_wrap=False)
-        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK})"), soft_wrap=False)
+        hidden = _unsafe_only(results)
+        more = f"; {hidden} more with `--unsafe-fixes`" if hidden else ""
+        console.print(Text(f"{summary.fixable_line()} (marked {FIXABLE_MARK}){more}"), soft_wrap=False)
     if statistics:
         render_statistics(console, results)
     else:
@@ -58,6 +61,16 @@ def render(
             _model(console, result, quiet, "(fixed model, re-checked)" if rechecked else "")
     if not quiet:
         console.print(_summary_line(results))
+
+
+def _unsafe_only(results: list[ModelResult]) -> int:
+    """Active findings only an unsafe rewrite removes, not marked (ruff says how many fixes it hides)."""
+    candidates = [f for r in results for f in r.findings if not f.fixable and in_verdict(f)]
+    if not candidates:
+        return 0
+    from sonnx_check.fix import UNSAFE_RULES, fixable
+
+    return sum(f.rule in UNSAFE_RULES and fixable(f, unsafe=True) for f in candidates)
 
 
 def render_statistics(console: Console | PlainConsole, results: list[ModelResult]) -> None:
@@ -88,7 +101,12 @@ def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelRe
     remaining = sum(f.waived is None for f in result.findings)
     if not fix.rewrites and not fix.not_fixed and not remaining:
         return  # a conforming model: nothing to say
-    if fix.output is not None:
+    if fix.preview:
+        head = Text.assemble(
+            (fix.source, "bold"),
+            f": --fix would make {len(fix.rewrites)} rewrite(s) (--diff: nothing written)",
+        )
+    elif fix.output is not None:
         head = Text.assemble(
             (fix.source, "bold"), f": --fix wrote {fix.output} ({len(fix.rewrites)} rewrite(s))"
         )
@@ -97,8 +115,11 @@ def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelRe
     else:
         head = Text.assemble((fix.source, "bold"), ": --fix found nothing it can rewrite; no file written")
     console.print(head)
+    for text in fix.diff:  # ruff --diff's colours: removed red, added green, hunk headers cyan
+        style = _DIFF_STYLES.get(text[:3], _DIFF_STYLES.get(text[:1], ""))
+        console.print(Text(text, style=style))
     for rewrite in fix.rewrites:
-        line = Text("  fixed ", style="green")
+        line = Text("  would fix " if fix.preview else "  fixed ", style="green")
         line.append(rewrite.rule, style="bold cyan")
         line.append(" " + rewrite.located())
         console.print(line)
@@ -107,7 +128,7 @@ def _fix_block(console: Console | PlainConsole, fix: FixOutcome, result: ModelRe
         line.append(left.rule, style="bold cyan")
         line.append(" " + left.located())
         console.print(line)
-    if remaining:
+    if remaining and not fix.preview:  # with --diff, the findings below are the unfixed model's
         where = "the fixed model" if fix.output is not None else "the model"
         console.print(Text(f"  {remaining} finding(s) remain in {where}: they need a person", style="yellow"))
 
@@ -129,7 +150,7 @@ def _model(console: Console | PlainConsole, result: ModelResult, quiet: bool, no
             header.append(" ").append(part)
     console.print(header)
     for finding in result.findings:
-        console.print(_finding_line(finding))
+        print_hanging(console, _finding_line(finding))
     if result.comparison and not quiet:
         from sonnx_check.report.comparison_table import render_comparison
 
@@ -140,6 +161,24 @@ def _model(console: Console | PlainConsole, result: ModelResult, quiet: bool, no
         narrow = console.is_terminal and console.width < NARROW_TERMINAL
         line = Text("  " + coverage_line(result.coverage, compact=narrow), style="dim")
         console.print(line, soft_wrap=False)
+
+
+HANGING = 6  # a finding's continuation lines on a terminal start under its rule ID's text, plus four
+
+
+def print_hanging(console: Console | PlainConsole, line: Text) -> None:
+    """A finding on a terminal: wrapped between words at the terminal's width, its continuation lines
+    indented (a RUNTIME.divergence line runs to 650 characters, which the terminal would cut anywhere).
+    Piped, one line, whatever its length (a CI log line is never split)."""
+    if not console.is_terminal:
+        console.print(line)
+        return
+    rich_line = line.__rich__()
+    wrapped = rich_line.wrap(console, max(20, console.width - HANGING), overflow="fold")  # type: ignore[arg-type]
+    for i, part in enumerate(wrapped):
+        if i:
+            part.pad_left(HANGING)
+        console.print(part, soft_wrap=False)
 
 
 def _finding_line(finding: Finding) -> Text:

@@ -47,7 +47,7 @@ def _locations(path: Path) -> set[str]:
 def test_the_fixed_model_gets_its_own_data_file_and_the_gemm_weight_is_transposed(tmp_path: Path) -> None:
     original = _external_model(tmp_path)
     before = _snapshot(tmp_path)
-    result = run_cli(["--isolated", "--fix", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", str(original)])
     fixed, data = tmp_path / "ext.fixed.onnx", tmp_path / "ext.fixed.onnx.data"
     assert result.code == 0, result.stdout
     assert f"--fix wrote {fixed} (" in result.stdout and f"its external data to {data}" in result.stdout

@@ -61,7 +61,9 @@ def _gemm_model(
 
 
 def _fix(original: Path, *extra: str) -> dict:
-    document = json.loads(run_cli(["--isolated", "--fix", "--format", "json", *extra, str(original)]).stdout)
+    document = json.loads(
+        run_cli(["--isolated", "--fix", "--unsafe-fixes", "--format", "json", *extra, str(original)]).stdout
+    )
     (model,) = document["models"]
     return model
 

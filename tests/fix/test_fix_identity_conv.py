@@ -38,7 +38,9 @@ def _model(nodes, inputs, outputs, initializers=(), opset: int = 22) -> onnx.Mod
 
 
 def _fix(original: Path, *extra: str) -> dict:
-    document = json.loads(run_cli(["--isolated", "--fix", "--format", "json", *extra, str(original)]).stdout)
+    document = json.loads(
+        run_cli(["--isolated", "--fix", "--unsafe-fixes", "--format", "json", *extra, str(original)]).stdout
+    )
     (model,) = document["models"]
     return model
 
@@ -167,9 +169,10 @@ def test_only_identity_findings_of_graph_operator_are_fixable() -> None:
     def finding(rule: str, op_type: str, waived: str | None = None) -> Finding:
         return Finding(rule=rule, message="m", node=NodeRef(0, "n", op_type, "g"), waived=waived)
 
-    assert fixable(finding("GRAPH.operator", "Identity"))
-    assert not fixable(finding("GRAPH.operator", "AveragePool"))
-    assert not fixable(finding("GRAPH.operator", "Identity", waived="accepted"))
+    assert fixable(finding("GRAPH.operator", "Identity"), unsafe=True)
+    assert not fixable(finding("GRAPH.operator", "Identity"))  # removing a node: only with --unsafe-fixes
+    assert not fixable(finding("GRAPH.operator", "AveragePool"), unsafe=True)
+    assert not fixable(finding("GRAPH.operator", "Identity", waived="accepted"), unsafe=True)
     assert fixable(finding("Conv.R2", "Conv"))
     assert not fixable(finding("GR4", "AveragePool"))  # outside the profile: --fix leaves it alone
     assert fixable(finding("GR4", "Conv"))
@@ -216,7 +219,7 @@ def test_conv_auto_pad_becomes_explicit_pads_and_computes_the_same(
     x_shape = spec.pop("x")
     original = save(_conv(x_shape, spec.pop("w"), elem=elem, dtype=dtype, **spec), tmp_path / "m.onnx")
     assert "Conv.R2" in rules_of(original)
-    result = run_cli(["--isolated", "--fix", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", str(original)])
     assert result.code == 0, result.stdout
     assert (
         f"fixed Conv.R2 Conv 'conv' (node #0): auto_pad='{spec['auto_pad']}' replaced by auto_pad='NOTSET'"
@@ -247,7 +250,7 @@ def test_conv_auto_pad_that_could_change_the_result_is_left_to_a_person(
 ) -> None:
     spec = dict(spec)
     original = save(_conv(spec.pop("x"), (3, 2, 3, 3), **spec), tmp_path / "m.onnx")
-    result = run_cli(["--isolated", "--fix", "--select", "Conv.R2", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", "--select", "Conv.R2", str(original)])
     assert "not fixed Conv.R2 Conv 'conv' (node #0): " in result.stdout and reason in result.stdout
     assert not (tmp_path / "m.fixed.onnx").exists()
 
@@ -266,7 +269,7 @@ def test_a_node_outside_the_profile_is_left_alone(tmp_path: Path) -> None:
     assert model["fix"]["output"] is not None
     fixed = onnx.load(model["fix"]["output"])
     assert [a.name for a in fixed.graph.node[0].attribute] == ["kernel_shape"]
-    text = run_cli(["--isolated", "--fix", str(original)]).stdout
+    text = run_cli(["--isolated", "--fix", "--unsafe-fixes", str(original)]).stdout
     assert "  fixed GR4 AveragePool" not in text
     assert_bit_identical(
         original, Path(model["fix"]["output"]), [{"x": x} for x in edge_inputs((1, 1, 4, 4), np.float32)]
@@ -297,7 +300,7 @@ def test_conv_auto_pad_is_either_rewritten_to_the_same_outputs_or_left_alone(
         assert_bit_identical(original, original, edge_feeds[:1])
     except Exception:  # noqa: BLE001 - onnxruntime refuses the original (a dilated SAME): nothing to keep
         assume(False)
-    result = run_cli(["--isolated", "--fix", "--select", "Conv.R2", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", "--select", "Conv.R2", str(original)])
     fixed = folder / "m.fixed.onnx"
     event("rewritten" if fixed.exists() else "left alone")
     if fixed.exists():
@@ -362,7 +365,7 @@ def _identity_graphs(draw) -> onnx.ModelProto:
 def test_removing_identities_keeps_every_output_bit_for_bit(tmp_path: Path, model: onnx.ModelProto) -> None:
     folder = Path(tempfile.mkdtemp(dir=tmp_path))  # one per example (hypothesis may replay one)
     original = save(model, folder / "m.onnx")
-    result = run_cli(["--isolated", "--fix", "--select", "GRAPH.operator", str(original)])
+    result = run_cli(["--isolated", "--fix", "--unsafe-fixes", "--select", "GRAPH.operator", str(original)])
     assert result.code in (0, 1), result.stdout + result.stderr
     fixed = folder / "m.fixed.onnx"
     event("rewritten" if fixed.exists() else "nothing to remove")

@@ -98,7 +98,7 @@ def test_list_rules_keeps_brackets_and_is_not_wrapped_when_piped(monkeypatch: py
     long_title = "a title long enough to be wrapped at eighty columns by any table [/] " * 2
     entries = {"X.pads.C1": _entry(title=long_title.strip())}
     monkeypatch.setattr(explain, "catalogue", lambda: entries)
-    result = run_cli(["--list-rules"])
+    result = run_cli(["--list-rules", "--aliases"])
     assert result.code == 0, result.stderr
     (row,) = [line for line in result.stdout.splitlines() if "X.pads.C1" in line]
     assert long_title.strip() in row and "X.[a]" in row
