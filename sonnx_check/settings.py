@@ -58,7 +58,7 @@ DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtime.PROVIDER
 
 # What a configuration file found by discovery (not named by --config) may set: such a file may come with the
 # models (a pull request adds a pyproject.toml beside them), so it is as untrusted as they are. A file named
-# by --config, and the command line, may set everything. README "Untrusted models" shows this table.
+# by --config, and the command line, may set everything. docs/untrusted.md shows this table.
 TRUST_ANY = "any"  # a policy of the project (rules, waivers, seeds): anything the key accepts
 TRUST_INSIDE = "inside"  # paths: relative, no '..', resolving (links too) inside the file's folder
 TRUST_TIGHTEN = "tighten"  # a limit: at most the default, never "no limit" (a hostile file cannot lift it)
@@ -103,7 +103,7 @@ class Option:
     # the error message, or None when the value is valid
     check: Callable[[Any], str | None] | None = None
     trust: str = TRUST_ANY  # what a discovered configuration file may set (TRUST); only with a config_key
-    why: str = ""  # why the trust is limited ("runs a program"), for the error and the README's table
+    why: str = ""  # why the trust is limited ("runs a program"), for the error and the table in docs/untrusted.md
 
     @property
     def parameter(self) -> str:
@@ -275,7 +275,7 @@ OPTIONS: tuple[Option, ...] = (
         "runtime-command",
         None,
         help="Test another runtime: run 'CMD MODEL INPUT_DIR OUTPUT_DIR', which writes "
-        "test_data_set_N/output_K.pb (README: Testing another runtime).",
+        "test_data_set_N/output_K.pb (docs/runtime-contract.md).",
         read=kinds.read_string,
         click=kinds.click_text,
         metavar="CMD",
@@ -372,7 +372,7 @@ def _untrusted(option: Option, problem: str) -> str:
     flag = option.flag.split("/")[0] or "--config FILE"
     return (
         f"{problem}: the key {option.why} and a file found beside the models may come with them; give it on "
-        f"the command line ({flag}) or in a file named by --config (README: Untrusted models)"
+        f"the command line ({flag}) or in a file named by --config (docs/untrusted.md)"
     )
 
 

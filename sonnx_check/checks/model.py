@@ -192,7 +192,7 @@ def external_data_committed(view: ModelView) -> Iterator[Violation]:
     if state.unjudged is not None:
         yield Violation(
             f"not judged: {state.unjudged}; whether the commit holds the model's weights is unknown "
-            "(README: Untrusted models)",
+            "(docs/untrusted.md)",
             severity=Severity.WARNING,
             data={"unjudged": state.unjudged},
         )

@@ -1,7 +1,7 @@
 """A configuration file found by discovery (beside the models, so possibly added with them by a pull request)
 cannot make sonnx-check run a program, read outside its folder or lift a limit: such a key is one
 configuration error naming the file and the key (exit 2), and nothing runs. The command line and a file
-named by --config may set everything (README: Untrusted models)."""
+named by --config may set everything (docs/untrusted.md)."""
 
 from __future__ import annotations
 

@@ -170,7 +170,7 @@ def configuration(rng: random.Random) -> tuple[bytes, str]:
     return data, shape
 
 
-# What a discovered file may not do (README: Untrusted models); @FOLDER@ is the case's folder. The runtime
+# What a discovered file may not do (docs/untrusted.md); @FOLDER@ is the case's folder. The runtime
 # command would leave @FOLDER@/ran; @FOLDER@/outside holds data outside the tree, models/escape links to it.
 UNTRUSTED_SHAPES = ("program", "outside-path", "lift-limit")
 _OUTSIDE_PATHS = ("../outside/x.npz", "@FOLDER@/outside/x.npz", "escape/x.npz", "a/../../outside/x.npz",
