@@ -103,7 +103,7 @@ class Option:
     # the error message, or None when the value is valid
     check: Callable[[Any], str | None] | None = None
     trust: str = TRUST_ANY  # what a discovered configuration file may set (TRUST); only with a config_key
-    why: str = ""  # why the trust is limited ("runs a program"), for the error and the table in docs/untrusted.md
+    why: str = ""  # why the trust is limited ("runs a program"), for the error and docs/untrusted.md
 
     @property
     def parameter(self) -> str:

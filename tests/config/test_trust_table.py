@@ -1,4 +1,4 @@
-"""docs/untrusted.md's table of what a discovered configuration may set is the one the declarations generate."""
+"""docs/untrusted.md's table of what a discovered configuration may set is the declarations' own."""
 
 from __future__ import annotations
 
