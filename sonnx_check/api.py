@@ -6,7 +6,7 @@ semantic versioning (the reference kernels are ``sonnx_check.reference``).
     >>> result = api.check("model.onnx")
     >>> [(f.rule, f.message) for f in result.findings]
     >>> result = api.compare("model.onnx", inputs=("random", "edge"))
-    >>> result.comparison["nodes"][0]["outputs"][0]["status"]
+    >>> result.comparison.nodes[0].outputs[0].status  # typed records (sonnx_check.results); .to_json()
 
 (``sonnx_check.compare`` is the comparison package, so the functions live in ``sonnx_check.api``.)
 Both return a :class:`ModelResult`; a model that cannot be read gives a ``MODEL.load`` finding, as on the

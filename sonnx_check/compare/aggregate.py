@@ -14,6 +14,15 @@ from typing import Any
 from sonnx_check.compare.accuracy import Classification
 from sonnx_check.compare.diff import ElementPair, MismatchClass, Outcome, TensorDiff
 from sonnx_check.compare.known import KnownDivergence, KnownMatch
+from sonnx_check.results.outputs import (
+    NOT_COMPARED,
+    Accuracy,
+    DatasetTally,
+    ExplainedBy,
+    FirstMismatch,
+    KnownDeparture,
+    OutputResult,
+)
 
 
 def _ratio_text(ratio: float) -> str:
@@ -40,7 +49,7 @@ class OutputRecord:
     detail: str = ""  # the first shape/type/not-supported reason
     detail_dataset: str | None = None
     max_abs_diff: float | None = None
-    datasets: list[dict[str, Any]] = field(default_factory=list)
+    datasets: list[DatasetTally] = field(default_factory=list)
     known: dict[str, _KnownTally] = field(default_factory=dict)
     # differing elements per exact set of known behaviours explaining them (sorted IDs), every dataset
     explained_by: dict[tuple[str, ...], int] = field(default_factory=dict)
@@ -90,14 +99,7 @@ class OutputRecord:
         for match in known:
             tally = self.known.setdefault(match.entry.id, _KnownTally(match.entry))
             tally.explained += match.explained
-        self.datasets.append(
-            {
-                "name": dataset,
-                "status": diff.outcome.value,
-                "mismatches": diff.mismatches,
-                "total": diff.total,
-            }
-        )
+        self.datasets.append(DatasetTally(dataset, diff.outcome.value, diff.mismatches, diff.total))
 
     def count_text(self) -> str:
         if self.outcome in (Outcome.SHAPE_MISMATCH, Outcome.TYPE_MISMATCH, Outcome.NOT_SUPPORTED):
@@ -135,49 +137,51 @@ class OutputRecord:
         counts = ", ".join(f"{n} {o}" for o, n in self.outcomes.items() if n)
         return f"{counts}; largest error/bound {_ratio_text(self.margin)}"
 
-    def known_json(self, version: str | None) -> list[dict[str, Any]]:
-        out = []
-        for tally in self.known.values():
-            item = tally.entry.to_json()
-            item["explained"] = tally.explained
-            item["seen_in_this_version"] = tally.entry.seen_in_version(version)
-            out.append(item)
-        return out
+    def result(self, version: str | None = None) -> OutputResult:
+        """The typed record every report reads (``version``: the runtime's, for the known departures)."""
+        first = None
+        if self.first is not None:
+            first = FirstMismatch(
+                dataset=self.first_dataset or "",
+                index=tuple(self.first.index),
+                onnxruntime=self.first.actual,
+                onnxruntime_bits=self.first.actual_bits,
+                sonnx=self.first.expected,
+                sonnx_bits=self.first.expected_bits,
+                kind=self.first.kind.value,
+                dataset_at_node=self.received,
+            )
+        known = tuple(
+            KnownDeparture(
+                id=tally.entry.id,
+                operators=tuple(tally.entry.operators),
+                summary=tally.entry.summary,
+                explanation=tally.entry.explanation,
+                seen_in=tuple(tally.entry.seen_in),
+                explained=tally.explained,
+                seen_in_this_version=tally.entry.seen_in_version(version),
+            )
+            for tally in self.known.values()
+        )
+        return OutputResult(
+            output=self.name,
+            position=self.position,
+            # no dataset reached the comparison (onnxruntime failed on all): nothing matched, nothing differed
+            status=self.outcome.value if self.datasets else NOT_COMPARED,
+            mismatches=self.mismatches,
+            total=self.total,
+            summary=self.count_text() if self.datasets else "not compared",
+            classes={c.value: n for c, n in self.classes.items()},
+            datasets=tuple(self.datasets),
+            first_mismatch=first,
+            detail=self.detail,
+            max_abs_diff=self.max_abs_diff,
+            known=known,
+            unexplained=self.unexplained,
+            explained_by=tuple(ExplainedBy(ids, n) for ids, n in sorted(self.explained_by.items())),
+            not_searched=self.unexplained_reason,
+            accuracy=Accuracy(self.bound, dict(self.outcomes), self.margin) if self.bound else None,
+        )
 
     def to_json(self, version: str | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "output": self.name,
-            "position": self.position,
-            # no dataset reached the comparison (onnxruntime failed on all): nothing matched, nothing differed
-            "status": self.outcome.value if self.datasets else "not-compared",
-            "mismatches": self.mismatches,
-            "total": self.total,
-            "summary": self.count_text() if self.datasets else "not compared",
-            "classes": {c.value: n for c, n in self.classes.items()},
-            "datasets": self.datasets,
-        }
-        if self.first is not None:
-            out["first_mismatch"] = {"dataset": self.first_dataset, **self.first.to_json()}
-            if self.received:
-                out["first_mismatch"]["dataset_at_node"] = self.received
-        if self.detail:
-            out["detail"] = self.detail
-        if self.max_abs_diff is not None:
-            # JSON has no infinity: a float64 difference beyond DBL_MAX is written as text
-            value = self.max_abs_diff
-            out["max_abs_diff"] = value if math.isfinite(value) else str(value)
-        if self.known:
-            out["known_divergence"] = self.known_json(version)
-            out["unexplained"] = self.unexplained
-            out["explained_by"] = [
-                {"ids": list(ids), "elements": n} for ids, n in sorted(self.explained_by.items())
-            ]
-        if self.unexplained_reason:
-            out["known_divergence_not_searched"] = self.unexplained_reason
-        if self.bound:
-            out["accuracy"] = {
-                "bound": self.bound,
-                "outcomes": dict(self.outcomes),
-                "margin": self.margin if math.isfinite(self.margin) else str(self.margin),
-            }
-        return out
+        return self.result(version).to_json()

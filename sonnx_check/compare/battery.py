@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import onnx
@@ -58,6 +57,15 @@ from sonnx_check.compare.model_constants import fixed_tensors
 from sonnx_check.compare.runners.base import DatasetRun, Feeds, RunFailure, Session
 from sonnx_check.errors import first_line
 from sonnx_check.profile import TYPE_NAMES, profile_operators
+from sonnx_check.results.edges import (
+    NOT_RUN,
+    RUN_ALONE,
+    SHARED,
+    Battery,
+    ConfigurationResult,
+    ConfiguredNode,
+    NodeAccounting,
+)
 
 EDGE_PREFIX = "edge/"
 NODE_SCOPE = "node-edges"  # the model's constants held: part of the model's verdict
@@ -124,37 +132,32 @@ class Configuration:
             )
         return values
 
-    def to_json(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "scope": self.scope,
-            "key": self.digest,
-            "op_type": self.op_type,
-            "attributes": edge_values.attribute_text(self.node),
-            "inputs": [
-                {"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed
-            ]
-            + [
-                {
-                    "position": p,
-                    "dtype": dtype.name,
-                    "shape": list(shape),
-                    "values": "held",
-                    "held": "model-constant" if p in self.constants else "integer-parameter",
-                    "sha256": sha,
-                }
-                for p, (dtype, shape, sha) in sorted(self.held_meta.items())
-            ],
-            "nodes": [{"index": i, "name": view_nodes[i].name} for i in self.nodes],
-            "status": self.status,
-            "outputs": [self.records[k].to_json(version) for k in sorted(self.records)],
-        }
-        if self.reason:
-            out["reason"] = self.reason
-        if self.skipped:
-            out["skipped"] = dict(self.skipped)
-        if self.crashes:
-            out["crashes"] = dict(self.crashes)
-        return out
+    def result(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> ConfigurationResult:
+        edge = [{"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed]
+        held = [
+            {
+                "position": p,
+                "dtype": dtype.name,
+                "shape": list(shape),
+                "values": "held",
+                "held": "model-constant" if p in self.constants else "integer-parameter",
+                "sha256": sha,
+            }
+            for p, (dtype, shape, sha) in sorted(self.held_meta.items())
+        ]
+        return ConfigurationResult(
+            scope=self.scope,
+            key=self.digest,
+            op_type=self.op_type,
+            attributes=edge_values.attribute_text(self.node),
+            inputs=tuple(edge + held),
+            nodes=tuple(ConfiguredNode(i, view_nodes[i].name) for i in self.nodes),
+            status=self.status,
+            outputs=tuple(self.records[k].result(version) for k in sorted(self.records)),
+            reason=self.reason,
+            skipped=dict(self.skipped),
+            crashes=dict(self.crashes),
+        )
 
 
 @dataclass
@@ -505,41 +508,20 @@ class NodeEdges:
     def operator_diverging(self) -> list[Configuration]:
         return [c for c in self.operator_configurations.values() if c.status == DIVERGES]
 
-    def to_json(self, version: str | None, accounting: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-        """``accounting``: one entry per node of the model (node_accounting)."""
-        configs = list(self.configurations.values())
-        operator = list(self.operator_configurations.values())
-        states = [entry["edges"] for entry in accounting]
-        return {
-            "enabled": True,
-            "configurations": [c.to_json(self.nodes, version) for c in configs],
-            "summary": {
-                "configurations": len(configs),
-                "nodes": sum(len(c.nodes) for c in configs),
-                "diverging": sum(c.status == DIVERGES for c in configs),
-                "not_run": sum(c.status == NOT_COMPARED for c in configs),
-                "nodes_run_alone": states.count(RUN_ALONE),
-                "nodes_sharing": states.count(SHARED),
-                "nodes_not_run": states.count(NOT_RUN),
-            },
-            "nodes": list(accounting),
-            "operator_edges": {
-                "scope": OPERATOR_SCOPE,
-                "configurations": [c.to_json(self.nodes, version) for c in operator],
-                "summary": {
-                    "configurations": len(operator),
-                    "nodes": sum(len(c.nodes) for c in operator),
-                    "diverging": sum(c.status == DIVERGES for c in operator),
-                    "not_run": sum(c.status == NOT_COMPARED for c in operator),
-                },
-            },
-        }
+    def result(self, version: str | None, in_context: Mapping[int, str]) -> Battery:
+        """The battery's record; ``in_context``: for a node the in-context run did not compare, why (the
+        battery observes a node's configuration there)."""
+        return Battery(
+            configurations=tuple(c.result(self.nodes, version) for c in self.configurations.values()),
+            nodes=tuple(self.node_accounting(in_context)),
+            operator_configurations=tuple(
+                c.result(self.nodes, version) for c in self.operator_configurations.values()
+            ),
+        )
 
-    def node_accounting(self, in_context: Mapping[int, str]) -> list[dict[str, Any]]:
+    def node_accounting(self, in_context: Mapping[int, str]) -> list[NodeAccounting]:
         """Every node of the model and what the battery did with it: run alone (the first node of its
-        configuration), shared (run as the configuration of an earlier node), or not run and why.
-        ``in_context``: for a node the in-context run did not compare, why (the battery observes a node's
-        configuration there)."""
+        configuration), shared (run as the configuration of an earlier node), or not run and why."""
         where: dict[int, tuple[int, Configuration]] = {}
         for number, config in enumerate(self.configurations.values()):
             for index in config.nodes:
@@ -548,28 +530,25 @@ class NodeEdges:
         for number, config in enumerate(self.operator_configurations.values()):
             for index in config.nodes:
                 operator_of[index] = number
-        out: list[dict[str, Any]] = []
+        out: list[NodeAccounting] = []
         for index, node in enumerate(self.nodes):
-            entry: dict[str, Any] = {"index": index, "name": node.name, "op_type": node.op_type}
+            entry = NodeAccounting(
+                index, node.name, node.op_type, NOT_RUN, operator_configuration=operator_of.get(index)
+            )
             if index not in where:
                 why = in_context.get(index, "its inputs in context were not all available")
-                entry.update(edges=NOT_RUN, reason=f"not compared in context: {why}")
+                entry = replace(entry, reason=f"not compared in context: {why}")
             else:
                 number, config = where[index]
-                entry["configuration"] = number
+                entry = replace(entry, configuration=number)
                 if config.reason or config.status == NOT_COMPARED:
-                    entry.update(edges=NOT_RUN, reason=config.reason or _no_dataset(config))
+                    entry = replace(entry, reason=config.reason or _no_dataset(config))
                 elif config.nodes[0] == index:
-                    entry["edges"] = RUN_ALONE
+                    entry = replace(entry, edges=RUN_ALONE)
                 else:
-                    entry.update(edges=SHARED, shares_with=config.nodes[0])
-            if index in operator_of:
-                entry["operator_configuration"] = operator_of[index]
+                    entry = replace(entry, edges=SHARED, shares_with=config.nodes[0])
             out.append(entry)
         return out
-
-
-RUN_ALONE, SHARED, NOT_RUN = "run-alone", "shared", "not-run"
 
 
 def _no_dataset(config: Configuration) -> str:

@@ -117,13 +117,6 @@ class Dataset:
     def nbytes(self) -> int:
         return sum(math.prod(shape) * dtype.itemsize for _, dtype, shape in self.inputs)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "source": self.source,
-            "inputs": {k: {"dtype": dtype.name, "shape": list(shape)} for k, dtype, shape in self.inputs},
-        }
-
 
 # -- which inputs need data -------------------------------------------------------------------------------
 

@@ -20,6 +20,9 @@ from sonnx_check.compare.run import Observed, Stopped
 from sonnx_check.compare.runners.base import NOT_SAVED, RunFailure
 from sonnx_check.compare.runtime import STAGES
 from sonnx_check.findings import Finding, NodeRef, Severity
+from sonnx_check.results.divergence import Divergence
+from sonnx_check.results.edges import Battery
+from sonnx_check.results.models import EndToEnd, NotComparedNode, Stop
 from sonnx_check.view import ModelView
 
 DIVERGENCE = "RUNTIME.divergence"
@@ -37,13 +40,13 @@ class Judge:
         self.outcome = outcome
         self.subject = subject  # how a sentence names the runtime under test
         self.findings: list[Finding] = []
-        self.version: str | None = outcome.runtime.get("version")
+        self.version: str | None = outcome.runtime.version
 
     # -- a comparison that did not run ------------------------------------------------------------------
     def nothing_compared(
         self, message: str, data: dict[str, Any], node: NodeRef | None = None
     ) -> CompareResult:
-        self.outcome.reason = message
+        self.outcome = replace(self.outcome, reason=message)
         data = {**data, "onnxruntime": self.outcome.onnxruntime}
         self.findings.append(Finding(NOT_COMPARED_RULE, message, Severity.ERROR, node=node, data=data))
         return CompareResult(self.findings, self.outcome)
@@ -68,14 +71,20 @@ class Judge:
     def finish(self, observed: Observed) -> CompareResult:
         datasets, failed = observed.datasets, observed.failed
         nodes, end_to_end = observed.run_plan.nodes, observed.run_plan.end_to_end
-        self.outcome.end_to_end = dict(observed.run_plan.end_to_end_info)
-        if observed.end_to_end_failures:
-            self.outcome.end_to_end["failures"] = dict(observed.end_to_end_failures)
-        for entry in self.outcome.datasets:
-            if entry["name"] in failed:
-                entry["status"], entry["error"] = "failed", failed[entry["name"]]
-            else:
-                entry["status"] = "ok"
+        info = observed.run_plan.end_to_end_info
+        end_to_end_info = EndToEnd(
+            bool(info["compared"]), str(info.get("reason", "")), dict(observed.end_to_end_failures)
+        )
+        self.outcome = replace(
+            self.outcome,
+            end_to_end=end_to_end_info,
+            datasets=tuple(
+                replace(d, status="failed", error=failed[d.name])
+                if d.name in failed
+                else replace(d, status="ok")
+                for d in self.outcome.datasets
+            ),
+        )
         edges = observed.edges
         compared_anything = (
             any(n.records for n in nodes)
@@ -95,7 +104,9 @@ class Judge:
                     self.findings.append(self._divergence(entry.index, record, "node"))
         self._edge_findings(edges, nodes)
         if end_to_end is not None:
-            self.outcome.outputs = [r.to_json(self.version) for r in end_to_end.values()]
+            self.outcome = replace(
+                self.outcome, outputs=tuple(r.result(self.version) for r in end_to_end.values())
+            )
             for name, record in end_to_end.items():
                 upstream = ancestors(self.view, name)
                 # End to end, rounding differences of inexact operators add up with no bound defined for the
@@ -112,10 +123,11 @@ class Judge:
             for entry in nodes:
                 if entry.has_kernel and not entry.reason:
                     entry.reason = f"{self.subject} failed at run time on every dataset"
-        self.outcome.nodes = [n.to_json(self.version) for n in nodes]
+        self.outcome = replace(self.outcome, nodes=tuple(n.result(self.version) for n in nodes))
         self._not_compared_nodes(nodes, compared_anything, silent=set(failed) == {d.name for d in datasets})
         self._data_violations(nodes)
-        self.outcome.status = self._status(nodes, end_to_end, failed, compared_anything, edges)
+        status = self._status(nodes, end_to_end, failed, compared_anything, edges)
+        self.outcome = replace(self.outcome, status=status)
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
         return CompareResult(self.findings, self.outcome)
 
@@ -124,11 +136,10 @@ class Judge:
         A configuration with the model's constants held is the model's verdict (an error); one with edge
         values on those constants too is operator-level evidence about the runtime (info, never failing)."""
         if edges is None:
-            self.outcome.node_edges = {"enabled": False}
+            self.outcome = replace(self.outcome, node_edges=Battery(enabled=False))
             return
         in_context = {n.index: n.not_compared_reason() for n in nodes if n.status == NOT_COMPARED}
-        accounting = edges.node_accounting(in_context)
-        self.outcome.node_edges = edges.to_json(self.version, accounting)
+        self.outcome = replace(self.outcome, node_edges=edges.result(self.version, in_context))
         for config in (*edges.diverging(), *edges.operator_diverging()):
             self._configuration_findings(config)
 
@@ -142,10 +153,10 @@ class Judge:
             if operator
             else ""
         )
+        configuration = config.result(self.view.nodes, self.version).brief_json()
         for record in config.records.values():
             if record.diverges:
-                finding = self._divergence(config.nodes[0], record, config.scope)
-                finding.data["configuration"] = self._configuration_json(config)
+                finding = self._divergence(config.nodes[0], record, config.scope, configuration)
                 message = f"{lead}{record.message('output')}; {where}"
                 self.findings.append(replace(finding, message=message, severity=severity))
         if config.crashes:
@@ -158,13 +169,13 @@ class Judge:
                     f"specification defines a result for these inputs (the reference computed it); {where}",
                     severity,
                     node=self.view.refs[config.nodes[0]],
-                    data={
-                        "scope": config.scope,
-                        "crash": how,
-                        "datasets": sorted(config.crashes),
-                        "configuration": self._configuration_json(config),
-                        "onnxruntime": self.outcome.onnxruntime,
-                    },
+                    record=Divergence(
+                        config.scope,
+                        self.outcome.onnxruntime,
+                        crash=how,
+                        crashed_on=tuple(sorted(config.crashes)),
+                        configuration=configuration,
+                    ),
                 )
             )
 
@@ -178,10 +189,6 @@ class Judge:
         )
         return f"{config.op_type} run alone on {values}, configuration of {len(names)} node(s): {shown}"
 
-    def _configuration_json(self, config: Configuration) -> dict[str, Any]:
-        described = config.to_json(self.view.nodes, self.version)
-        return {k: described[k] for k in ("scope", "key", "op_type", "attributes", "inputs", "nodes")}
-
     def _timeout_finding(
         self, stopped: Stopped, nodes: list[NodeComparison], compared_anything: bool
     ) -> None:
@@ -194,7 +201,7 @@ class Judge:
         for entry in nodes:
             if entry.has_kernel and not entry.reason and not entry.records:
                 entry.reason = self.stopped_before
-        self.outcome.stopped = {"timeout": self.options.timeout, "dataset": stopped.dataset}
+        self.outcome = replace(self.outcome, stopped=Stop(self.options.timeout, stopped.dataset))
         self.findings.append(
             Finding(
                 NOT_COMPARED_RULE,
@@ -212,10 +219,16 @@ class Judge:
     def stopped_before(self) -> str:
         return f"{self.subject} was stopped by the time limit (--timeout) before it was compared"
 
-    def _divergence(self, index: int | None, record: OutputRecord, scope: str) -> Finding:
+    def _divergence(
+        self,
+        index: int | None,
+        record: OutputRecord,
+        scope: str,
+        configuration: dict[str, Any] | None = None,
+    ) -> Finding:
         ref = self.view.refs[index] if index is not None else None
         label = "output" if scope == "node" else "end-to-end output"
-        data = {"scope": scope, "onnxruntime": self.outcome.onnxruntime, **record.to_json(self.version)}
+        result = record.result(self.version)
         return Finding(
             DIVERGENCE,
             record.message(label),
@@ -224,7 +237,7 @@ class Judge:
             tensor=record.name,
             actual=record.first.actual if record.first else None,
             expected=record.first.expected if record.first else None,
-            data=data,
+            record=Divergence(scope, self.outcome.onnxruntime, result, configuration=configuration),
         )
 
     def _dataset_failures(
@@ -274,21 +287,19 @@ class Judge:
         nothing in the model could be compared. ``silent``: the runtime failed on every dataset, which is
         already a finding, so nodes with a kernel are listed but get no finding of their own."""
         by_op: dict[str, list[NodeComparison]] = {}
+        listed: list[NotComparedNode] = []
         for entry in nodes:
             partial = entry.status != NOT_COMPARED and entry.failures
             if entry.status == NOT_COMPARED or partial:
                 # the timeout's own finding covers the nodes it left out
                 if not (silent and entry.has_kernel) and entry.reason != self.stopped_before:
                     by_op.setdefault(entry.op_type, []).append(entry)
-                self.outcome.not_compared.append(
-                    {
-                        "index": entry.index,
-                        "name": entry.name,
-                        "op_type": entry.op_type,
-                        "reason": entry.not_compared_reason(),
-                        "partial": bool(partial),
-                    }
+                listed.append(
+                    NotComparedNode(
+                        entry.index, entry.name, entry.op_type, entry.not_compared_reason(), bool(partial)
+                    )
                 )
+        self.outcome = replace(self.outcome, not_compared=tuple(listed))
         if not by_op:
             return
         # One finding per model. Its severity goes with its sentence: nodes left out of a comparison that
@@ -335,7 +346,7 @@ class Judge:
         complete = (
             not failed
             and all(n.status != NOT_COMPARED and not n.failures for n in nodes)
-            and not (self.outcome.end_to_end or {}).get("failures")
+            and not (self.outcome.end_to_end is not None and self.outcome.end_to_end.failures)
         )
         edges_diverge = edges is not None and bool(edges.diverging())
         if (

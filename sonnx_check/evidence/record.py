@@ -183,7 +183,7 @@ def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | Non
     if comparison is None:
         return None
     model = None
-    if comparison.get("datasets"):
+    if comparison.datasets:
         from sonnx_check.errors import ModelLoadError
         from sonnx_check.loading import read_model_file
 
@@ -192,17 +192,17 @@ def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | Non
         except ModelLoadError:
             model = None
     return {
-        "status": comparison.get("status", ""),
+        "status": comparison.status,
         "settings": compared.settings_json(settings.compare),
-        "onnxruntime": comparison.get("onnxruntime", {}),
-        "runtime": comparison.get("runtime", {}),
+        "onnxruntime": comparison.onnxruntime,
+        "runtime": comparison.runtime.to_json(),
         "reference": {
-            "maxpool_nan": (comparison.get("reference") or {}).get("maxpool_nan"),
-            "maxpool_nan_reading": (comparison.get("reference") or {}).get("maxpool_nan_reading"),
+            "maxpool_nan": comparison.reference.maxpool_nan,
+            "maxpool_nan_reading": comparison.reference.maxpool_nan_reading,
         },
-        "datasets": compared.datasets_json(model, settings.compare, comparison.get("datasets", ())),
+        "datasets": compared.datasets_json(model, settings.compare, comparison.datasets),
         "outputs": compared.compared_outputs(comparison),
-        "not_compared": comparison.get("not_compared", []),
+        "not_compared": [n.to_json() for n in comparison.not_compared],
         "known_departures": compared.known_departures(result.findings),
     }
 

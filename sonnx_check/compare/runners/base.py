@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sonnx_check.results.models import RuntimeRecord
+
 if TYPE_CHECKING:  # annotations only: the onnxruntime worker imports this module and not onnx
     import onnx
 
@@ -113,6 +115,10 @@ class RunnerDescription:
             "providers": list(self.providers),
             "options": dict(self.options),
         }
+
+    def record(self) -> RuntimeRecord:
+        """What the reports carry (``subject`` is for sentences only)."""
+        return RuntimeRecord(self.name, self.version, tuple(self.providers), dict(self.options))
 
     def text(self) -> str:
         """One line for the text report's header."""

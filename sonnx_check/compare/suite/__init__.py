@@ -98,7 +98,7 @@ def _export_model(
     model = load_model(Path(model_path), load_weights=True)
     refused = comparison_refusal(model, options)
     if refused is not None:
-        entry["skipped"] = sanitise.data(str(refused.comparison.get("reason", "not compared")))
+        entry["skipped"] = sanitise.data(refused.outcome.reason or "not compared")
         return []
     try:
         datasets = model_datasets(
