@@ -20,15 +20,15 @@ import onnx
 
 from sonnx_check import reference
 from sonnx_check.compare import memory
-from sonnx_check.compare.datasets import model_datasets
-from sonnx_check.compare.input_specs import Dataset, InputBudgetExceeded
-from sonnx_check.compare.judge import DIVERGENCE, NOT_COMPARED_RULE, Judge
+from sonnx_check.compare.inputs.datasets import model_datasets
+from sonnx_check.compare.inputs.specs import Dataset, InputBudgetExceeded
+from sonnx_check.compare.judging.verdict import DIVERGENCE, NOT_COMPARED_RULE, Judge
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import over_budget, plan_run, refusal_reason
 from sonnx_check.compare.run import ComparisonRun, Stopped
-from sonnx_check.compare.runners import make_runner
-from sonnx_check.compare.runners.base import RunFailure, Runner, RunnerUnavailable
+from sonnx_check.compare.runtimes import make_runner
+from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerUnavailable
 from sonnx_check.loading import load_model
 from sonnx_check.reference import nan_policy
 from sonnx_check.results.models import DatasetEntry, ReferenceRecord

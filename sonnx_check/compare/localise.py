@@ -18,11 +18,11 @@ import numpy as np
 import onnx
 
 from sonnx_check import reference
-from sonnx_check.compare import accuracy
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.diff import TensorDiff, compare_arrays, diff_of
-from sonnx_check.compare.judging import judge
-from sonnx_check.compare.known import DivergenceCase, explain
+from sonnx_check.compare.judging import bounds as accuracy
+from sonnx_check.compare.judging.diff import TensorDiff, compare_arrays, diff_of
+from sonnx_check.compare.judging.elements import judge
+from sonnx_check.compare.judging.known_departures import DivergenceCase, explain
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sonnx_check import settings as declared
-from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory
-from sonnx_check.compare.runtime import PROVIDER
+from sonnx_check.compare.judging import bounds as accuracy_module
+from sonnx_check.compare.runtimes.onnxruntime.host import PROVIDER
 from sonnx_check.errors import UsageError
 from sonnx_check.reference import nan_policy
 
@@ -36,7 +36,8 @@ class CompareOptions:
     # bytes one model's comparison may use beyond the model itself, the runtime's process and sonnx-check's
     # side each getting half (compare/memory.py); None: no limit
     max_memory: int | None = DEFAULT_MAX_MEMORY
-    # per operator, a bound tighter than its annex's ("2 ulp", "1e-6 rel", "1e-9 abs"): compare/accuracy.py
+    # per operator, a bound tighter than its annex's ("2 ulp", "1e-6 rel", "1e-9 abs"):
+    # compare/judging/bounds.py
     accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

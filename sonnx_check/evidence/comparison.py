@@ -80,7 +80,7 @@ def datasets_json(
 
 
 def _hashes(model: onnx.ModelProto, settings: CompareSettings) -> dict[str, str]:
-    from sonnx_check.compare.datasets import model_datasets
+    from sonnx_check.compare.inputs.datasets import model_datasets
 
     datasets = model_datasets(
         model, settings.inputs, dict(settings.shapes), seed=settings.seed, max_elements=settings.max_elements

@@ -1,5 +1,5 @@
 """The node edge battery's results: each node configuration run alone on edge values, and what the battery
-did with every node of the model (``compare/battery.py`` runs it)."""
+did with every node of the model (``compare/edges/battery.py`` runs it)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """One compared tensor's result over every dataset: a node output, a graph output end to end, or an output
-of a node configuration run alone on edge values (``compare/aggregate.py`` adds the datasets up)."""
+of a node configuration run alone on edge values (``compare/judging/output_record.py`` adds the datasets
+up)."""
 
 from __future__ import annotations
 

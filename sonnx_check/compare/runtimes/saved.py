@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from sonnx_check.compare import backend_layout
 from sonnx_check.compare.export_inputs import model_folder
-from sonnx_check.compare.runners import layout
-from sonnx_check.compare.runners.base import (
+from sonnx_check.compare.inputs import backend_layout
+from sonnx_check.compare.runtimes import layout
+from sonnx_check.compare.runtimes.base import (
     NOT_SAVED,
     DatasetRun,
     Feeds,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from sonnx_check.compare.ort_session import (  # noqa: F401 - re-exported: the runtime's names, in one place
+from sonnx_check.compare.runtimes.onnxruntime.session import (  # noqa: F401 - re-exported: the runtime's names, in one place
     INTRA_OP_THREADS,
     OPT_LEVELS,
     PROVIDER,
@@ -41,7 +41,7 @@ from sonnx_check.compare.ort_session import (  # noqa: F401 - re-exported: the r
 )
 
 if TYPE_CHECKING:
-    from sonnx_check.compare.ort_worker import Worker
+    from sonnx_check.compare.runtimes.onnxruntime.worker import Worker
 
 # CPU features that select onnxruntime/MLAS kernel paths (block sizes, SIMD max semantics).
 _CPU_FLAGS = (
@@ -142,7 +142,9 @@ class SessionHost:
         self._base_sent = False
 
     def worker(self) -> Worker:
-        from sonnx_check.compare.ort_worker import Worker  # loaded when a comparison first needs a session
+        from sonnx_check.compare.runtimes.onnxruntime.worker import (
+            Worker,  # loaded when a comparison first needs a session
+        )
 
         if self._worker is None:
             self._worker = Worker(self.memory_budget)

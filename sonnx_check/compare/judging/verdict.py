@@ -10,15 +10,15 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.battery import OPERATOR_SCOPE, Configuration, NodeEdges
+from sonnx_check.compare.edges.battery import OPERATOR_SCOPE, Configuration, NodeEdges
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED, NodeComparison, ancestors
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import all_exact
 from sonnx_check.compare.run import Observed, Stopped
-from sonnx_check.compare.runners.base import NOT_SAVED, RunFailure
-from sonnx_check.compare.runtime import STAGES
+from sonnx_check.compare.runtimes.base import NOT_SAVED, RunFailure
+from sonnx_check.compare.runtimes.onnxruntime.host import STAGES
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.results.divergence import Divergence
 from sonnx_check.results.edges import Battery

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sonnx_check.profile import profile_operators, resolve_reference
 
 if TYPE_CHECKING:
-    from sonnx_check.compare.tolerance import Rule
+    from sonnx_check.compare.judging.tolerance import Rule
 
 Builder = Callable[..., Any]  # edge_values.Builder (which imports this module)
 

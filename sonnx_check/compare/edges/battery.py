@@ -42,19 +42,19 @@ import onnx
 from onnx import numpy_helper
 
 from sonnx_check import reference
-from sonnx_check.compare import edge_values
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.battery_model import (
+from sonnx_check.compare.edges import values as edge_values
+from sonnx_check.compare.edges.lone_model import (
     configurations_model,
     input_name,
     output_name,
     source_initializers,
 )
-from sonnx_check.compare.datasets import edge_array, edge_pattern_names, random_array, seeded
+from sonnx_check.compare.edges.model_constants import fixed_tensors
+from sonnx_check.compare.inputs.datasets import edge_array, edge_pattern_names, random_array, seeded
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
-from sonnx_check.compare.model_constants import fixed_tensors
-from sonnx_check.compare.runners.base import DatasetRun, Feeds, RunFailure, Session
+from sonnx_check.compare.runtimes.base import DatasetRun, Feeds, RunFailure, Session
 from sonnx_check.errors import first_line
 from sonnx_check.profile import TYPE_NAMES, profile_operators
 from sonnx_check.results.edges import (

@@ -18,8 +18,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from sonnx_check.compare import facts
-from sonnx_check.compare.datasets import random_array
+from sonnx_check.compare.inputs.datasets import random_array
+from sonnx_check.compare.ops import facts
 
 Fed = Sequence[tuple[int, np.dtype, tuple[int, ...]]]  # (input position, dtype, shape)
 Builder = Callable[[onnx.NodeProto, Fed, np.random.Generator], dict[int, np.ndarray] | None]

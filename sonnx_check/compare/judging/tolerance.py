@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from sonnx_check.compare.floats import Format, ulp
+from sonnx_check.compare.judging.floats import Format, ulp
 from sonnx_check.reference.fast_bounds import DeferredRule
 
 
@@ -27,7 +27,7 @@ class Tolerance:
     ``exact``: where the comparison is bit for bit, sign of zero included (a scalar or a boolean array);
     ``text``: the bound as a report prints it. ``values`` is ``allowed`` as given; a ``deferred`` bound
     gives None there and computes ``allowed`` only when something reads it (the judging needs it only at
-    the elements its certified floor does not decide: compare/judging.py)."""
+    the elements its certified floor does not decide: compare/judging/elements.py)."""
 
     values: np.ndarray | float | None
     exact: np.ndarray | bool
@@ -51,7 +51,7 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class DeferredBound:
-    """An operator's bound evaluated where the judging needs it (compare/judging.py). ``floor(where,
+    """An operator's bound evaluated where the judging needs it (compare/judging/elements.py). ``floor(where,
     out)``: a proven lower bound of the allowed values, positive, at a slice of whole rows of ``unit``
     elements (as the output lies in memory) or at flat indices, valid where the reference is finite (so
     |actual - expected| at most that is within the bound whatever its exact value); ``at(flat)``: the

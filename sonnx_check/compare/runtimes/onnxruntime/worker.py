@@ -44,10 +44,15 @@ from sonnx_check.children import (
     kill,
     kill_live_workers,
 )
-from sonnx_check.compare import model_bytes, shared_arrays
-from sonnx_check.compare.ort_session import STAGES, InProcessSession, RuntimeRefusal, RuntimeUnavailable
+from sonnx_check.compare.runtimes.onnxruntime import model_bytes, shared_arrays
+from sonnx_check.compare.runtimes.onnxruntime.session import (
+    STAGES,
+    InProcessSession,
+    RuntimeRefusal,
+    RuntimeUnavailable,
+)
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
 _REGIONS_VARIABLE = "SONNX_CHECK_WORKER_REGIONS"  # the descriptors of the request and reply regions
 # The worker's command. The comparison package's __init__ imports onnx and the whole comparison (a tenth of
@@ -60,7 +65,7 @@ _ENTRY = (
     "package = types.ModuleType('sonnx_check.compare'); "
     "package.__path__ = [os.path.join(os.path.dirname(sonnx_check.__file__), 'compare')]; "
     "sys.modules['sonnx_check.compare'] = package; "
-    "from sonnx_check.compare.ort_worker import main; main()"
+    "from sonnx_check.compare.runtimes.onnxruntime.worker import main; main()"
 )
 # Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
 # the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
@@ -364,5 +369,6 @@ def main() -> None:
     _serve(sys.stdin.buffer, channel, _regions())
 
 
-if __name__ == "__main__":  # python -m sonnx_check.compare.ort_worker: the same worker, package and all
+# python -m sonnx_check.compare.runtimes.onnxruntime.worker: the same worker, package and all
+if __name__ == "__main__":
     main()

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from sonnx_check.compare.runners.base import RunFailure, RunnerUnavailable, trim_reason
+from sonnx_check.compare.runtimes.base import RunFailure, RunnerUnavailable, trim_reason
 
 PROVIDER = "CPUExecutionProvider"
 OPT_LEVELS: Mapping[str, str | None] = {
@@ -79,7 +79,8 @@ def _session_options(
 
 class InProcessSession:
     """One onnxruntime inference session on the providers asked for (the CPU provider by default), in this
-    process. Only the worker process uses it (sonnx_check.compare.ort_worker); the comparison talks to
+    process. Only the worker process uses it (sonnx_check.compare.runtimes.onnxruntime.worker); the
+    comparison talks to
     ``OrtSession``.
 
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be

@@ -85,10 +85,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from sonnx_check.compare import facts
-from sonnx_check.compare.floats import Format, exp_relative_error, float_format, gamma, ulp
-from sonnx_check.compare.judging import judge
-from sonnx_check.compare.outcomes import (
+from sonnx_check.compare.judging.element_outcomes import (
     BEYOND,
     DIVERGENT,
     FLUSHED,
@@ -103,7 +100,9 @@ from sonnx_check.compare.outcomes import (
     classify,
     outcome_masks,
 )
-from sonnx_check.compare.tolerance import (
+from sonnx_check.compare.judging.elements import judge
+from sonnx_check.compare.judging.floats import Format, exp_relative_error, float_format, gamma, ulp
+from sonnx_check.compare.judging.tolerance import (
     AccuracyError,
     DeferredBound,
     NodeData,
@@ -114,6 +113,7 @@ from sonnx_check.compare.tolerance import (
     Tolerance,
     attributes,
 )
+from sonnx_check.compare.ops import facts
 from sonnx_check.profile import profile_operators
 
 __all__ = [  # the API above, wherever its engine lives

@@ -27,10 +27,10 @@ def check_runtime_settings(settings: CompareSettings) -> None:
     if settings.saved_outputs is not None and not os.path.isdir(settings.saved_outputs):
         raise UsageError(f"--outputs {settings.saved_outputs!r}: not a folder (--export-inputs writes one)")
     if settings.runtime_command is not None:
-        from sonnx_check.compare.runners.command import parse_command
+        from sonnx_check.compare.runtimes.command import parse_command
 
         parse_command(settings.runtime_command)
     if settings.enabled and settings.runtime_command is None and settings.saved_outputs is None:
-        from sonnx_check.compare.runners.ort import check_providers
+        from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers
 
         check_providers(settings.ort_providers)

@@ -1,6 +1,6 @@
 """The outcome of every element of one output against an evaluated bound (``Tolerance``): the masks a
 comparison marks divergent elements with, and the counted ``Classification`` a report prints
-(compare/accuracy.py describes the outcomes and the readings behind them).
+(compare/judging/bounds.py describes the outcomes and the readings behind them).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sonnx_check.compare.floats import Format, float_format, ulp
-from sonnx_check.compare.tolerance import OVERFLOW_NEG, OVERFLOW_POS, Tolerance
+from sonnx_check.compare.judging.floats import Format, float_format, ulp
+from sonnx_check.compare.judging.tolerance import OVERFLOW_NEG, OVERFLOW_POS, Tolerance
 
 # Outcomes of one element, in the order a report lists them.
 MATCH = "exact-match"  # bit for bit (NaN = NaN)

@@ -33,9 +33,9 @@ import onnx
 
 from sonnx_check import stop
 from sonnx_check.children import LIVE_WORKERS, die_with_parent
-from sonnx_check.compare import backend_layout
-from sonnx_check.compare.runners import layout
-from sonnx_check.compare.runners.base import (
+from sonnx_check.compare.inputs import backend_layout
+from sonnx_check.compare.runtimes import layout
+from sonnx_check.compare.runtimes.base import (
     DatasetRun,
     Feeds,
     RunFailure,

@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sonnx_check.compare.accuracy import Classification
-from sonnx_check.compare.diff import ElementPair, MismatchClass, Outcome, TensorDiff
-from sonnx_check.compare.known import KnownDivergence, KnownMatch
+from sonnx_check.compare.judging.bounds import Classification
+from sonnx_check.compare.judging.diff import ElementPair, MismatchClass, Outcome, TensorDiff
+from sonnx_check.compare.judging.known_departures import KnownDivergence, KnownMatch
 from sonnx_check.results.outputs import (
     NOT_COMPARED,
     Accuracy,

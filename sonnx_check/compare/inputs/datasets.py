@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from sonnx_check.compare import backend_layout
-from sonnx_check.compare.input_specs import (
+from sonnx_check.compare.inputs import backend_layout
+from sonnx_check.compare.inputs.specs import (
     GENERATED_TYPES,
     Dataset,
     InputSpec,

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sonnx_check.compare.floats import float_format
-from sonnx_check.compare.outcomes import (
+from sonnx_check.compare.judging.element_outcomes import (
     BEYOND,
     FLUSHED,
     MATCH,
@@ -37,7 +36,8 @@ from sonnx_check.compare.outcomes import (
     outcome_masks,
     summarise,
 )
-from sonnx_check.compare.tolerance import DeferredBound, Tolerance
+from sonnx_check.compare.judging.floats import float_format
+from sonnx_check.compare.judging.tolerance import DeferredBound, Tolerance
 
 _BLOCK = 1 << 15  # elements per block: its float64 temporaries (256 KiB each) stay in the cache
 _LEADERS = 8  # blocks whose largest d / floor is evaluated exactly first (the threshold of the margin)

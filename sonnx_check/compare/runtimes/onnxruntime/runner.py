@@ -12,8 +12,7 @@ from typing import Any
 
 import onnx
 
-from sonnx_check.compare import runtime
-from sonnx_check.compare.runners.base import (
+from sonnx_check.compare.runtimes.base import (
     DatasetRun,
     Feeds,
     RunFailure,
@@ -21,6 +20,7 @@ from sonnx_check.compare.runners.base import (
     RunnerDescription,
     Session,
 )
+from sonnx_check.compare.runtimes.onnxruntime import host as runtime
 from sonnx_check.errors import UsageError
 
 NAME = "onnxruntime"

@@ -1,4 +1,4 @@
-"""The runners' side of the backend-test folders (compare/backend_layout.py reads and writes them): a
+"""The runners' side of the backend-test folders (compare/inputs/backend_layout.py reads and writes them): a
 dataset's inputs written and read back, and a runtime's output read strictly, each problem one phrase."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from sonnx_check.compare import backend_layout
+from sonnx_check.compare.inputs import backend_layout
 
 # (name, dtype, shape) of each input written, in file order: what reading them back expects
 Written = tuple[tuple[str, np.dtype, tuple[int, ...]], ...]
