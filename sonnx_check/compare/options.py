@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from sonnx_check import settings as declared
 from sonnx_check.compare import memory
 from sonnx_check.compare.judging import bounds as accuracy_module
-from sonnx_check.compare.runtimes.onnxruntime.host import PROVIDER
 from sonnx_check.errors import UsageError
 from sonnx_check.reference import nan_policy
 
@@ -25,7 +24,7 @@ class CompareOptions:
     seed: int = 0
     ort_opt_level: str = "default"
     # onnxruntime's execution providers, in its order of preference (--ort-provider)
-    ort_providers: tuple[str, ...] = (PROVIDER,)
+    ort_providers: tuple[str, ...] = (declared.DEFAULT_PROVIDER,)
     # another runtime: a command run as CMD MODEL INPUT_DIR OUTPUT_DIR (runners/command.py)
     runtime_command: str | None = None
     # outputs a runtime produced earlier, in the folders --export-inputs wrote (runners/saved.py)

@@ -98,10 +98,8 @@ class ComparisonRun:
                 max_elements=self.options.max_elements,
                 budget=memory.halves(self.options.max_memory)[1],
                 accuracy=self.options.accuracy,
-                subject=self.subject,
-                computes_all_outputs=not self.runner.prunes_outputs,
+                runner=self.runner.capabilities,
                 readings=self.readings,
-                shares_constants=self.runner.shares_constants,
             )
         try:
             try:

@@ -54,7 +54,14 @@ from sonnx_check.compare.inputs.datasets import edge_array, edge_pattern_names, 
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
-from sonnx_check.compare.runtimes.base import DatasetRun, Feeds, RunFailure, Session
+from sonnx_check.compare.runtimes.base import (
+    ONNXRUNTIME_LIKE,
+    Capabilities,
+    DatasetRun,
+    Feeds,
+    RunFailure,
+    Session,
+)
 from sonnx_check.errors import first_line
 from sonnx_check.profile import TYPE_NAMES, profile_operators
 from sonnx_check.results.edges import (
@@ -182,10 +189,8 @@ class NodeEdges:
         budget: int | None,
         accuracy: Mapping[str, str],
         operator_edges: bool = True,
-        subject: str = "onnxruntime",
-        computes_all_outputs: bool = False,
+        runner: Capabilities = ONNXRUNTIME_LIKE,
         readings: reference.Readings = reference.DEFAULT_READINGS,
-        shares_constants: bool = False,
     ) -> None:
         self.nodes = nodes
         self.model = model
@@ -197,13 +202,12 @@ class NodeEdges:
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
         self.readings = readings
-        self.subject = subject  # how findings name the runtime under test
         # A runtime that computes every graph output whatever is asked (a command) runs every configuration
         # of a batch on each dataset: those the dataset does not concern get data the reference accepted for
-        # them (zeros could be data the profile excludes, an integer division by zero).
-        self.computes_all_outputs = computes_all_outputs
-        # a runner holding the compared model takes the held weights from it: no copy in the batch's model
-        self.shares_constants = shares_constants
+        # them (zeros could be data the profile excludes, an integer division by zero). A runner holding
+        # the compared model takes the held weights from it: no copy in the batch's model.
+        self.runner = runner
+        self.subject = runner.subject  # how findings name the runtime under test
         self._fillers: dict[int, dict[int, np.ndarray]] = {}
         self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
         self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
@@ -342,7 +346,7 @@ class NodeEdges:
         only: str | None = None,
     ) -> None:
         """Run ``batch`` on its datasets (``only``: that one), in one session."""
-        shared = self.shares_constants
+        shared = self.runner.shares_constants
         try:
             model = configurations_model(self.model, batch, by_reference=shared)
             session = open_session(model, source_initializers(batch) if shared else None)
@@ -370,7 +374,7 @@ class NodeEdges:
     ) -> np.ndarray:
         """What a configuration is fed on a dataset that does not concern it: zeros for a runtime that runs
         only the asked outputs, else the data of its first dataset the reference accepts."""
-        if self.computes_all_outputs:
+        if not self.runner.prunes_outputs:
             if id(config) not in self._fillers:
                 ready = next((r for d in self.datasets(config) if (r := self._prepare(config, d))), None)
                 self._fillers[id(config)] = ready.fed if ready is not None else {}

@@ -17,8 +17,7 @@ from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import all_exact
 from sonnx_check.compare.run import Observed, Stopped
-from sonnx_check.compare.runtimes.base import NOT_SAVED, RunFailure
-from sonnx_check.compare.runtimes.onnxruntime.host import STAGES
+from sonnx_check.compare.runtimes.base import NOT_SAVED, STAGES, RunFailure
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.results.divergence import Divergence
 from sonnx_check.results.edges import Battery

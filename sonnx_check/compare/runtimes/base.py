@@ -34,6 +34,8 @@ CRASHED = "crashed"  # the process running it ended (a signal, a non-zero exit)
 BAD_OUTPUT = "bad-output"  # it ran, but an output is missing, of the wrong shape or type, or unreadable
 NOT_SAVED = "not-saved"  # saved outputs (--outputs) do not hold what was asked: ``reason`` is a sentence
 FAILURE_KINDS = (REFUSED, FAILED, TIMED_OUT, OVER_MEMORY, CRASHED, BAD_OUTPUT, NOT_SAVED)
+# what the runtime was doing (RunFailure.stage), as a sentence says it
+STAGES = {"session": "creating the session", "run": "running the model", "close": "ending a session"}
 
 _REASON_LIMIT = 400
 
@@ -167,6 +169,19 @@ class Session(ABC):
         self.close()
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What the edge battery needs of a runner, frozen once the runner is made (it takes these, not the
+    runner's flags one by one)."""
+
+    subject: str = "onnxruntime"  # how a sentence names the runtime under test
+    prunes_outputs: bool = True  # see Runner.prunes_outputs
+    shares_constants: bool = False  # see Runner.shares_constants
+
+
+ONNXRUNTIME_LIKE = Capabilities()  # what a battery run with no runner assumes (the --export-suite cases)
+
+
 class Runner(ABC):
     """One runtime under test for one model's comparison."""
 
@@ -185,6 +200,10 @@ class Runner(ABC):
     @abstractmethod
     def description(self) -> RunnerDescription:
         """The runtime as it ran (after the first session: versions and providers actually used)."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(self.description.subject, self.prunes_outputs, self.shares_constants)
 
     def runtime_record(self) -> dict[str, Any]:
         """The ``onnxruntime`` record of the reports (the machine's CPU and the session options for

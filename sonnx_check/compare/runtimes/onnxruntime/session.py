@@ -10,7 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from sonnx_check.compare.runtimes.base import RunFailure, RunnerUnavailable, trim_reason
+from sonnx_check.compare.runtimes.base import (  # noqa: F401 - STAGES re-exported for the worker
+    STAGES,
+    RunFailure,
+    RunnerUnavailable,
+    trim_reason,
+)
 
 PROVIDER = "CPUExecutionProvider"
 OPT_LEVELS: Mapping[str, str | None] = {
@@ -23,8 +28,6 @@ OPT_LEVELS: Mapping[str, str | None] = {
 # ORT's C++ logger writes to stderr; a library must not print, and every error it logs reaches us as an
 # exception anyway. 4 = FATAL. This changes what is logged, never what is computed.
 _QUIET_LOGS = 4
-# what onnxruntime was doing
-STAGES = {"session": "creating the session", "run": "running the model", "close": "ending a session"}
 # onnxruntime's intra-op thread pool, set explicitly: by default it starts one thread per core, which on a
 # shared CI machine spin-waits against the reference kernels and every other job. One thread also makes
 # the run reproducible whatever machine it is on (the report records the count).
