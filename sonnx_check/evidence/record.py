@@ -28,6 +28,7 @@ from sonnx_check.evidence.revision import revision
 from sonnx_check.evidence.verdicts import verdicts
 from sonnx_check.findings import ModelResult, Severity
 from sonnx_check.report.summary import in_verdict
+from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings, Waiver
@@ -107,7 +108,9 @@ def _dump(value: Any, level: int) -> str:
         return "{\n" + ",\n".join(items) + "\n" + pad + "}"
     if isinstance(value, list) and value and level < 4 and all(isinstance(v, dict) for v in value):
         return "[\n" + ",\n".join(f"{pad} {_dump(v, level + 1)}" for v in value) + "\n" + pad + "]"
-    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(", ", ": "), default=_fallback)
+    return json.dumps(
+        value, ensure_ascii=True, allow_nan=False, separators=(", ", ": "), default=json_default
+    )
 
 
 def _finite(value: Any) -> Any:
@@ -277,14 +280,6 @@ def _covering(waivers: Sequence[Waiver], finding: Any) -> Waiver | None:
 
     bare = replace(finding, waived=None)
     return next((w for w in waivers if covers(w, bare)), None)
-
-
-def _fallback(value: object) -> object:
-    if hasattr(value, "item"):
-        return value.item()  # type: ignore[attr-defined]
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
 
 
 __all__ = ["CLASSES", "RunFacts", "build", "render"]

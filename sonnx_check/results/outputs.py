@@ -4,18 +4,14 @@ up)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sonnx_check.results.json_values import json_float
+
 NOT_COMPARED = "not-compared"
 DIFFERS = "differs"
-
-
-def json_float(value: float) -> float | str:
-    """JSON has no infinity or NaN: such a float is written as text (``"inf"``)."""
-    return value if math.isfinite(value) else str(value)
 
 
 @dataclass(frozen=True)
