@@ -33,9 +33,8 @@ then skipped.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -43,17 +42,18 @@ from onnx import numpy_helper
 
 from sonnx_check import reference
 from sonnx_check.compare.edges import values as edge_values
+from sonnx_check.compare.edges.accounting import Accounting
+from sonnx_check.compare.edges.configuration import Configuration
 from sonnx_check.compare.edges.lone_model import (
     configurations_model,
     input_name,
     output_name,
     source_initializers,
 )
-from sonnx_check.compare.edges.model_constants import fixed_tensors
+from sonnx_check.compare.edges.observed import Observed
 from sonnx_check.compare.inputs.datasets import edge_array, edge_pattern_names, random_array, seeded
 from sonnx_check.compare.judging.output_record import OutputRecord
-from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED, merge
-from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
+from sonnx_check.compare.localise import merge
 from sonnx_check.compare.runtimes.base import (
     ONNXRUNTIME_LIKE,
     Capabilities,
@@ -63,108 +63,13 @@ from sonnx_check.compare.runtimes.base import (
     Session,
 )
 from sonnx_check.errors import first_line
-from sonnx_check.profile import TYPE_NAMES, profile_operators
-from sonnx_check.results.edges import (
-    NOT_RUN,
-    RUN_ALONE,
-    SHARED,
-    Battery,
-    ConfigurationResult,
-    ConfiguredNode,
-    NodeAccounting,
-)
 
 EDGE_PREFIX = "edge/"
-NODE_SCOPE = "node-edges"  # the model's constants held: part of the model's verdict
-OPERATOR_SCOPE = "operator-edges"  # edge values on the constants too: evidence about the runtime only
 STOPPED = "onnxruntime was stopped by the time limit (--timeout) before this configuration ran"
-# Integer parameter inputs keep the values the model gives them: they are part of the configuration.
-_INTEGER_TYPES = frozenset(
-    TYPE_NAMES[n] for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-)
-# Operators whose output shape is their inputs' values: a lone run on edge values has no shape to compare.
-_VALUE_SHAPED = {"Range": "its output's length is computed from its input values"}
 
 # a session on a configurations model and the initializers it takes from the compared model (None: none)
 OpenSession = Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]
 CheckRun = Callable[[DatasetRun], None]  # raises to stop the battery (the time limit ran out)
-
-
-@dataclass
-class Configuration:
-    """One distinct way a node of the model is configured, and the nodes configured that way."""
-
-    op_type: str
-    node: onnx.NodeProto  # the first node with this configuration (its attributes and output names)
-    fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]  # inputs given edge values: position, dtype, shape
-    held: dict[int, np.ndarray]  # inputs kept at the model's values (its constants, integer parameters)
-    output_sizes: tuple[tuple[int, int], ...]  # (elements, itemsize) per output, as seen in context
-    scope: str = NODE_SCOPE
-    constants: frozenset[int] = frozenset()  # held positions the model fixes (the rest: integer parameters)
-    digest: str = ""  # the configuration's key (hex): operator, attributes, types, shapes, held values
-    # held inputs read from the model's initializers: decoded into ``held`` only while the configuration
-    # runs (weights are not held twice through the in-context run); every held input's dtype, shape, sha256
-    held_from: dict[int, str] = field(default_factory=dict)
-    held_meta: dict[int, tuple[np.dtype, tuple[int, ...], str]] = field(default_factory=dict)
-    nodes: list[int] = field(default_factory=list)
-    records: dict[int, OutputRecord] = field(default_factory=dict)
-    skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why this configuration did not run it
-    crashes: dict[str, str] = field(default_factory=dict)  # dataset -> how onnxruntime ended
-    reason: str = ""  # why the configuration was not run at all
-
-    @property
-    def status(self) -> str:
-        if self.crashes or any(r.diverges for r in self.records.values()):
-            return DIVERGES
-        return MATCH if self.records else NOT_COMPARED
-
-    @property
-    def nbytes(self) -> int:
-        """What running it holds at once: the fed data twice (feeds and a copy in flight), onnxruntime's
-        outputs, the reference's outputs and temporaries, the diff's masks and the known-behaviour match."""
-        fed = sum(int(np.prod(shape)) * dtype.itemsize for _, dtype, shape in self.fed)
-        # the array, and its copy in the lone model
-        held = sum(int(np.prod(shape)) * dtype.itemsize for dtype, shape, _ in self.held_meta.values())
-        outputs = sum(elements * itemsize for elements, itemsize in self.output_sizes)
-        elements = sum(elements for elements, _ in self.output_sizes)
-        per_element = MASK_BYTES_PER_ELEMENT + KNOWN_BYTES_PER_ELEMENT
-        return 2 * fed + 2 * held + (2 + REFERENCE_WORK) * outputs + per_element * elements
-
-    def inputs(self, fed: Mapping[int, np.ndarray]) -> list[np.ndarray | None]:
-        """The node's input values in order: fed data, held parameters, None for an omitted input."""
-        values: list[np.ndarray | None] = []
-        for position, name in enumerate(self.node.input):
-            values.append(
-                None if not name else self.held[position] if position in self.held_meta else fed.get(position)
-            )
-        return values
-
-    def result(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> ConfigurationResult:
-        edge = [{"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed]
-        held = [
-            {
-                "position": p,
-                "dtype": dtype.name,
-                "shape": list(shape),
-                "values": "held",
-                "held": "model-constant" if p in self.constants else "integer-parameter",
-                "sha256": sha,
-            }
-            for p, (dtype, shape, sha) in sorted(self.held_meta.items())
-        ]
-        return ConfigurationResult(
-            scope=self.scope,
-            key=self.digest,
-            op_type=self.op_type,
-            attributes=edge_values.attribute_text(self.node),
-            inputs=tuple(edge + held),
-            nodes=tuple(ConfiguredNode(i, view_nodes[i].name) for i in self.nodes),
-            status=self.status,
-            outputs=tuple(self.records[k].result(version) for k in sorted(self.records)),
-            reason=self.reason,
-            skipped=dict(self.skipped),
-            crashes=dict(self.crashes),
-        )
 
 
 @dataclass
@@ -194,9 +99,13 @@ class NodeEdges:
     ) -> None:
         self.nodes = nodes
         self.model = model
-        self.fixed = fixed_tensors(model)
-        self._initializers = {t.name: t for t in model.graph.initializer}
-        self.operator_edges = operator_edges
+        # the configurations, as the in-context run meets them; what the battery reports of them once run
+        self.observed = Observed(
+            nodes, model, max_elements=max_elements, budget=budget, operator_edges=operator_edges
+        )
+        self.configurations = self.observed.configurations
+        self.operator_configurations = self.observed.operator_configurations
+        self.accounting = Accounting(nodes, self.configurations, self.operator_configurations)
         self.seed = seed
         self.max_elements = max_elements
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
@@ -209,94 +118,13 @@ class NodeEdges:
         self.runner = runner
         self.subject = runner.subject  # how findings name the runtime under test
         self._fillers: dict[int, dict[int, np.ndarray]] = {}
-        self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
-        self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
-        self._observed: set[int] = set()
 
-    # -- observing --------------------------------------------------------------------------------------
     def observe(
         self, index: int, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray | None]
     ) -> None:
-        """Record the configuration of node ``index`` from the values onnxruntime fed it in context."""
-        if index in self._observed:
-            return
-        self._observed.add(index)
-        node = self.nodes[index]
-        integer = _held_positions(node, len(inputs))
-        constant = {p for p, name in enumerate(node.input[: len(inputs)]) if name and name in self.fixed}
-        sizes = tuple((int(v.size), v.dtype.itemsize) if v is not None else (0, 0) for v in outputs)
-        model_level = self._register(self.configurations, node, inputs, integer | constant, sizes, NODE_SCOPE)
-        model_level.constants = frozenset(constant & set(model_level.held_meta))
-        model_level.nodes.append(index)
-        if self.operator_edges and model_level.constants - integer:
-            # the constants the model fixes also get edge values: evidence about the runtime, reported apart
-            operator = self._register(
-                self.operator_configurations, node, inputs, integer, sizes, OPERATOR_SCOPE
-            )
-            operator.nodes.append(index)
+        """Record the configuration of node ``index`` from the values the runtime fed it in context."""
+        self.observed.observe(index, inputs, outputs)
 
-    def _register(
-        self,
-        table: dict[bytes, Configuration],
-        node: onnx.NodeProto,
-        inputs: Sequence[np.ndarray | None],
-        held_positions: set[int],
-        sizes: tuple[tuple[int, int], ...],
-        scope: str,
-    ) -> Configuration:
-        """The configuration of ``node`` fed ``inputs`` with ``held_positions`` kept at their values (found
-        in ``table``, or added to it)."""
-        key = hashlib.sha256(node.op_type.encode())
-        for attribute in sorted(node.attribute, key=lambda a: a.name):
-            bare = onnx.AttributeProto()
-            bare.CopyFrom(attribute)
-            bare.doc_string = ""
-            key.update(bare.SerializeToString())
-        fed, held, meta = [], {}, {}
-        for position, value in enumerate(inputs):
-            if value is None:
-                key.update(b"|absent")
-                continue
-            key.update(f"|{value.dtype.str}{value.shape}".encode())
-            if position in held_positions:
-                held[position] = value
-                sha = _value_digest(value)
-                meta[position] = (value.dtype, tuple(int(d) for d in value.shape), sha.hex()[:16])
-                key.update(b"=" + sha)
-            else:
-                fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
-        digest = key.digest()
-        if digest not in table:
-            lazy = {p: node.input[p] for p in held if node.input[p] in self._initializers}
-            kept = {p: np.array(v, copy=True) for p, v in held.items() if p not in lazy}
-            config = Configuration(
-                node.op_type, node, tuple(fed), kept, sizes, scope, digest=digest.hex()[:16]
-            )
-            config.held_from, config.held_meta = lazy, meta
-            self._check_runnable(config)
-            table[digest] = config
-        return table[digest]
-
-    def _check_runnable(self, config: Configuration) -> None:
-        """Set ``config.reason`` when it cannot be run alone."""
-        node, fed, sizes = config.node, config.fed, config.output_sizes
-        if node.op_type in _VALUE_SHAPED:
-            config.reason = f"not run alone: {_VALUE_SHAPED[node.op_type]}"
-        elif not fed:
-            config.reason = (
-                "not run alone: every input is a constant of the model or an integer parameter (the "
-                "in-context run compared it on the only values the model gives it)"
-                if config.held_meta and config.scope == NODE_SCOPE
-                else "not run alone: no input to give edge values"
-            )
-        elif any(int(np.prod(s)) > self.max_elements for _, _, s in fed) or any(
-            e > self.max_elements for e, _ in sizes
-        ):
-            config.reason = f"not run alone: a tensor is over --max-elements {self.max_elements}"
-        elif self.budget is not None and config.nbytes > self.budget:
-            config.reason = "not run alone: too large for --max-memory"
-
-    # -- running ----------------------------------------------------------------------------------------
     def datasets(self, config: Configuration) -> list[str]:
         generic = edge_pattern_names([dtype for _, dtype, _ in config.fed])
         return [EDGE_PREFIX + n for n in (*generic, *edge_values.specific_names(config.op_type))]
@@ -325,7 +153,7 @@ class NodeEdges:
     def _load_held(self, batch: list[Configuration]) -> None:
         for config in batch:
             for position, name in config.held_from.items():
-                config.held[position] = numpy_helper.to_array(self._initializers[name])
+                config.held[position] = numpy_helper.to_array(self.observed.initializers[name])
 
     def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
         batches: list[list[Configuration]] = []
@@ -499,85 +327,3 @@ class NodeEdges:
     def reference_data(self, config: Configuration, dataset: str) -> _Prepared | None:
         """Fed data, inputs and reference outputs for one dataset, after ``lone_model``; None: see skipped."""
         return self._prepare(config, dataset)
-
-    # -- reporting --------------------------------------------------------------------------------------
-    def compared(self) -> bool:
-        """Whether a configuration of the model's verdict was compared (operator-level evidence is not)."""
-        return any(c.records for c in self.configurations.values())
-
-    def diverging(self) -> list[Configuration]:
-        """The model's configurations that diverge (NODE_SCOPE)."""
-        return [c for c in self.configurations.values() if c.status == DIVERGES]
-
-    def operator_diverging(self) -> list[Configuration]:
-        return [c for c in self.operator_configurations.values() if c.status == DIVERGES]
-
-    def result(self, version: str | None, in_context: Mapping[int, str]) -> Battery:
-        """The battery's record; ``in_context``: for a node the in-context run did not compare, why (the
-        battery observes a node's configuration there)."""
-        return Battery(
-            configurations=tuple(c.result(self.nodes, version) for c in self.configurations.values()),
-            nodes=tuple(self.node_accounting(in_context)),
-            operator_configurations=tuple(
-                c.result(self.nodes, version) for c in self.operator_configurations.values()
-            ),
-        )
-
-    def node_accounting(self, in_context: Mapping[int, str]) -> list[NodeAccounting]:
-        """Every node of the model and what the battery did with it: run alone (the first node of its
-        configuration), shared (run as the configuration of an earlier node), or not run and why."""
-        where: dict[int, tuple[int, Configuration]] = {}
-        for number, config in enumerate(self.configurations.values()):
-            for index in config.nodes:
-                where[index] = (number, config)
-        operator_of: dict[int, int] = {}
-        for number, config in enumerate(self.operator_configurations.values()):
-            for index in config.nodes:
-                operator_of[index] = number
-        out: list[NodeAccounting] = []
-        for index, node in enumerate(self.nodes):
-            entry = NodeAccounting(
-                index, node.name, node.op_type, NOT_RUN, operator_configuration=operator_of.get(index)
-            )
-            if index not in where:
-                why = in_context.get(index, "its inputs in context were not all available")
-                entry = replace(entry, reason=f"not compared in context: {why}")
-            else:
-                number, config = where[index]
-                entry = replace(entry, configuration=number)
-                if config.reason or config.status == NOT_COMPARED:
-                    entry = replace(entry, reason=config.reason or _no_dataset(config))
-                elif config.nodes[0] == index:
-                    entry = replace(entry, edges=RUN_ALONE)
-                else:
-                    entry = replace(entry, edges=SHARED, shares_with=config.nodes[0])
-            out.append(entry)
-        return out
-
-
-def _no_dataset(config: Configuration) -> str:
-    if config.skipped:
-        dataset, why = next(iter(config.skipped.items()))
-        return f"no edge dataset could be compared (first: {dataset}: {why})"
-    return "no edge dataset applies to it"
-
-
-def _value_digest(value: np.ndarray) -> bytes:
-    """The SHA-256 of a held value's bytes (its dtype and shape are hashed beside it)."""
-    if value.dtype.hasobject:  # strings: their text, not the addresses of Python objects
-        return hashlib.sha256(repr(value.tolist()).encode()).digest()
-    return hashlib.sha256(np.ascontiguousarray(value).reshape(-1).view(np.uint8)).digest()
-
-
-def _held_positions(node: onnx.NodeProto, count: int) -> set[int]:
-    """Input positions whose role the declaration types as integers only: parameters (a shape, axes,
-    starts), not data."""
-    operator = profile_operators().get(node.op_type)
-    if operator is None:
-        return set()
-    held: set[int] = set()
-    for param in operator.inputs:
-        types = operator.types.get(param.name)
-        if types and types <= _INTEGER_TYPES:
-            held |= set(range(param.position, count)) if param.variadic else {param.position}
-    return held

@@ -10,7 +10,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from sonnx_check.compare.edges.battery import OPERATOR_SCOPE, Configuration, NodeEdges
+from sonnx_check.compare.edges.battery import NodeEdges
+from sonnx_check.compare.edges.configuration import OPERATOR_SCOPE, Configuration
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED, NodeComparison, ancestors
 from sonnx_check.compare.options import CompareOptions
@@ -22,6 +23,7 @@ from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.results.divergence import Divergence
 from sonnx_check.results.edges import Battery
 from sonnx_check.results.models import EndToEnd, NotComparedNode, Stop
+from sonnx_check.results.outputs import OutputResult
 from sonnx_check.view import ModelView
 
 DIVERGENCE = "RUNTIME.divergence"
@@ -29,7 +31,8 @@ NOT_COMPARED_RULE = "RUNTIME.not-compared"
 
 
 class Judge:
-    """Turns one model's observations into findings and fills its outcome."""
+    """Turns one model's observations into findings and returns its outcome (``finish``: the outcome is
+    built once, from what was observed; ``self.outcome`` holds only what is known before the run)."""
 
     def __init__(
         self, view: ModelView, options: CompareOptions, outcome: ComparisonOutcome, subject: str
@@ -74,26 +77,17 @@ class Judge:
         end_to_end_info = EndToEnd(
             bool(info["compared"]), str(info.get("reason", "")), dict(observed.end_to_end_failures)
         )
-        self.outcome = replace(
-            self.outcome,
-            end_to_end=end_to_end_info,
-            datasets=tuple(
-                replace(d, status="failed", error=failed[d.name])
-                if d.name in failed
-                else replace(d, status="ok")
-                for d in self.outcome.datasets
-            ),
-        )
         edges = observed.edges
         compared_anything = (
             any(n.records for n in nodes)
             or any(r.datasets for r in (end_to_end or {}).values())
-            or (edges is not None and edges.compared())
+            or (edges is not None and edges.accounting.compared())
         )
         if failed:
             self._dataset_failures(len(datasets), failed, compared_anything, observed.failure_kinds)
+        stop = None
         if observed.stopped is not None:
-            self._timeout_finding(observed.stopped, nodes, compared_anything)
+            stop = self._timeout_finding(observed.stopped, nodes, compared_anything)
 
         diverging = set()
         for entry in nodes:
@@ -101,11 +95,10 @@ class Judge:
                 if record.diverges:
                     diverging.add(entry.index)
                     self.findings.append(self._divergence(entry.index, record, "node"))
-        self._edge_findings(edges, nodes)
+        battery = self._edge_findings(edges, nodes)
+        outputs: tuple[OutputResult, ...] = ()
         if end_to_end is not None:
-            self.outcome = replace(
-                self.outcome, outputs=tuple(r.result(self.version) for r in end_to_end.values())
-            )
+            outputs = tuple(r.result(self.version) for r in end_to_end.values())
             for name, record in end_to_end.items():
                 upstream = ancestors(self.view, name)
                 # End to end, rounding differences of inexact operators add up with no bound defined for the
@@ -122,25 +115,39 @@ class Judge:
             for entry in nodes:
                 if entry.has_kernel and not entry.reason:
                     entry.reason = f"{self.subject} failed at run time on every dataset"
-        self.outcome = replace(self.outcome, nodes=tuple(n.result(self.version) for n in nodes))
-        self._not_compared_nodes(nodes, compared_anything, silent=set(failed) == {d.name for d in datasets})
+        results = tuple(n.result(self.version) for n in nodes)
+        silent = set(failed) == {d.name for d in datasets}
+        not_compared = self._not_compared_nodes(nodes, compared_anything, silent)
         self._data_violations(nodes)
-        status = self._status(nodes, end_to_end, failed, compared_anything, edges)
-        self.outcome = replace(self.outcome, status=status)
+        outcome = replace(
+            self.outcome,
+            status=self._status(nodes, end_to_end, failed, compared_anything, edges, end_to_end_info),
+            datasets=tuple(
+                replace(d, status="failed", error=failed[d.name])
+                if d.name in failed
+                else replace(d, status="ok")
+                for d in self.outcome.datasets
+            ),
+            nodes=results,
+            outputs=outputs,
+            not_compared=not_compared,
+            end_to_end=end_to_end_info,
+            node_edges=battery,
+            stopped=stop,
+        )
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
-        return CompareResult(self.findings, self.outcome)
+        return CompareResult(self.findings, outcome)
 
-    def _edge_findings(self, edges: NodeEdges | None, nodes: list[NodeComparison]) -> None:
+    def _edge_findings(self, edges: NodeEdges | None, nodes: list[NodeComparison]) -> Battery:
         """The node edge battery: one finding per diverging output of a configuration, naming its nodes.
         A configuration with the model's constants held is the model's verdict (an error); one with edge
         values on those constants too is operator-level evidence about the runtime (info, never failing)."""
         if edges is None:
-            self.outcome = replace(self.outcome, node_edges=Battery(enabled=False))
-            return
+            return Battery(enabled=False)
         in_context = {n.index: n.not_compared_reason() for n in nodes if n.status == NOT_COMPARED}
-        self.outcome = replace(self.outcome, node_edges=edges.result(self.version, in_context))
-        for config in (*edges.diverging(), *edges.operator_diverging()):
+        for config in (*edges.accounting.diverging(), *edges.accounting.operator_diverging()):
             self._configuration_findings(config)
+        return edges.accounting.result(self.version, in_context)
 
     def _configuration_findings(self, config: Configuration) -> None:
         where = self._configuration_text(config)
@@ -190,7 +197,7 @@ class Judge:
 
     def _timeout_finding(
         self, stopped: Stopped, nodes: list[NodeComparison], compared_anything: bool
-    ) -> None:
+    ) -> Stop:
         message = self.stop_message(stopped)
         message += (
             "; what was compared before is reported, the rest was not run"
@@ -200,7 +207,7 @@ class Judge:
         for entry in nodes:
             if entry.has_kernel and not entry.reason and not entry.records:
                 entry.reason = self.stopped_before
-        self.outcome = replace(self.outcome, stopped=Stop(self.options.timeout, stopped.dataset))
+
         self.findings.append(
             Finding(
                 NOT_COMPARED_RULE,
@@ -213,6 +220,7 @@ class Judge:
                 },
             )
         )
+        return Stop(self.options.timeout, stopped.dataset)
 
     @property
     def stopped_before(self) -> str:
@@ -281,7 +289,9 @@ class Judge:
                     )
                 )
 
-    def _not_compared_nodes(self, nodes: list[NodeComparison], compared_anything: bool, silent: bool) -> None:
+    def _not_compared_nodes(
+        self, nodes: list[NodeComparison], compared_anything: bool, silent: bool
+    ) -> tuple[NotComparedNode, ...]:
         """One warning per operator type whose nodes were (wholly or partly) not compared; an error when
         nothing in the model could be compared. ``silent``: the runtime failed on every dataset, which is
         already a finding, so nodes with a kernel are listed but get no finding of their own."""
@@ -298,9 +308,8 @@ class Judge:
                         entry.index, entry.name, entry.op_type, entry.not_compared_reason(), bool(partial)
                     )
                 )
-        self.outcome = replace(self.outcome, not_compared=tuple(listed))
         if not by_op:
-            return
+            return tuple(listed)
         # One finding per model. Its severity goes with its sentence: nodes left out of a comparison that
         # compared others are a gap in coverage (a warning); a comparison that compared nothing is an error.
         parts, total = [], 0
@@ -329,6 +338,7 @@ class Judge:
                 },
             )
         )
+        return tuple(listed)
 
     def _status(
         self,
@@ -337,6 +347,7 @@ class Judge:
         failed: dict[str, str],
         compared_anything: bool,
         edges: NodeEdges | None,
+        end_to_end_info: EndToEnd,
     ) -> str:
         """match / diverges when everything was compared; partial / diverges-partial when something was
         left out (a dataset, a node, an end-to-end run); not-compared when nothing was."""
@@ -345,9 +356,9 @@ class Judge:
         complete = (
             not failed
             and all(n.status != NOT_COMPARED and not n.failures for n in nodes)
-            and not (self.outcome.end_to_end is not None and self.outcome.end_to_end.failures)
+            and not end_to_end_info.failures
         )
-        edges_diverge = edges is not None and bool(edges.diverging())
+        edges_diverge = edges is not None and bool(edges.accounting.diverging())
         if (
             any(n.status == DIVERGES for n in nodes)
             or any(r.diverges for r in (end_to_end or {}).values())
