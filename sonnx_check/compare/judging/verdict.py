@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from sonnx_check.compare.edges.battery import NodeEdges
-from sonnx_check.compare.edges.configuration import OPERATOR_SCOPE, Configuration
+from sonnx_check.compare.judging.divergence_findings import DivergenceFindings
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED, NodeComparison, ancestors
 from sonnx_check.compare.options import CompareOptions
@@ -20,8 +20,6 @@ from sonnx_check.compare.plan import all_exact
 from sonnx_check.compare.run import Observed, Stopped
 from sonnx_check.compare.runtimes.base import NOT_SAVED, STAGES, RunFailure
 from sonnx_check.findings import Finding, NodeRef, Severity
-from sonnx_check.results.divergence import Divergence
-from sonnx_check.results.edges import Battery
 from sonnx_check.results.models import EndToEnd, NotComparedNode, Stop
 from sonnx_check.results.outputs import OutputResult
 from sonnx_check.view import ModelView
@@ -78,6 +76,7 @@ class Judge:
             bool(info["compared"]), str(info.get("reason", "")), dict(observed.end_to_end_failures)
         )
         edges = observed.edges
+        divergences = DivergenceFindings(self.view, self.subject, self.outcome.onnxruntime, self.version)
         compared_anything = (
             any(n.records for n in nodes)
             or any(r.datasets for r in (end_to_end or {}).values())
@@ -94,8 +93,9 @@ class Judge:
             for record in entry.records.values():
                 if record.diverges:
                     diverging.add(entry.index)
-                    self.findings.append(self._divergence(entry.index, record, "node"))
-        battery = self._edge_findings(edges, nodes)
+                    self.findings.append(divergences.output(entry.index, record, "node"))
+        battery = divergences.battery(edges, nodes)
+        self.findings += divergences.findings
         outputs: tuple[OutputResult, ...] = ()
         if end_to_end is not None:
             outputs = tuple(r.result(self.version) for r in end_to_end.values())
@@ -107,7 +107,7 @@ class Judge:
                 if record.diverges and not (upstream & diverging) and all_exact(self.view, upstream):
                     producer = self.view.producers.get(name, [])
                     self.findings.append(
-                        self._divergence(producer[0] if producer else None, record, "end-to-end")
+                        divergences.output(producer[0] if producer else None, record, "end-to-end")
                     )
 
         if failed and len(failed) == len(datasets):
@@ -137,63 +137,6 @@ class Judge:
         )
         self.findings.sort(key=lambda f: (f.node.index if f.node else -1, f.rule))
         return CompareResult(self.findings, outcome)
-
-    def _edge_findings(self, edges: NodeEdges | None, nodes: list[NodeComparison]) -> Battery:
-        """The node edge battery: one finding per diverging output of a configuration, naming its nodes.
-        A configuration with the model's constants held is the model's verdict (an error); one with edge
-        values on those constants too is operator-level evidence about the runtime (info, never failing)."""
-        if edges is None:
-            return Battery(enabled=False)
-        in_context = {n.index: n.not_compared_reason() for n in nodes if n.status == NOT_COMPARED}
-        for config in (*edges.accounting.diverging(), *edges.accounting.operator_diverging()):
-            self._configuration_findings(config)
-        return edges.accounting.result(self.version, in_context)
-
-    def _configuration_findings(self, config: Configuration) -> None:
-        where = self._configuration_text(config)
-        operator = config.scope == OPERATOR_SCOPE
-        severity = Severity.INFO if operator else Severity.ERROR
-        lead = (
-            f"operator-level evidence about {self.subject}, not a finding against this model (edge values on "
-            "the parameters the model fixes too): "
-            if operator
-            else ""
-        )
-        configuration = config.result(self.view.nodes, self.version).brief_json()
-        for record in config.records.values():
-            if record.diverges:
-                finding = self._divergence(config.nodes[0], record, config.scope, configuration)
-                message = f"{lead}{record.message('output')}; {where}"
-                self.findings.append(replace(finding, message=message, severity=severity))
-        if config.crashes:
-            dataset, how = next(iter(config.crashes.items()))
-            more = f" and {len(config.crashes) - 1} other dataset(s)" if len(config.crashes) > 1 else ""
-            self.findings.append(
-                Finding(
-                    DIVERGENCE,
-                    f"{lead}{self.subject} did not finish on dataset {dataset}{more}: {how}; the "
-                    f"specification defines a result for these inputs (the reference computed it); {where}",
-                    severity,
-                    node=self.view.refs[config.nodes[0]],
-                    record=Divergence(
-                        config.scope,
-                        self.outcome.onnxruntime,
-                        crash=how,
-                        crashed_on=tuple(sorted(config.crashes)),
-                        configuration=configuration,
-                    ),
-                )
-            )
-
-    def _configuration_text(self, config: Configuration) -> str:
-        names = [f"'{self.view.nodes[i].name}'" if self.view.nodes[i].name else f"#{i}" for i in config.nodes]
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        values = (
-            "edge values on every input but its integer parameters"
-            if config.scope == OPERATOR_SCOPE
-            else "edge values" + (" (the model's constants held)" if config.constants else "")
-        )
-        return f"{config.op_type} run alone on {values}, configuration of {len(names)} node(s): {shown}"
 
     def _timeout_finding(
         self, stopped: Stopped, nodes: list[NodeComparison], compared_anything: bool
@@ -225,27 +168,6 @@ class Judge:
     @property
     def stopped_before(self) -> str:
         return f"{self.subject} was stopped by the time limit (--timeout) before it was compared"
-
-    def _divergence(
-        self,
-        index: int | None,
-        record: OutputRecord,
-        scope: str,
-        configuration: dict[str, Any] | None = None,
-    ) -> Finding:
-        ref = self.view.refs[index] if index is not None else None
-        label = "output" if scope == "node" else "end-to-end output"
-        result = record.result(self.version)
-        return Finding(
-            DIVERGENCE,
-            record.message(label),
-            Severity.ERROR,
-            node=ref,
-            tensor=record.name,
-            actual=record.first.actual if record.first else None,
-            expected=record.first.expected if record.first else None,
-            record=Divergence(scope, self.outcome.onnxruntime, result, configuration=configuration),
-        )
 
     def _dataset_failures(
         self, count: int, failed: dict[str, str], compared_anything: bool, kinds: dict[str, str]
