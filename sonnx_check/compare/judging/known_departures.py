@@ -74,15 +74,6 @@ class KnownDivergence:
             return None
         return any(_release(lo) <= parsed <= _release(hi) for lo, hi in self.versions)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "operators": list(self.operators),
-            "summary": self.summary,
-            "explanation": self.explanation,
-            "seen_in": list(self.seen_in),
-        }
-
 
 @dataclass(frozen=True)
 class KnownMatch:

@@ -111,12 +111,7 @@ class RunnerDescription:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "providers": list(self.providers),
-            "options": dict(self.options),
-        }
+        return self.record().to_json()
 
     def record(self) -> RuntimeRecord:
         """What the reports carry (``subject`` is for sentences only)."""
