@@ -5,14 +5,15 @@ onnx.reference.ReferenceEvaluator, all measured in this run, in CPU time and in 
 - Conv [1, 64, 56, 56] x [64, 64, 3, 3], pads 1, and MatMul 512 x 512 x 512, float32, where "sonnx" is the
   kernel PLUS what the sum-of-products accuracy bound gamma_n * sum|a*b| needs, exactly as ``--compare``
   computes them: the node's kernel (``run``) and, apart, its ``run_abs`` (sum|a*b|, what
-  compare/accuracy.py multiplies); the "+ Tolerance" rows add the rest of the bound's evaluation
+  compare/judging/bounds.py multiplies); the "+ Tolerance" rows add the rest of the bound's evaluation
   (accuracy.Bound.evaluate: gamma_n, the reference's half ulp, the overflow reading); the "fused" rows
   (run_with_abs) let the bound's sum|a*b| serve the kernel's own certificate;
 - Exp, Tanh, Sigmoid, Log on 1M float32; Softmax [1000, 1000] and BatchNormalization [8, 64, 56, 56] with
   their bound, two ways: "+ evaluate", the kernel and accuracy.Bound.evaluate (a deferred bound computes
   little there), and "+ judged", what a comparison does with the node: the kernel, the bound and the judging
   of onnxruntime's output against it (localise.merge; onnxruntime's output computed once, before);
-- with ``--edge``, the Conv on the generic edge datasets (compare/datasets.py: NaN, -inf, extremes, signed
+- with ``--edge``, the Conv on the generic edge datasets (compare/inputs/datasets.py: NaN, -inf, extremes,
+signed
   zeros, ties, subnormals, mixtures) given to X, the data the per-node edge battery feeds it.
 
 Run: python benchmarks/bench_kernels.py [--repeat 15] [--only pool|products] [--edge] [--blas-threads 1]
@@ -64,8 +65,8 @@ from onnx import helper as h  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from sonnx_check import freed_memory, reference  # noqa: E402
-from sonnx_check.compare import accuracy  # noqa: E402
-from sonnx_check.compare.datasets import FLOAT_PATTERNS  # noqa: E402
+from sonnx_check.compare.inputs.datasets import FLOAT_PATTERNS  # noqa: E402
+from sonnx_check.compare.judging import bounds as accuracy  # noqa: E402
 from sonnx_check.reference import conv as conv_kernel  # noqa: E402
 from sonnx_check.reference import matmul as matmul_kernel  # noqa: E402
 
@@ -283,7 +284,7 @@ def judged(
     """What ``--compare`` does with one node's output, given the runtime's (computed once, before): the
     reference kernel, the bound and the judging of the runtime's output against it (localise.merge: the
     accuracy classification and the comparison of the elements it does not accept)."""
-    from sonnx_check.compare.aggregate import OutputRecord
+    from sonnx_check.compare.judging.output_record import OutputRecord
     from sonnx_check.compare.localise import merge
 
     def run() -> object:

@@ -6,6 +6,8 @@ semantic versioning (the reference kernels are ``sonnx_check.reference``). docs/
     >>> result = api.check("sample_models/conforming/small_cnn.onnx")
     >>> [(f.rule, f.message) for f in result.findings]
     []
+    >>> result = api.compare("sample_models/conforming/small_cnn.onnx", inputs=("random", "edge"))
+    >>> result.comparison.nodes[0].outputs[0].status  # typed records (sonnx_check.results); .to_json()
 
 (``sonnx_check.compare`` is the comparison package, so the functions live in ``sonnx_check.api``.)
 Both return a :class:`ModelResult`. ``check`` reports a model that cannot be read as a ``MODEL.load``
@@ -116,8 +118,8 @@ def compare(
 ) -> ModelResult:
     """Check one model and compare the installed onnxruntime against the reference kernels, node by node.
 
-    ``result.comparison`` is the comparison as ``--format json`` writes it (``nodes``, ``runtime``...);
-    divergences are ``RUNTIME.*`` findings. It is ``None`` only when the comparison could not start, and
+    ``result.comparison`` is the comparison as typed records (``sonnx_check.results.ComparisonOutcome``;
+    its ``to_json()`` is what ``--format json`` writes); divergences are ``RUNTIME.*`` findings. It is ``None`` only when the comparison could not start, and
     a ``RUNTIME.not-compared`` finding then says why. A model that cannot be read raises
     :class:`InputError`."""
     if not isinstance(node_edges, bool):

@@ -50,7 +50,8 @@ def kill(pid: int) -> None:
 
 
 # Every onnxruntime worker this process started and has not reaped yet (pid -> its Popen): what an interrupted
-# run must kill. Kept here, not in compare/ort_worker.py, so that the runner's signal handling does not import
+# run must kill. Kept here, not in compare/runtimes/onnxruntime/worker.py, so that the runner's signal
+# handling does not import
 # the comparison package for a static check.
 LIVE_WORKERS: dict[int, Any] = {}
 # Every runtime command's keeper not reaped yet (pid -> its Popen). A keeper is sent SIGTERM, not SIGKILL:

@@ -402,7 +402,7 @@ def run(
         return EXIT_OK
     settings = configs.run
     if settings.compare.enabled or settings.compare.export_inputs is not None:
-        from sonnx_check.compare.runners.startup import check_runtime_settings
+        from sonnx_check.compare.runtimes.startup import check_runtime_settings
 
         check_runtime_settings(settings.compare)  # a provider or a command that cannot work: exit 2 at once
     outputs = parse_outputs(settings.output_format, output, output_formats, evidence)

@@ -29,7 +29,7 @@ from sonnx_check import sanitise, stop
 from sonnx_check.errors import UsageError
 
 if TYPE_CHECKING:
-    from sonnx_check.compare.backend_layout import FolderWriter
+    from sonnx_check.compare.inputs.backend_layout import FolderWriter
 
 PARTIAL = ".sonnx-partial-"
 MARKER = ".sonnx-check-partial"  # holds the writing process's id
@@ -54,7 +54,7 @@ def staged_folder(path: str) -> Iterator[FolderWriter]:
     ``path`` when the block ends normally and no stop was asked for. On any exception the sibling is
     removed; an OSError becomes ExportFailed (one line). TargetNotEmpty when ``path`` exists and is not an
     empty folder (or is a link)."""
-    from sonnx_check.compare.backend_layout import FolderWriter, TargetNotEmpty, refusal
+    from sonnx_check.compare.inputs.backend_layout import FolderWriter, TargetNotEmpty, refusal
 
     shown = sanitise.line(path)
     problem = refusal(path)
@@ -87,7 +87,7 @@ def staged_folder(path: str) -> Iterator[FolderWriter]:
 
 
 def _publish(staging: str, path: str, shown: str) -> None:
-    from sonnx_check.compare.backend_layout import TargetNotEmpty
+    from sonnx_check.compare.inputs.backend_layout import TargetNotEmpty
 
     try:
         os.rename(staging, path)  # replaces an empty folder only; never follows a link at ``path``

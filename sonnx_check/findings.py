@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sonnx_check.results.divergence import Divergence
+    from sonnx_check.results.models import ComparisonOutcome
 
 
 class Severity(enum.StrEnum):
@@ -60,7 +64,8 @@ class Finding:
     """One violation of one rule at one place.
 
     ``actual``/``expected`` are JSON-serialisable values shown to the user; ``data`` carries structured extras
-    (comparison statistics, tensor names) that machine formats pass through unchanged.
+    (comparison statistics, tensor names) that machine formats pass through unchanged. A divergence of the
+    comparison carries its typed ``record`` (what the verdict class reads); its ``data`` is the record's JSON.
     """
 
     rule: str
@@ -74,6 +79,11 @@ class Finding:
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     waived: str | None = None  # the waiver's reason when a configured waiver covers this finding
     fixable: bool = False  # --fix has a rewrite for it (set from the fix package's own table)
+    record: Divergence | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.record is not None and not self.data:
+            object.__setattr__(self, "data", self.record.to_json())
 
     def located_message(self) -> str:
         """The message prefixed with the node it concerns, for formats that carry no separate location."""
@@ -82,27 +92,16 @@ class Finding:
     @property
     def known_departures(self) -> tuple[str, ...]:
         """The IDs of the known onnxruntime departures that explain some of this divergence's elements."""
-        return tuple(k.get("id", "") for k in self.data.get("known_divergence", ()) if isinstance(k, dict))
+        return self.record.known_ids if self.record is not None else ()
 
     def explained_by(self, ids: frozenset[str] | set[str]) -> bool:
         """Whether every differing element of this divergence is explained by one of the known departures
         ``ids``: an element another departure (or none) explains is not covered. False for anything but
         a difference in values (a crash, a shape or type mismatch) and when the known departures were not
         searched."""
-        data = self.data
-        if self.rule != DIVERGENCE_RULE or data.get("status") != "differs" or data.get("crash"):
+        if self.rule != DIVERGENCE_RULE or self.record is None:
             return False
-        if data.get("known_divergence_not_searched") or not data.get("known_divergence"):
-            return False
-        mismatches = data.get("mismatches")
-        if not isinstance(mismatches, int) or mismatches <= 0 or data.get("unexplained") != 0:
-            return False
-        covered = sum(
-            int(entry.get("elements", 0))
-            for entry in data.get("explained_by", ())
-            if isinstance(entry, dict) and set(entry.get("ids", ())) & set(ids)
-        )
-        return covered == mismatches
+        return self.record.explained_by(ids)
 
     @property
     def verdict_class(self) -> VerdictClass:
@@ -208,12 +207,12 @@ class ModelResult:
     findings: list[Finding] = field(default_factory=list)
     coverage: Coverage | None = None
     load_error: bool = False
-    comparison: dict[str, Any] | None = None  # filled by --compare: environment and per-output statistics
+    comparison: ComparisonOutcome | None = None  # filled by --compare: environment and per-output results
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "findings": [f.to_json() for f in self.findings]}
         if self.coverage is not None:
             out["coverage"] = self.coverage.to_json()
         if self.comparison is not None:
-            out["comparison"] = self.comparison
+            out["comparison"] = self.comparison.to_json()
         return out

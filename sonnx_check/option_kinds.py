@@ -148,7 +148,7 @@ def read_shapes(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str,
 
 def read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, str], ...]:
     """Operator = bound text; the bound's syntax and the operator's class are checked when a comparison
-    starts (compare/accuracy.py), so reading a configuration imports nothing of the comparison."""
+    starts (compare/judging/bounds.py), so reading a configuration imports nothing of the comparison."""
     from sonnx_check.profile import profile_operators
 
     if not isinstance(value, dict):

@@ -92,7 +92,8 @@ class Departure:
 @dataclass(frozen=True)
 class Comparison:
     """An operator's comparison facts (``[comparison]`` of rules/<Op>.toml), references not yet resolved.
-    ``bound``: a ``Rule`` (compare/tolerance.py) for the classes of ``BOUNDED_CLASSES``; ``float_accuracy``:
+    ``bound``: a ``Rule`` (compare/judging/tolerance.py) for the classes of ``BOUNDED_CLASSES``;
+    ``float_accuracy``:
     the class of float outputs where it differs from the declared one (Range: the text's S + i*D rounds);
     ``edge_patterns``: (name, builder) in battery order; ``shared_departures``: IDs another declaration
     defines that concern this operator too."""

@@ -366,7 +366,7 @@ def _compare_into(
         except ModelLoadError as exc:
             raise UserError(f"{exc.cause}; the model was not compared") from None
     result.findings.extend(f for f in outcome.findings if f.rule in rules)
-    result.comparison = outcome.comparison
+    result.comparison = outcome.outcome
 
 
 def _fix(source: ModelFile, result: ModelResult, rules: frozenset[str], settings: Settings) -> ModelOutcome:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sonnx_check.findings import Coverage, Finding, ModelResult, NodeRef
@@ -113,17 +113,26 @@ def _message(message: str | bytes, parts: Iterable[Any], limit: int, message_lim
 
 
 def _deep(value: Any, flavour: Any) -> Any:
-    """Every string inside JSON-like data (comparison statistics, actual and expected values)."""
+    """Every string inside JSON-like data (comparison statistics, actual and expected values) and inside the
+    comparison's typed records (sonnx_check.results: frozen dataclasses, rebuilt field by field)."""
     if isinstance(value, (str, bytes)):
         return flavour(value)
     if isinstance(value, Mapping):
         return {flavour(k) if isinstance(k, (str, bytes)) else k: _deep(v, flavour) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_deep(v, flavour) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(value, **{f.name: _field(getattr(value, f.name), flavour) for f in fields(value)})
     return value
 
 
 DIFF_LINE_LIMIT = 4000  # a --diff line: a node with its inputs, outputs and attributes
+
+
+def _field(value: Any, flavour: Any) -> Any:
+    """A record's field: its tuples stay tuples (records are frozen)."""
+    out = _deep(value, flavour)
+    return tuple(out) if isinstance(value, tuple) else out
 
 
 class _Flavour:
@@ -161,6 +170,7 @@ class _Flavour:
             actual=_deep(f.actual, self),
             expected=_deep(f.expected, self),
             data=_deep(f.data, self) if f.data else f.data,
+            record=_deep(f.record, self),
             waived=self.optional(f.waived),
         )
 

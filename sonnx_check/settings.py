@@ -53,7 +53,7 @@ DEFAULT_MAX_ELEMENTS = 100_000_000
 DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
-DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtime.PROVIDER
+DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtimes.onnxruntime.session.PROVIDER
 
 
 # What a configuration file found by discovery (not named by --config) may set: such a file may come with the

@@ -45,8 +45,13 @@ def test_the_configuration_is_read_only_when_asked(tmp_path: Path) -> None:
 def test_compare_returns_the_comparison() -> None:
     result = api.compare(CNN, node_edges=False)
     assert result.comparison is not None
-    statuses = {o["status"] for n in result.comparison["nodes"] for o in n.get("outputs", ())}
+    # typed records (sonnx_check.results), and their JSON form as --format json writes it
+    statuses = {o.status for n in result.comparison.nodes for o in n.outputs}
     assert statuses == {"match"}
+    written = result.comparison.to_json()
+    assert [o["status"] for n in written["nodes"] for o in n["outputs"]] == [
+        o.status for n in result.comparison.nodes for o in n.outputs
+    ]
 
 
 def test_findings_carry_their_verdict_class_and_fixable_marker() -> None:

@@ -13,23 +13,25 @@ never loads it.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
 
 from sonnx_check import reference
 from sonnx_check.compare import memory
-from sonnx_check.compare.datasets import model_datasets
-from sonnx_check.compare.input_specs import InputBudgetExceeded
-from sonnx_check.compare.judge import DIVERGENCE, NOT_COMPARED_RULE, Judge
+from sonnx_check.compare.inputs.datasets import model_datasets
+from sonnx_check.compare.inputs.specs import Dataset, InputBudgetExceeded
+from sonnx_check.compare.judging.verdict import DIVERGENCE, NOT_COMPARED_RULE, Judge
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import over_budget, plan_run, refusal_reason
 from sonnx_check.compare.run import ComparisonRun, Stopped
-from sonnx_check.compare.runners import make_runner
-from sonnx_check.compare.runners.base import RunFailure, Runner, RunnerUnavailable
+from sonnx_check.compare.runtimes import make_runner
+from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerUnavailable
 from sonnx_check.loading import load_model
 from sonnx_check.reference import nan_policy
+from sonnx_check.results.models import DatasetEntry, ReferenceRecord
 from sonnx_check.view import ModelView
 
 __all__ = [
@@ -78,14 +80,14 @@ def refusal(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int =
 
 def _outcome(options: CompareOptions, runner: Runner) -> ComparisonOutcome:
     return ComparisonOutcome(
-        runtime=runner.description.to_json(),
+        runtime=runner.description.record(),
         onnxruntime=runner.runtime_record(),
-        reference={
-            "operators": sorted(reference.supported_ops()),
-            # a reading of the specification the user chose (or the default): every report carries it
-            "maxpool_nan": options.maxpool_nan,
-            "maxpool_nan_reading": nan_policy.READINGS[options.maxpool_nan],
-        },
+        # a reading of the specification the user chose (or the default): every report carries it
+        reference=ReferenceRecord(
+            tuple(sorted(reference.supported_ops())),
+            options.maxpool_nan,
+            nan_policy.READINGS[options.maxpool_nan],
+        ),
     )
 
 
@@ -104,7 +106,7 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
         )
     except InputBudgetExceeded as exc:
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
-    judge.outcome.datasets = [d.to_json() for d in datasets]
+    judge.outcome = replace(judge.outcome, datasets=tuple(_entry(d) for d in datasets))
     problem, sizes = over_budget(model, view, datasets, options.max_elements)
     if problem is not None and not problem.size_unknown:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
@@ -120,8 +122,9 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
     except RunFailure as exc:
         return judge.refused(exc)
     # what the runtime reported about itself once it loaded the model (versions, providers actually used)
-    judge.outcome.runtime = runner.description.to_json()
-    judge.outcome.onnxruntime = runner.runtime_record()
+    judge.outcome = replace(
+        judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
+    )
     judge.version = runner.description.version
     if problem is not None:  # the runtime accepts the model, but what running it costs is unknown
         plain.close()
@@ -129,6 +132,11 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
     run_plan = plan_run(model, view, datasets, sizes, options.max_memory)
     observed = steps.run(plain, datasets, run_plan)
     return judge.finish(observed)
+
+
+def _entry(dataset: Dataset) -> DatasetEntry:
+    inputs = {k: {"dtype": dtype.name, "shape": list(shape)} for k, dtype, shape in dataset.inputs}
+    return DatasetEntry(dataset.name, dataset.source, inputs)
 
 
 def _ref(view: ModelView, index: int | None):  # noqa: ANN202 - a NodeRef or None

@@ -18,11 +18,11 @@ from pathlib import Path
 import onnx
 
 from sonnx_check import sanitise
-from sonnx_check.compare import backend_layout
-from sonnx_check.compare.datasets import model_datasets
+from sonnx_check.compare.inputs import backend_layout
+from sonnx_check.compare.inputs.datasets import model_datasets
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import exposed_tensors, over_budget, plan_run, refusal_reason
-from sonnx_check.compare.runners.command import exposed, value_types
+from sonnx_check.compare.runtimes.command import exposed, value_types
 from sonnx_check.errors import UsageError
 from sonnx_check.export_folder import staged_folder
 from sonnx_check.view import ModelView

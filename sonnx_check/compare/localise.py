@@ -13,20 +13,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import onnx
 
 from sonnx_check import reference
-from sonnx_check.compare import accuracy
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.diff import TensorDiff, compare_arrays, diff_of
-from sonnx_check.compare.judging import judge
-from sonnx_check.compare.known import DivergenceCase, explain
+from sonnx_check.compare.judging import bounds as accuracy
+from sonnx_check.compare.judging.diff import TensorDiff, compare_arrays, diff_of
+from sonnx_check.compare.judging.elements import judge
+from sonnx_check.compare.judging.known_departures import DivergenceCase, explain
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators
+from sonnx_check.results.models import NodeResult
 from sonnx_check.view import ModelView, subgraph_attributes
 
 MATCH, DIVERGES, NOT_COMPARED = "match", "diverges", "not-compared"
@@ -79,19 +79,16 @@ class NodeComparison:
             return f"the reference could not run it (dataset {dataset}): {why}"
         return "no output could be compared"
 
-    def to_json(self, version: str | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "index": self.index,
-            "name": self.name,
-            "op_type": self.op_type,
-            "status": self.status,
-            "outputs": [self.records[k].to_json(version) for k in sorted(self.records)],
-        }
-        if self.status == NOT_COMPARED:
-            out["reason"] = self.not_compared_reason()
-        if self.failures:
-            out["reference_failures"] = dict(self.failures)
-        return out
+    def result(self, version: str | None) -> NodeResult:
+        return NodeResult(
+            index=self.index,
+            name=self.name,
+            op_type=self.op_type,
+            status=self.status,
+            outputs=tuple(self.records[k].result(version) for k in sorted(self.records)),
+            reason=self.not_compared_reason() if self.status == NOT_COMPARED else "",
+            reference_failures=dict(self.failures),
+        )
 
 
 def plan(view: ModelView, supported: frozenset[str]) -> list[NodeComparison]:

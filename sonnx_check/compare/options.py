@@ -6,9 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sonnx_check import settings as declared
-from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory
-from sonnx_check.compare.runtime import PROVIDER
+from sonnx_check.compare.judging import bounds as accuracy_module
 from sonnx_check.errors import UsageError
 from sonnx_check.reference import nan_policy
 
@@ -25,7 +24,7 @@ class CompareOptions:
     seed: int = 0
     ort_opt_level: str = "default"
     # onnxruntime's execution providers, in its order of preference (--ort-provider)
-    ort_providers: tuple[str, ...] = (PROVIDER,)
+    ort_providers: tuple[str, ...] = (declared.DEFAULT_PROVIDER,)
     # another runtime: a command run as CMD MODEL INPUT_DIR OUTPUT_DIR (runners/command.py)
     runtime_command: str | None = None
     # outputs a runtime produced earlier, in the folders --export-inputs wrote (runners/saved.py)
@@ -36,7 +35,8 @@ class CompareOptions:
     # bytes one model's comparison may use beyond the model itself, the runtime's process and sonnx-check's
     # side each getting half (compare/memory.py); None: no limit
     max_memory: int | None = DEFAULT_MAX_MEMORY
-    # per operator, a bound tighter than its annex's ("2 ulp", "1e-6 rel", "1e-9 abs"): compare/accuracy.py
+    # per operator, a bound tighter than its annex's ("2 ulp", "1e-6 rel", "1e-9 abs"):
+    # compare/judging/bounds.py
     accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

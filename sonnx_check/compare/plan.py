@@ -11,10 +11,10 @@ import onnx
 from onnx import helper
 
 from sonnx_check import reference
-from sonnx_check.compare import accuracy as accuracy_module
 from sonnx_check.compare import memory
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.input_specs import Dataset
+from sonnx_check.compare.inputs.specs import Dataset
+from sonnx_check.compare.judging import bounds as accuracy_module
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import NodeComparison, plan
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem

@@ -18,13 +18,13 @@ from onnx import numpy_helper
 
 from sonnx_check import progress, reference
 from sonnx_check.compare import memory
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.battery import NodeEdges
-from sonnx_check.compare.input_specs import Dataset
+from sonnx_check.compare.edges.battery import NodeEdges
+from sonnx_check.compare.inputs.specs import Dataset
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import RunPlan, all_exact
-from sonnx_check.compare.runners.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
+from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
 from sonnx_check.compare.stream import run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.reference import nan_policy
@@ -100,10 +100,8 @@ class ComparisonRun:
                 max_elements=self.options.max_elements,
                 budget=memory.halves(self.options.max_memory)[1],
                 accuracy=self.options.accuracy,
-                subject=self.subject,
-                computes_all_outputs=not self.runner.prunes_outputs,
+                runner=self.runner.capabilities,
                 readings=self.readings,
-                shares_constants=self.runner.shares_constants,
             )
         try:
             try:

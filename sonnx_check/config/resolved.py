@@ -22,7 +22,8 @@ class Waiver:
     reason: str
     node: tuple[str, ...] = ()
     op_type: tuple[str, ...] = ()
-    # IDs of known onnxruntime departures (compare/known.py): the waiver then covers a RUNTIME.divergence only
+    # IDs of known onnxruntime departures (compare/judging/known_departures.py): the waiver then covers a
+    # RUNTIME.divergence only
     # when every differing element is explained by one of them
     known: tuple[str, ...] = ()
     origin: str = ""  # "pyproject.toml: tool.sonnx-check.waivers[1]"

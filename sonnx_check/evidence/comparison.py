@@ -22,6 +22,8 @@ from sonnx_check.profile import profile_operators
 if TYPE_CHECKING:
     import onnx
 
+    from sonnx_check.results.models import ComparisonOutcome, DatasetEntry
+    from sonnx_check.results.outputs import OutputResult
     from sonnx_check.settings import CompareSettings
 
 GENERATED = ("random", "edge")
@@ -51,7 +53,9 @@ def data_sha256(feeds: Mapping[str, Any], order: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def datasets_json(model: onnx.ModelProto | None, settings: CompareSettings, recorded: Sequence[Any]) -> list:
+def datasets_json(
+    model: onnx.ModelProto | None, settings: CompareSettings, recorded: Sequence[DatasetEntry]
+) -> list[dict[str, Any]]:
     """The comparison's datasets as recorded, each with its kind, seed and the sha256 of its data."""
     hashes: dict[str, str] = {}
     problem = None
@@ -64,15 +68,14 @@ def datasets_json(model: onnx.ModelProto | None, settings: CompareSettings, reco
             problem = f"{type(exc).__name__}: {exc}"
     out = []
     for entry in recorded:
-        source = str(entry.get("source", ""))
         item: dict[str, Any] = {
-            "name": entry.get("name", ""),
-            "kind": source if source in GENERATED else "file",
-            "source": source,
-            "seed": settings.seed if source in GENERATED else None,
-            "inputs": entry.get("inputs", {}),
-            "status": entry.get("status", ""),
-            "sha256": hashes.get(str(entry.get("name", ""))),
+            "name": entry.name,
+            "kind": entry.source if entry.source in GENERATED else "file",
+            "source": entry.source,
+            "seed": settings.seed if entry.source in GENERATED else None,
+            "inputs": {k: dict(v) for k, v in entry.inputs.items()},
+            "status": entry.status,
+            "sha256": hashes.get(entry.name),
         }
         if item["sha256"] is None:
             item["problem"] = problem or "the data could not be rebuilt"
@@ -81,7 +84,7 @@ def datasets_json(model: onnx.ModelProto | None, settings: CompareSettings, reco
 
 
 def _hashes(model: onnx.ModelProto, settings: CompareSettings) -> dict[str, str]:
-    from sonnx_check.compare.datasets import model_datasets
+    from sonnx_check.compare.inputs.datasets import model_datasets
 
     datasets = model_datasets(
         model, settings.inputs, dict(settings.shapes), seed=settings.seed, max_elements=settings.max_elements
@@ -98,43 +101,38 @@ def accuracy_class(op_type: str | None) -> str | None:
     return getattr(operator, "accuracy", None) or None
 
 
-def compared_outputs(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+def compared_outputs(comparison: ComparisonOutcome) -> list[dict[str, Any]]:
     """Every compared tensor: node outputs inside the model, graph outputs end to end, each node
     configuration of the edge battery, and the operator-level edge runs (evidence about the runtime's
     operator on the profile's edge parameters, which never fails a run)."""
     out = []
-    for node in comparison.get("nodes", ()):
-        for output in node.get("outputs", ()):
-            out.append(_output("node", [node.get("index")], node.get("op_type"), output))
-    for output in comparison.get("outputs", ()):
+    for node in comparison.nodes:
+        for output in node.outputs:
+            out.append(_output("node", [node.index], node.op_type, output))
+    for output in comparison.outputs:
         out.append(_output("end-to-end", [], None, output))
-    edges = comparison.get("node_edges") or {}
-    configurations = [
-        *edges.get("configurations", ()),
-        *(edges.get("operator_edges") or {}).get("configurations", ()),
-    ]
-    for config in configurations:
-        nodes = [n.get("index") for n in config.get("nodes", ())]
-        for output in config.get("outputs", ()):
-            out.append(_output(config.get("scope", "node-edges"), nodes, config.get("op_type"), output))
+    for config in comparison.edge_configurations:
+        nodes = [n.index for n in config.nodes]
+        for output in config.outputs:
+            out.append(_output(config.scope, nodes, config.op_type, output))
     return out
 
 
-def _output(scope: str, nodes: list[Any], op_type: str | None, output: Mapping[str, Any]) -> dict[str, Any]:
-    accuracy = output.get("accuracy") or {}
+def _output(scope: str, nodes: list[int], op_type: str | None, output: OutputResult) -> dict[str, Any]:
+    accuracy = output.accuracy
     return {
         "scope": scope,
-        "nodes": [int(n) for n in nodes if isinstance(n, int)],
+        "nodes": list(nodes),
         "op_type": op_type,
-        "output": output.get("output", ""),
-        "status": output.get("status", ""),
+        "output": output.output,
+        "status": output.status,
         "accuracy_class": accuracy_class(op_type),
-        "bound": accuracy.get("bound"),
-        "margin": accuracy.get("margin"),
-        "outcomes": accuracy.get("outcomes", {}),
-        "mismatches": output.get("mismatches", 0),
-        "total": output.get("total", 0),
-        "known_departures": [k.get("id", "") for k in output.get("known_divergence", ())],
+        "bound": accuracy.bound if accuracy is not None else None,
+        "margin": accuracy.margin if accuracy is not None else None,
+        "outcomes": dict(accuracy.outcomes) if accuracy is not None else {},
+        "mismatches": output.mismatches,
+        "total": output.total,
+        "known_departures": list(output.known_ids),
     }
 
 
@@ -143,17 +141,20 @@ def known_departures(findings: Sequence[Finding]) -> list[dict[str, Any]]:
     reported (a known departure still fails the run until a waiver accepts it)."""
     out = []
     for k, finding in enumerate(findings):
-        for known in (finding.data or {}).get("known_divergence", ()):
+        record = finding.record
+        if record is None or record.output is None:
+            continue
+        for known in record.output.known:
             out.append(
                 {
-                    "id": known.get("id", ""),
-                    "summary": known.get("summary", ""),
+                    "id": known.id,
+                    "summary": known.summary,
                     "finding": k,
                     "node": finding.node.index if finding.node is not None else None,
-                    "output": (finding.data or {}).get("output", finding.tensor),
-                    "explained": known.get("explained", 0),
-                    "unexplained": (finding.data or {}).get("unexplained", 0),
-                    "seen_in_this_version": known.get("seen_in_this_version"),
+                    "output": record.output.output,
+                    "explained": known.explained,
+                    "unexplained": record.output.unexplained,
+                    "seen_in_this_version": known.seen_in_this_version,
                     "class": verdict_class(finding),
                     "disposition": "waived" if finding.waived is not None else "reported",
                     "waiver_reason": finding.waived,

@@ -29,6 +29,7 @@ from sonnx_check.evidence.verdicts import verdicts
 from sonnx_check.findings import ModelResult, Severity
 from sonnx_check.masking import mask_arguments
 from sonnx_check.report.summary import in_verdict
+from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings, Waiver
@@ -108,7 +109,9 @@ def _dump(value: Any, level: int) -> str:
         return "{\n" + ",\n".join(items) + "\n" + pad + "}"
     if isinstance(value, list) and value and level < 4 and all(isinstance(v, dict) for v in value):
         return "[\n" + ",\n".join(f"{pad} {_dump(v, level + 1)}" for v in value) + "\n" + pad + "]"
-    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(", ", ": "), default=_fallback)
+    return json.dumps(
+        value, ensure_ascii=True, allow_nan=False, separators=(", ", ": "), default=json_default
+    )
 
 
 def _finite(value: Any) -> Any:
@@ -184,7 +187,7 @@ def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | Non
     if comparison is None:
         return None
     model = None
-    if comparison.get("datasets"):
+    if comparison.datasets:
         from sonnx_check.errors import ModelLoadError
         from sonnx_check.loading import read_model_file
 
@@ -193,17 +196,17 @@ def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | Non
         except ModelLoadError:
             model = None
     return {
-        "status": comparison.get("status", ""),
+        "status": comparison.status,
         "settings": compared.settings_json(settings.compare),
-        "onnxruntime": comparison.get("onnxruntime", {}),
-        "runtime": comparison.get("runtime", {}),
+        "onnxruntime": comparison.onnxruntime,
+        "runtime": comparison.runtime.to_json(),
         "reference": {
-            "maxpool_nan": (comparison.get("reference") or {}).get("maxpool_nan"),
-            "maxpool_nan_reading": (comparison.get("reference") or {}).get("maxpool_nan_reading"),
+            "maxpool_nan": comparison.reference.maxpool_nan,
+            "maxpool_nan_reading": comparison.reference.maxpool_nan_reading,
         },
-        "datasets": compared.datasets_json(model, settings.compare, comparison.get("datasets", ())),
+        "datasets": compared.datasets_json(model, settings.compare, comparison.datasets),
         "outputs": compared.compared_outputs(comparison),
-        "not_compared": comparison.get("not_compared", []),
+        "not_compared": [n.to_json() for n in comparison.not_compared],
         "known_departures": compared.known_departures(result.findings),
     }
 
@@ -278,14 +281,6 @@ def _covering(waivers: Sequence[Waiver], finding: Any) -> Waiver | None:
 
     bare = replace(finding, waived=None)
     return next((w for w in waivers if covers(w, bare)), None)
-
-
-def _fallback(value: object) -> object:
-    if hasattr(value, "item"):
-        return value.item()  # type: ignore[attr-defined]
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
 
 
 __all__ = ["CLASSES", "RunFacts", "build", "render"]

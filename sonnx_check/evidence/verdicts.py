@@ -12,14 +12,17 @@ The record lists node indices per rule rather than one object per (rule, node): 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sonnx_check.catalogue import catalogue
 from sonnx_check.engine import node_dispatch
 from sonnx_check.findings import Finding
 from sonnx_check.registry import CHECKS
+
+if TYPE_CHECKING:
+    from sonnx_check.results.models import ComparisonOutcome
 
 HELD, VIOLATED, WAIVED, NOT_APPLICABLE = "held", "violated", "waived", "not-applicable"
 SKIPPED_STAGE_RULES = frozenset({"MODEL.internal-error"})  # stands for a crash, not for a requirement
@@ -74,10 +77,10 @@ def verdicts(
     nodes: Sequence[tuple[str, str, str]],
     selected: frozenset[str],
     findings: Sequence[Finding],
-    comparison: Mapping[str, Any] | None,
+    comparison: ComparisonOutcome | None,
 ) -> list[RuleVerdict]:
     """One RuleVerdict per selected rule, in catalogue order. ``nodes``: (name, op_type, domain) of the
-    main graph's nodes; ``comparison``: the model's comparison data (None: not compared)."""
+    main graph's nodes; ``comparison``: the model's comparison (None: not compared)."""
     order = list(catalogue())
     rules = [r for r in order if r in selected and r not in SKIPPED_STAGE_RULES]
     by_rule: dict[str, RuleVerdict] = {}
@@ -93,7 +96,7 @@ def verdicts(
     for index, (_, op_type, domain) in enumerate(nodes):
         for check in by_op.get(op_type, generic) if not domain else generic:
             applies[check.rule].append(index)
-    compared = [int(n["index"]) for n in (comparison or {}).get("nodes", ()) if "index" in n]
+    compared = [n.index for n in comparison.nodes] if comparison is not None else []
     numbered: dict[str, list[tuple[int, Finding]]] = {}  # a rule's findings with their positions
     for k, finding in enumerate(findings):
         numbered.setdefault(finding.rule, []).append((k, finding))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sonnx_check.checks.attributes import get_float, get_int
+from sonnx_check.ops.matmul import _matrices as matrices
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
 
@@ -38,12 +39,10 @@ def neutral_attributes(view: ModelView, index: int) -> Iterator[Violation]:
 
 def _mnp(view: ModelView, index: int) -> tuple[int, int, int, int] | None:
     """(m, n of A, n of B, p) with transA/transB applied, when A and B are matrices of known shape."""
-    inputs = view.inputs[index]
-    if len(inputs) < 2:
+    shapes = matrices(view, index)
+    if shapes is None:
         return None
-    a, b = view.shape_of(inputs[0]), view.shape_of(inputs[1])
-    if a is None or b is None or len(a) != 2 or len(b) != 2:
-        return None
+    a, b = shapes
     attrs = view.attributes(index)
     if get_int(attrs, "transA"):
         a = a[::-1]

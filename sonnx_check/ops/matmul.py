@@ -15,6 +15,8 @@ from sonnx_check.violation import Violation
 
 
 def _matrices(view: ModelView, index: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The shapes of inputs A and B when both are matrices of known shape (MatMul, and Gemm before its
+    transA/transB)."""
     inputs = view.inputs[index]
     if len(inputs) < 2:
         return None

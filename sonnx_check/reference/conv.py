@@ -28,7 +28,8 @@ bias are -0.
 Accuracy: the exact value of that sum, rounded once to the output type (correctly rounded; the kernel's own
 error is at most half an ulp): see products_common for how, including float64 (error-free splitting).
 ``conv_abs`` / ``run_abs`` give a rigorous upper bound of sum |X_p * W_d| + |B| per output element, the
-quantity of the sum-of-products bound (compare/accuracy.py), from one product of |X_p| and |W_d| (float32
+quantity of the sum-of-products bound (compare/judging/bounds.py), from one product of |X_p| and |W_d|
+(float32
 where that is fast and in range, else float64: products_common.abs_sum). A model's W meets the kernel once
 per dataset: its float64 form, magnitudes and finiteness are kept while it lives (constant_cache.py).
 

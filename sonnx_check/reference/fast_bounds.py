@@ -12,7 +12,8 @@ apply (non-finite inputs, a reduction over another axis than the last, a non-con
 outputs), they return None and the rule evaluates its formula on the whole tensor, as before.
 
 Their deferred forms (``softmax_deferred``, ``batch_normalization_deferred``: ``DeferredRule``) give the same
-values at chosen elements only, with a proven floor, so that the judging (compare/judging.py) evaluates the
+values at chosen elements only, with a proven floor, so that the judging (compare/judging/elements.py)
+evaluates the
 bound only where the floor does not decide.
 
 ``data`` is accuracy.NodeData (read by attribute; this module does not import accuracy).
@@ -34,7 +35,7 @@ class DeferredRule:
     not apply): ``floor(where, out)``, a proven lower bound of the introduced error (as computed) at a slice
     of whole rows of ``unit`` elements or at flat indices, positive, valid where the reference is finite;
     ``at(flat)``, the introduced error at flat indices or everywhere (None), bit for bit the whole-tensor
-    values; the detail of the rule's text. compare/accuracy.py adds the reference's rounding."""
+    values; the detail of the rule's text. compare/judging/bounds.py adds the reference's rounding."""
 
     floor: Callable[[slice | np.ndarray, np.ndarray | None], np.ndarray]
     at: Callable[[np.ndarray | None], np.ndarray]

@@ -1,5 +1,5 @@
-"""The terminal table of a ``--compare`` run: one row per compared tensor, built from the JSON-ready
-``comparison`` dict alone, so the text and JSON reports cannot tell different stories.
+"""The terminal table of a ``--compare`` run: one row per compared tensor, built from the comparison's
+record alone, so the text and JSON reports cannot tell different stories.
 
 Node and tensor names, and onnxruntime's own messages, come from the model: every cell, the title and the
 caption are ``rich.text.Text`` (never markup strings), so ``[link=...]`` or a trailing ``[/]`` in a name is
@@ -7,8 +7,7 @@ shown as written instead of becoming a link or crashing the report."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group
@@ -17,6 +16,11 @@ from rich.text import Text
 
 from sonnx_check.report import NARROW_TERMINAL
 from sonnx_check.report.readings import readings_text
+
+if TYPE_CHECKING:
+    from sonnx_check.results.edges import ConfigurationResult
+    from sonnx_check.results.models import ComparisonOutcome
+    from sonnx_check.results.outputs import OutputResult
 
 _STATUS_STYLE = {
     "match": "green",
@@ -42,7 +46,7 @@ _HEADERS = (
 
 
 def render_comparison(
-    comparison: Mapping[str, Any], *, wrap: bool = True, width: int | None = None
+    comparison: ComparisonOutcome, *, wrap: bool = True, width: int | None = None
 ) -> Table | Group:
     """A rich Table: node, output, dataset, status, "K of N differ", the error/bound margin, first mismatch,
     known divergence. On a terminal narrower than ``NARROW_TERMINAL`` (``width``), the same rows as blocks: a
@@ -78,7 +82,7 @@ def render_comparison(
     return table
 
 
-def _blocks(comparison: Mapping[str, Any]) -> Group:
+def _blocks(comparison: ComparisonOutcome) -> Group:
     """The narrow layout: the title, then per row ``node  output  dataset  status`` on one line and the
     other fields, named, on indented lines (empty ones left out), then the caption. Lines wrap between
     words, as prose does."""
@@ -101,44 +105,44 @@ def _blocks(comparison: Mapping[str, Any]) -> Group:
     return Group(*parts)
 
 
-def _rows(comparison: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+def _rows(comparison: ComparisonOutcome) -> list[tuple[Any, ...]]:
     """Every row of the report, the eight fields of ``_HEADERS`` each, in the order the table shows them."""
     rows: list[tuple[Any, ...]] = []
     by_tensor: dict[str, tuple[Any, ...]] = {}
-    for node in comparison.get("nodes", ()):
-        label = _node_label(node)
-        if node.get("status") == "not-compared":
-            rows.append((label, "", "", _status("not-compared"), "", "", node.get("reason", ""), ""))
+    for node in comparison.nodes:
+        label = _node_label(node.index, node.op_type, node.name)
+        if node.status == "not-compared":
+            rows.append((label, "", "", _status("not-compared"), "", "", node.reason, ""))
             continue
-        for output in node.get("outputs", ()):
-            by_tensor[output.get("output", "")] = _key(output)
+        for output in node.outputs:
+            by_tensor[output.output] = _key(output)
             rows.append((label, *_output_cells(output)))
-    for output in comparison.get("outputs", ()):
-        if by_tensor.get(output.get("output", "")) != _key(output):
+    for output in comparison.outputs:
+        if by_tensor.get(output.output) != _key(output):
             rows.append(("(end to end)", *_output_cells(output)))
-    edges = comparison.get("node_edges") or {}
-    configurations = [
-        *edges.get("configurations", ()),
-        *(edges.get("operator_edges") or {}).get("configurations", ()),
-    ]
-    for config in configurations:
-        if config.get("status") != "diverges":
+    for config in comparison.edge_configurations:
+        if config.status != "diverges":
             continue  # the JSON lists every configuration; the table shows those that diverge
         label = _configuration_label(config)
-        for output in config.get("outputs", ()):
-            if output.get("status") not in ("match", "not-compared"):
+        for output in config.outputs:
+            if output.status not in ("match", "not-compared"):
                 rows.append((label, *_output_cells(output)))
-        for dataset, how in (config.get("crashes") or {}).items():
+        for dataset, how in config.crashes.items():
             rows.append((label, "", dataset, _status("crashed"), "", "", how, ""))
     return rows
 
 
-def _configuration_label(config: Mapping[str, Any]) -> str:
+def _configuration_label(config: ConfigurationResult) -> str:
     """The first node of a configuration run alone on edge values, and how many share it."""
-    nodes = config.get("nodes") or [{}]
+    nodes = config.nodes
     more = f" (+{len(nodes) - 1} alike)" if len(nodes) > 1 else ""
-    scope = ", operator-level (info)" if config.get("scope") == "operator-edges" else ""
-    return f"{_node_label({**nodes[0], 'op_type': config.get('op_type')})}{more}, alone{scope}"
+    scope = ", operator-level (info)" if config.scope == "operator-edges" else ""
+    first = (
+        _node_label(nodes[0].index, config.op_type, nodes[0].name)
+        if nodes
+        else _node_label(None, config.op_type, "")
+    )
+    return f"{first}{more}, alone{scope}"
 
 
 def _cells(*values: Any) -> list[Text]:
@@ -146,120 +150,110 @@ def _cells(*values: Any) -> list[Text]:
     return [v if isinstance(v, Text) else Text(str(v)) for v in values]
 
 
-def _key(output: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (
-        output.get("status"),
-        output.get("mismatches"),
-        output.get("total"),
-        str(output.get("first_mismatch")),
-    )
+def _key(output: OutputResult) -> tuple[Any, ...]:
+    first = output.first_mismatch
+    return (output.status, output.mismatches, output.total, str(first.to_json() if first else None))
 
 
-def _runtime_name(comparison: Mapping[str, Any]) -> str:
+def _runtime_name(comparison: ComparisonOutcome) -> str:
     """The runtime under test as a sentence names it (compare/runners)."""
-    runtime = comparison.get("runtime") or {}
-    name = runtime.get("name") or "onnxruntime"
+    name = comparison.runtime.name or "onnxruntime"
     return {"command": "the runtime command", "saved-outputs": "the saved outputs"}.get(name, name)
 
 
-def _title(comparison: Mapping[str, Any]) -> str:
-    runtime = comparison.get("runtime") or {}
-    if runtime.get("name") not in (None, "onnxruntime"):
-        options = "; ".join(f"{k} {v}" for k, v in (runtime.get("options") or {}).items() if v is not None)
-        return f"{runtime['name']} ({options}) vs SONNX reference"
-    ort = comparison.get("onnxruntime") or {}
-    cpu = ort.get("cpu") or {}
-    flags = " ".join(cpu.get("flags") or ())
-    providers = ", ".join(ort.get("providers") or ())
-    machine = " ".join(part for part in (cpu.get("machine") or "?", flags) if part)
+def _title(comparison: ComparisonOutcome) -> str:
+    runtime = comparison.runtime
+    if runtime.name not in (None, "onnxruntime"):
+        options = "; ".join(f"{k} {v}" for k, v in runtime.options.items() if v is not None)
+        return f"{runtime.name} ({options}) vs SONNX reference"
+    session = comparison.session
+    flags = " ".join(session.flags)
+    providers = ", ".join(session.providers)
+    machine = " ".join(part for part in (session.machine or "?", flags) if part)
     return (
-        f"onnxruntime {ort.get('version') or '?'} ({providers}; optimisation "
-        f"{ort.get('optimization_level') or '?'}; CPU {machine}) vs SONNX reference"
+        f"onnxruntime {session.version or '?'} ({providers}; optimisation "
+        f"{session.optimization_level or '?'}; CPU {machine}) vs SONNX reference"
     )
 
 
-def _caption(comparison: Mapping[str, Any]) -> str | None:
+def _caption(comparison: ComparisonOutcome) -> str | None:
     lines = []
-    if comparison.get("reason"):
-        lines.append(f"not compared: {comparison['reason']}")
-    datasets = comparison.get("datasets") or ()
+    if comparison.reason:
+        lines.append(f"not compared: {comparison.reason}")
+    datasets = comparison.datasets
     if datasets:
-        failed = [d for d in datasets if d.get("status") == "failed"]
-        line = f"{len(datasets)} dataset(s): " + ", ".join(d["name"] for d in datasets[:12])
+        failed = [d for d in datasets if d.status == "failed"]
+        line = f"{len(datasets)} dataset(s): " + ", ".join(d.name for d in datasets[:12])
         if len(datasets) > 12:
             line += ", ..."
         if failed:
             line += f"; {_runtime_name(comparison)} failed on {len(failed)}"
         lines.append(line)
-    end_to_end = comparison.get("end_to_end") or {}
-    if end_to_end and not end_to_end.get("compared"):
-        lines.append(f"end-to-end outputs not compared: {end_to_end.get('reason', '')}")
-    edges = comparison.get("node_edges") or {}
-    summary = edges.get("summary")
-    if summary:
+    end_to_end = comparison.end_to_end
+    if end_to_end is not None and not end_to_end.compared:
+        lines.append(f"end-to-end outputs not compared: {end_to_end.reason}")
+    edges = comparison.node_edges
+    if edges is not None and edges.enabled:
+        summary, nodes = edges.summary, edges.node_counts()
         line = (
-            f"node edges (the model's constants held): {summary['configurations']} configuration(s) of "
-            f"{summary['nodes']} node(s) run alone on edge values; {summary['diverging']} diverge, "
-            f"{summary['not_run']} not run"
+            f"node edges (the model's constants held): {summary.configurations} configuration(s) of "
+            f"{summary.nodes} node(s) run alone on edge values; {summary.diverging} diverge, "
+            f"{summary.not_run} not run"
         )
-        if "nodes_run_alone" in summary:
-            line += (
-                f"; nodes: {summary['nodes_run_alone']} run alone, {summary['nodes_sharing']} sharing a "
-                f"configuration, {summary['nodes_not_run']} not run"
-            )
-            not_run = [n for n in edges.get("nodes", ()) if n.get("edges") == "not-run"]
-            if not_run:
-                reasons = sorted({str(n.get("reason", "")) for n in not_run})
-                more = f" (and {len(reasons) - 1} other reason(s), in the JSON)" if len(reasons) > 1 else ""
-                line += f" ({reasons[0]}{more})"
+        line += (
+            f"; nodes: {nodes['nodes_run_alone']} run alone, {nodes['nodes_sharing']} sharing a "
+            f"configuration, {nodes['nodes_not_run']} not run"
+        )
+        not_run = [n for n in edges.nodes if n.edges == "not-run"]
+        if not_run:
+            reasons = sorted({n.reason for n in not_run})
+            more = f" (and {len(reasons) - 1} other reason(s), in the JSON)" if len(reasons) > 1 else ""
+            line += f" ({reasons[0]}{more})"
         lines.append(line)
-    operator = (edges.get("operator_edges") or {}).get("summary")
-    if operator and operator.get("configurations"):
-        lines.append(
-            f"operator-level evidence (edge values on the constants too, never failing): "
-            f"{operator['configurations']} configuration(s); {operator['diverging']} diverge"
-        )
+        operator = edges.operator_summary
+        if operator.configurations:
+            lines.append(
+                f"operator-level evidence (edge values on the constants too, never failing): "
+                f"{operator.configurations} configuration(s); {operator.diverging} diverge"
+            )
     lines.append(readings_text(comparison))
     return "\n".join(line for line in lines if line) or None
 
 
-def _node_label(node: Mapping[str, Any]) -> str:
-    name = f" '{node['name']}'" if node.get("name") else ""
-    return f"#{node.get('index')} {node.get('op_type')}{name}"
+def _node_label(index: int | None, op_type: str, name: str) -> str:
+    shown = f" '{name}'" if name else ""
+    return f"#{index} {op_type}{shown}"
 
 
-def _output_cells(output: Mapping[str, Any]) -> tuple[Any, ...]:
-    status = output.get("status", "?")
-    known = "\n".join(k["id"] for k in output.get("known_divergence", ()))
-    if not output.get("datasets"):  # onnxruntime failed on every dataset: nothing was compared
+def _output_cells(output: OutputResult) -> tuple[Any, ...]:
+    status = output.status
+    known = "\n".join(output.known_ids)
+    if not output.datasets:  # onnxruntime failed on every dataset: nothing was compared
         nothing = "no dataset reached the comparison"
-        return (output.get("output", ""), "", _status(status), "", "", nothing, known)
-    first = output.get("first_mismatch")
-    if first:
-        dataset = first.get("dataset", "")
-        where = "[" + ",".join(str(i) for i in first.get("index", ())) + "]"
+        return (output.output, "", _status(status), "", "", nothing, known)
+    first = output.first_mismatch
+    if first is not None:
+        dataset = first.dataset
+        where = "[" + ",".join(str(i) for i in first.index) + "]"
         first_text = (
-            f"{where} {first.get('onnxruntime')} ({first.get('onnxruntime_bits')}) vs "
-            f"{first.get('sonnx')} ({first.get('sonnx_bits')})"
+            f"{where} {first.onnxruntime} ({first.onnxruntime_bits}) vs {first.sonnx} ({first.sonnx_bits})"
         )
     else:
-        dataset = ", ".join(d["name"] for d in output.get("datasets", ()) if d.get("status") != "match")
+        dataset = ", ".join(d.name for d in output.datasets if d.status != "match")
         if not dataset:
-            count = len(output.get("datasets", ()))
-            dataset = f"all {count}" if count != 1 else output["datasets"][0]["name"]
-        first_text = output.get("detail", "")
-    differ = f"{output.get('mismatches', 0)} of {output.get('total', 0)}"
-    return (output.get("output", ""), dataset, _status(status), differ, _margin(output), first_text, known)
+            count = len(output.datasets)
+            dataset = f"all {count}" if count != 1 else output.datasets[0].name
+        first_text = output.detail
+    differ = f"{output.mismatches} of {output.total}"
+    return (output.output, dataset, _status(status), differ, _margin(output), first_text, known)
 
 
-def _margin(output: Mapping[str, Any]) -> str:
+def _margin(output: OutputResult) -> str:
     """The largest |onnxruntime - reference| / allowed of an output judged against an accuracy bound (at most
     1 when nothing is beyond it): how close a correct runtime comes to the bound."""
-    accuracy = output.get("accuracy")
-    if not accuracy:
+    if output.accuracy is None:
         return ""
-    margin = accuracy.get("margin")
-    return f"{margin:.3g}" if isinstance(margin, (int, float)) else str(margin)
+    return f"{output.accuracy.margin:.3g}"
 
 
 def _status(status: str) -> Text:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sonnx_check import __version__
 from sonnx_check.findings import ModelResult, Severity
 from sonnx_check.report.summary import rule_counts, summarise
+from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
     from sonnx_check.fix.outcome import FixOutcome
@@ -53,13 +54,4 @@ def render(
     }
     if statistics:
         document["statistics"] = [count.to_json() for count in rule_counts(results)]
-    return json.dumps(document, indent=2, default=_fallback, ensure_ascii=True) + "\n"
-
-
-def _fallback(value: object) -> object:
-    # numpy scalars and tuples from comparison statistics
-    if hasattr(value, "item"):
-        return value.item()  # type: ignore[attr-defined]
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
+    return json.dumps(document, indent=2, default=json_default, ensure_ascii=True) + "\n"

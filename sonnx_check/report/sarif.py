@@ -31,6 +31,7 @@ from sonnx_check.findings import Finding, ModelResult, Severity
 from sonnx_check.masking import mask_arguments
 from sonnx_check.report.readings import comparison_readings
 from sonnx_check.report.summary import summarise
+from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
     from sonnx_check.evidence.identity import ModelIdentity
@@ -86,7 +87,7 @@ def render(
             }
         ],
     }
-    return json.dumps(log, indent=2, default=_fallback) + "\n"
+    return json.dumps(log, indent=2, default=json_default) + "\n"
 
 
 def _artifacts(results: list[ModelResult], identities: dict[str, ModelIdentity]) -> list[dict[str, Any]]:
@@ -282,11 +283,3 @@ def _properties(finding: Finding) -> dict[str, Any]:
         props["waived"] = True
         props["waiverReason"] = finding.waived
     return props
-
-
-def _fallback(value: object) -> object:
-    if hasattr(value, "item"):
-        return value.item()  # type: ignore[attr-defined]
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)

@@ -15,7 +15,7 @@ import onnx
 import pytest
 
 from sonnx_check import reference
-from sonnx_check.compare import runtime
+from sonnx_check.compare.runtimes.onnxruntime import host as runtime
 
 _RUN_NODE = reference.run_node  # captured: tests may patch the reference to make it fail
 

@@ -1,4 +1,5 @@
-"""Accuracy-aware comparison (sonnx_check/compare/accuracy.py): each class's bound on constructed cases (a
+"""Accuracy-aware comparison (sonnx_check/compare/judging/bounds.py): each class's bound on constructed cases
+(a
 result exactly at the bound is within, the next float beyond), special values, flushed subnormals,
 overrides, and the default bounds against numpy implementations of every operator on random data, the
 stand-in for a correct runtime."""
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
-from sonnx_check.compare import accuracy as acc
+from sonnx_check.compare.judging import bounds as acc
 from sonnx_check.reference import batchnormalization, conv, execute, gemm, matmul
 
 F16, F32, F64 = np.float16, np.float32, np.float64

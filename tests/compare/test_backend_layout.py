@@ -16,8 +16,8 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from sonnx_check.compare import backend_layout as bl
-from sonnx_check.compare.backend_layout import Expected, Problem
+from sonnx_check.compare.inputs import backend_layout as bl
+from sonnx_check.compare.inputs.backend_layout import Expected, Problem
 from sonnx_check.errors import UsageError
 
 DTYPES = [np.float32, np.float64, np.float16, np.bool_, np.int64, np.int32, np.int8, np.uint8, np.uint16]

@@ -15,9 +15,9 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from sonnx_check.compare import datasets as ds
-from sonnx_check.compare.datasets import build_datasets
-from sonnx_check.compare.input_specs import InputBudgetExceeded, input_specs
+from sonnx_check.compare.inputs import datasets as ds
+from sonnx_check.compare.inputs.datasets import build_datasets
+from sonnx_check.compare.inputs.specs import InputBudgetExceeded, input_specs
 from sonnx_check.errors import UsageError
 
 BIG = 100_000_000

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from sonnx_check.compare.diff import (
+from sonnx_check.compare.judging.diff import (
     EXACT,
     MismatchClass,
     Outcome,

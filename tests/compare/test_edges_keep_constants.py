@@ -16,7 +16,7 @@ from onnx import numpy_helper
 
 from sonnx_check.cli import main
 from sonnx_check.compare import CompareOptions, compare_loaded
-from sonnx_check.compare.model_constants import fixed_tensors
+from sonnx_check.compare.edges.model_constants import fixed_tensors
 from sonnx_check.findings import Severity
 
 EDGES = CompareOptions(datasets=("random",))

@@ -24,7 +24,8 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 from sonnx_check.cli import main
-from sonnx_check.compare import CompareOptions, accuracy, compare_loaded
+from sonnx_check.compare import CompareOptions, compare_loaded
+from sonnx_check.compare.judging import bounds as accuracy
 from sonnx_check.compare.suite import export_suite
 from sonnx_check.compare.suite.names import UniqueNames, safe
 from sonnx_check.compare.suite.writer import template

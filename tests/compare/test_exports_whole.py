@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from sonnx_check import export_folder, stop
 from sonnx_check.cli import main
-from sonnx_check.compare import backend_layout
+from sonnx_check.compare.inputs import backend_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "sample_models" / "conforming" / "maxpool_explicit.onnx"

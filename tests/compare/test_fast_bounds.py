@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx import helper as h
 
-from sonnx_check.compare import accuracy
+from sonnx_check.compare.judging import bounds as accuracy
 from sonnx_check.reference import batchnormalization as bn_kernel
 from sonnx_check.reference import fast_bounds
 from sonnx_check.reference import softmax as softmax_kernel

@@ -1,4 +1,5 @@
-"""Judging in one pass (compare/judging.py) gives what the full evaluation gives, bit for bit: the same
+"""Judging in one pass (compare/judging/elements.py) gives what the full evaluation gives, bit for bit: the
+same
 Classification (counts, first instance of each outcome, max_ratio, worst, max_ulps, the text) and the same
 divergent elements as ``outcome_masks`` + ``classify`` on the bound evaluated everywhere; and a deferred bound
 (Softmax, BatchNormalization: tolerance.DeferredBound) gives the whole-tensor values wherever it is read, and
@@ -17,11 +18,13 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx import helper as h
 
-from sonnx_check.compare import accuracy, judging, localise
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.diff import compare_arrays
-from sonnx_check.compare.judging import judge
-from sonnx_check.compare.tolerance import DeferredBound
+from sonnx_check.compare import localise
+from sonnx_check.compare.judging import bounds as accuracy
+from sonnx_check.compare.judging import elements as judging
+from sonnx_check.compare.judging.diff import compare_arrays
+from sonnx_check.compare.judging.elements import judge
+from sonnx_check.compare.judging.output_record import OutputRecord
+from sonnx_check.compare.judging.tolerance import DeferredBound
 from sonnx_check.reference import batchnormalization as bn_kernel
 from sonnx_check.reference import fast_bounds
 from sonnx_check.reference import softmax as softmax_kernel

@@ -12,7 +12,13 @@ from models import max_model, maxpool, save
 from test_known_operators import CRAFTED
 
 from sonnx_check.compare import CompareOptions, compare_model
-from sonnx_check.compare.known import KNOWN, DivergenceCase, by_id, match_known, parse_version
+from sonnx_check.compare.judging.known_departures import (
+    KNOWN,
+    DivergenceCase,
+    by_id,
+    match_known,
+    parse_version,
+)
 from sonnx_check.compare.ops.maxpool import windows_any
 from sonnx_check.findings import Severity
 

@@ -22,9 +22,15 @@ from onnx import helper
 
 from sonnx_check import reference
 from sonnx_check.compare import CompareOptions, compare_model
-from sonnx_check.compare.aggregate import OutputRecord
-from sonnx_check.compare.diff import Outcome
-from sonnx_check.compare.known import KNOWN, DivergenceCase, KnownDivergence, by_id, match_known
+from sonnx_check.compare.judging.diff import Outcome
+from sonnx_check.compare.judging.known_departures import (
+    KNOWN,
+    DivergenceCase,
+    KnownDivergence,
+    by_id,
+    match_known,
+)
+from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import merge
 from sonnx_check.findings import Severity
 

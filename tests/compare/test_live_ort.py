@@ -15,7 +15,7 @@ import pytest
 from models import SeedExample, max_model, maxpool, save, seed_examples
 
 from sonnx_check.compare import CompareOptions, compare_model
-from sonnx_check.compare.known import parse_version
+from sonnx_check.compare.judging.known_departures import parse_version
 from sonnx_check.findings import Severity
 
 ort = pytest.importorskip("onnxruntime")

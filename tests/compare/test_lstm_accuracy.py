@@ -12,7 +12,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 from sonnx_check import reference
-from sonnx_check.compare import accuracy as acc
+from sonnx_check.compare.judging import bounds as acc
 from sonnx_check.reference.errors import OutsideProfileError
 
 NAMES = ["X", "W", "R", "B", "L", "h0", "c0", "P"]

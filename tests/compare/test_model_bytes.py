@@ -16,7 +16,10 @@ from onnx import numpy_helper
 from test_shared_arrays import conv_model
 
 from sonnx_check import protobuf_wire
-from sonnx_check.compare import CompareOptions, compare_loaded, model_bytes, ort_worker, runtime
+from sonnx_check.compare import CompareOptions, compare_loaded
+from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.onnxruntime import model_bytes
+from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
 
 
 def _model(outputs: int = 2) -> onnx.ModelProto:

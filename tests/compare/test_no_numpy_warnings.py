@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from sonnx_check.compare import accuracy
-from sonnx_check.compare.tolerance import Tolerance
+from sonnx_check.compare.judging import bounds as accuracy
+from sonnx_check.compare.judging.tolerance import Tolerance
 from sonnx_check.reference.exact_sums import _fsum_rounded
 
 

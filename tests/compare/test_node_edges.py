@@ -1,4 +1,5 @@
-"""The node edge battery: every distinct node configuration run alone on edge values (compare/battery.py).
+"""The node edge battery: every distinct node configuration run alone on edge values
+(compare/edges/battery.py).
 
 On a crafted runtime (what reaches onnxruntime, how findings name nodes, crashes, data the profile excludes)
 and on the installed onnxruntime (a departure a model-level dataset never shows)."""
@@ -279,7 +280,7 @@ def test_softmax_row_patterns_pass_over_inputs_with_no_row(
     not applicable (None), never an internal error."""
     from onnx import helper
 
-    from sonnx_check.compare.edge_values import build_specific
+    from sonnx_check.compare.edges.values import build_specific
 
     node = helper.make_node("Softmax", ["x"], ["y"], axis=axis)
     fed = [(0, np.dtype(np.float32), shape)]

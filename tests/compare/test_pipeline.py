@@ -241,7 +241,7 @@ def test_render_comparison_table(monkeypatch):
     FakeOrt(tamper={"M": set_at((0, 0, 1, 1), 99.0)}).install(monkeypatch)
     result = compare_loaded(max_then_pool(), RANDOM)
     console = Console(record=True, width=250, color_system=None)
-    console.print(render_comparison(result.comparison))
+    console.print(render_comparison(result.outcome))
     text = console.export_text()
     assert "onnxruntime 1.31.1" in text
     for header in ("node", "output", "dataset", "status", "differ", "first mismatch", "known divergence"):
@@ -257,7 +257,7 @@ def test_render_comparison_hides_end_to_end_rows_that_repeat_a_node_row(monkeypa
     FakeOrt(tamper={"Y": set_at((0, 0, 0, 0), 7.0)}).install(monkeypatch)
     result = compare_loaded(maxpool((1, 1, 4, 4), indices=False), RANDOM)
     console = Console(record=True, width=200, color_system=None)
-    console.print(render_comparison(result.comparison))
+    console.print(render_comparison(result.outcome))
     assert "(end to end)" not in console.export_text()
     assert len(result.comparison["outputs"]) == 1  # still in the JSON
 
@@ -266,7 +266,7 @@ def test_render_comparison_of_a_refused_model(monkeypatch):
     FakeOrt(refuse="[ONNXRuntimeError] : 1 : FAIL : Pad should be smaller than kernel.").install(monkeypatch)
     result = compare_loaded(maxpool((1, 1, 4, 4)), RANDOM)
     console = Console(record=True, width=200, color_system=None)
-    console.print(render_comparison(result.comparison))
+    console.print(render_comparison(result.outcome))
     assert "not compared: onnxruntime refused the model" in console.export_text()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sonnx_check.compare.runtime import cpu_description, installed_version, trim_reason
+from sonnx_check.compare.runtimes.onnxruntime.host import cpu_description, installed_version, trim_reason
 
 POOL = (
     "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: "

@@ -21,7 +21,10 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from sonnx_check.compare import CompareOptions, compare_loaded, ort_worker, runtime, shared_arrays
+from sonnx_check.compare import CompareOptions, compare_loaded
+from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.onnxruntime import shared_arrays
+from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd_create")
 

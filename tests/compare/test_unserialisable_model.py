@@ -3,8 +3,8 @@ reaches the onnxruntime worker: its own session and the host's base model."""
 
 import pytest
 
-from sonnx_check.compare import runtime
-from sonnx_check.compare.ort_session import RuntimeRefusal
+from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.onnxruntime.session import RuntimeRefusal
 
 
 class _TooLarge:

@@ -19,7 +19,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 from sonnx_check.cli import main
-from sonnx_check.compare import runtime
+from sonnx_check.compare.runtimes.onnxruntime import host as runtime
 
 
 def _crash_worker(session: runtime.OrtSession) -> None:
@@ -93,7 +93,8 @@ def test_a_crash_in_onnxruntime_is_a_finding_and_the_next_model_is_still_compare
 def test_one_worker_serves_a_whole_comparison(monkeypatch: pytest.MonkeyPatch):
     """Starting a worker (Python importing onnxruntime) costs about a quarter of a second of CPU: the plain
     run, the run exposing intermediate tensors and every node-edge configuration share one."""
-    from sonnx_check.compare import CompareOptions, compare_loaded, ort_worker
+    from sonnx_check.compare import CompareOptions, compare_loaded
+    from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
 
     started: list[int] = []
     original = ort_worker.Worker.__init__

@@ -4,9 +4,11 @@ terminal hyperlink. Piped, the table and the rule list are never wrapped."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
+import records
 from clikit import run_cli
 from rich.console import Console
 
@@ -14,39 +16,35 @@ from sonnx_check import explain
 from sonnx_check.catalogue import RuleEntry
 from sonnx_check.findings import Severity
 from sonnx_check.report.comparison_table import render_comparison
+from sonnx_check.results import (
+    ComparisonOutcome,
+    DatasetEntry,
+    DatasetTally,
+    FirstMismatch,
+    NodeResult,
+    ReferenceRecord,
+    RuntimeRecord,
+)
 
 LINK = "[link=https://evil.example/]trusted[/link]"
 LONG = "/backbone/stage4/block3/" + "very_long_segment_" * 6 + "pool[/]"
 
 
-def _comparison() -> dict[str, Any]:
-    first = {"dataset": "edge", "index": [0, 1], "onnxruntime": 1.0, "onnxruntime_bits": "0x3f800000"}
-    first |= {"sonnx": 2.0, "sonnx_bits": "0x40000000"}
-    return {
-        "onnxruntime": {"version": "[bold]1.32[/bold]", "providers": ["CPU[/]"], "optimization_level": "all"},
-        "reason": "refused by [red]onnxruntime[/red]",
-        "datasets": [{"name": "edge[/]", "status": "failed"}],
-        "nodes": [
-            {"index": 0, "op_type": "MaxPool", "name": LINK, "status": "not-compared", "reason": "x [/] y"},
-            {
-                "index": 1,
-                "op_type": "Max",
-                "name": LONG,
-                "outputs": [
-                    {
-                        "output": "y[/]",
-                        "status": "differs",
-                        "mismatches": 1,
-                        "total": 4,
-                        "datasets": [{"name": "edge", "status": "differs"}],
-                        "first_mismatch": first,
-                        "known_divergence": [{"id": "ORT-[b]X[/b]"}],
-                    }
-                ],
-            },
-        ],
-        "outputs": [],
-    }
+def _comparison() -> ComparisonOutcome:
+    first = FirstMismatch("edge", (0, 1), "1.0", "0x3f800000", "2.0", "0x40000000", "value")
+    output = records.output_result({("ORT-[b]X[/b]",): 1}, name="y[/]", first=first, total=4)
+    output = replace(output, datasets=(DatasetTally("edge", "differs", 1, 4),))
+    return ComparisonOutcome(
+        runtime=RuntimeRecord("onnxruntime"),
+        onnxruntime={"version": "[bold]1.32[/bold]", "providers": ["CPU[/]"], "optimization_level": "all"},
+        reference=ReferenceRecord((), "nan-as-negative-infinity", ""),
+        reason="refused by [red]onnxruntime[/red]",
+        datasets=(DatasetEntry("edge[/]", "edge", {}, status="failed"),),
+        nodes=(
+            NodeResult(0, LINK, "MaxPool", "not-compared", reason="x [/] y"),
+            NodeResult(1, LONG, "Max", "diverges", outputs=(output,)),
+        ),
+    )
 
 
 def _render(renderable: Any, *, terminal: bool, width: int = 100) -> str:

@@ -142,7 +142,7 @@ def test_a_normal_run_leaves_no_process_the_command_started(model: Path, temp: P
 def test_after_a_sigkill_no_process_is_left_and_the_next_run_removes_only_the_dead_runs_folder(
     model: Path, temp: Path, runs: list[Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sonnx_check.compare.runners import run_folder
+    from sonnx_check.compare.runtimes import run_folder
 
     run, spawned = _running_with_children(model, temp, runs)
     try:

@@ -16,7 +16,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from sonnx_check.compare import datasets, edge_values
+from sonnx_check.compare.edges import values as edge_values
+from sonnx_check.compare.inputs import datasets
 from sonnx_check.profile import TYPE_NAMES, Operator, profile_operators
 from sonnx_check.reference.errors import OutsideProfileError
 from sonnx_check.reference.errors import ReferenceError as Refusal

@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 from naive_products import naive_abs_sum, naive_conv, naive_gemm, naive_matmul
 from test_kernels_products import conv_cases, matrices
 
-from sonnx_check.compare.datasets import FLOAT_PATTERNS
+from sonnx_check.compare.inputs.datasets import FLOAT_PATTERNS
 from sonnx_check.reference import products_common
 from sonnx_check.reference.conv import conv, conv_abs, conv_with_abs
 from sonnx_check.reference.gemm import gemm, gemm_abs

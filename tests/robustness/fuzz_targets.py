@@ -35,7 +35,7 @@ from click.testing import CliRunner
 
 from sonnx_check import stop
 from sonnx_check.cli import main
-from sonnx_check.compare import backend_layout
+from sonnx_check.compare.inputs import backend_layout
 from sonnx_check.report import files
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_models" / "conforming"

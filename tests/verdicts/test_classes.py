@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+import records
 from clikit import run_cli, torchscript_export, write_pyproject
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,16 +18,9 @@ from sonnx_check.waivers import apply_waivers
 NODE = NodeRef(3, "/pool", "MaxPool")
 
 
-def divergence(explained_by: dict[tuple[str, ...], int], unexplained: int = 0, **extra: object) -> Finding:
+def divergence(explained_by: dict[tuple[str, ...], int], unexplained: int = 0, **extra: Any) -> Finding:
     """A RUNTIME.divergence as the comparison writes it: elements per exact set of explaining IDs."""
-    ids = sorted({i for key in explained_by for i in key})
-    mismatches = sum(explained_by.values()) + unexplained
-    data: dict[str, object] = {"scope": "node", "status": "differs", "mismatches": mismatches, **extra}
-    if ids:
-        data["known_divergence"] = [{"id": i} for i in ids]
-        data["unexplained"] = unexplained
-        data["explained_by"] = [{"ids": list(k), "elements": n} for k, n in explained_by.items()]
-    return Finding("RUNTIME.divergence", "output 'y': differs", node=NODE, data=data)
+    return records.divergence(explained_by, unexplained, node=NODE, **extra)
 
 
 def waiver(*known: str, rule: str = "RUNTIME.divergence", reason: str = "accepted") -> Waiver:
@@ -59,7 +54,7 @@ def test_a_crash_a_shape_mismatch_or_unsearched_elements_are_never_known() -> No
     assert divergence({("ORT-X",): 1}, crash="SIGFPE").verdict_class is VerdictClass.UNEXPLAINED_DIVERGENCE
     shape = divergence({("ORT-X",): 1}, status="shape-mismatch")
     assert shape.verdict_class is VerdictClass.UNEXPLAINED_DIVERGENCE
-    unsearched = divergence({("ORT-X",): 1}, known_divergence_not_searched="too large")
+    unsearched = divergence({("ORT-X",): 1}, not_searched="too large")
     assert unsearched.verdict_class is VerdictClass.UNEXPLAINED_DIVERGENCE
 
 
@@ -142,8 +137,7 @@ def test_a_bad_known_entry_is_a_configuration_error(tmp_path: Path, entry: str, 
 def test_operator_level_evidence_is_outside_the_verdict() -> None:
     from sonnx_check.report.summary import summarise
 
-    evidence = divergence({}, unexplained=2)
-    evidence = Finding(evidence.rule, evidence.message, Severity.INFO, node=NODE, data=evidence.data)
+    evidence = divergence({}, unexplained=2, severity=Severity.INFO)
     summary = summarise([ModelResult("m.onnx", [evidence])])
     assert summary.info == 1 and sum(summary.classes.values()) == 0 and summary.errors == 0
 

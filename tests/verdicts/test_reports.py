@@ -118,19 +118,13 @@ def test_a_waived_finding_is_not_fixable(export: Path, tmp_path: Path) -> None:
 def test_text_tags_each_runtime_finding_with_its_class() -> None:
     import io
 
+    from records import divergence
     from rich.console import Console
 
     from sonnx_check.findings import Finding, ModelResult, NodeRef
     from sonnx_check.report import text
 
-    data = {
-        "status": "differs",
-        "mismatches": 4,
-        "unexplained": 0,
-        "known_divergence": [{"id": "ORT-MAXPOOL-NAN"}],
-        "explained_by": [{"ids": ["ORT-MAXPOOL-NAN"], "elements": 4}],
-    }
-    known = Finding("RUNTIME.divergence", "output 'y'", node=NodeRef(1, "p", "MaxPool"), data=data)
+    known = divergence({("ORT-MAXPOOL-NAN",): 4}, node=NodeRef(1, "p", "MaxPool"), message="output 'y'")
     other = Finding("RUNTIME.divergence", "output 'z'", node=NodeRef(2, "q", "MaxPool"))
     console = Console(file=io.StringIO(), color_system=None, width=500)
     with console.capture() as captured:

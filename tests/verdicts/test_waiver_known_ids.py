@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_classes import divergence
 
 import sonnx_check
-from sonnx_check.compare.known import KNOWN
+from sonnx_check.compare.judging.known_departures import KNOWN
 from sonnx_check.config.departures import known_departure_ids
 from sonnx_check.config.table import parse_table
 from sonnx_check.findings import ModelResult

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from sonnx_check.compare.tolerance import NodeData
+from sonnx_check.compare.judging.tolerance import NodeData
 from sonnx_check.reference import execute
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from sonnx_check.compare.datasets import random_array
-from sonnx_check.compare.edge_values import Fed, first_float, random_rest
-from sonnx_check.compare.known import DivergenceCase, attribute, input_value, none
+from sonnx_check.compare.edges.values import Fed, first_float, random_rest
+from sonnx_check.compare.inputs.datasets import random_array
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
 
 
 def argmax_slice_holds_nan(case: DivergenceCase) -> np.ndarray:

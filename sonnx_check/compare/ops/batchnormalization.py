@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from sonnx_check.compare.edge_values import Fed, random_rest
-from sonnx_check.compare.floats import gamma
-from sonnx_check.compare.known import DivergenceCase, attribute, input_value, none
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.edges.values import Fed, random_rest
+from sonnx_check.compare.judging.floats import gamma
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 from sonnx_check.reference import fast_bounds
 
 

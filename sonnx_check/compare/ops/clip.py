@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from sonnx_check.compare.edge_values import Builder, Fed, random_rest
-from sonnx_check.compare.known import DivergenceCase, input_value, none
+from sonnx_check.compare.edges.values import Builder, Fed, random_rest
+from sonnx_check.compare.judging.known_departures import DivergenceCase, input_value, none
 
 
 def clip_crossed_bounds_keeps_nan(case: DivergenceCase) -> np.ndarray:

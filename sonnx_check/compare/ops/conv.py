@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.known import DivergenceCase, attribute, input_value, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
 
 
 def dilation_holes_skipped(case: DivergenceCase) -> np.ndarray:

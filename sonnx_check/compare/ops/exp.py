@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from sonnx_check.compare.floats import EXP_HYPOTHESIS, exp_relative_error
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_error
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
 def _exp(data: NodeData) -> RuleResult:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.floats import gamma
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.judging.floats import gamma
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
 def _leaky_relu(data: NodeData) -> RuleResult:

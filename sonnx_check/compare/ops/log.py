@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from sonnx_check.compare.floats import EXP_HYPOTHESIS, Format, gamma
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, Format, gamma
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
 def _log_terms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.known import DivergenceCase, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, none
+from sonnx_check.compare.judging.tolerance import AccuracyError, NodeData, Rule, RuleResult
 from sonnx_check.compare.ops import kernel_function as _kernel_function
-from sonnx_check.compare.tolerance import AccuracyError, NodeData, Rule, RuleResult
 
 
 def _lstm(data: NodeData) -> RuleResult:

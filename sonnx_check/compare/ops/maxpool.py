@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
-from sonnx_check.compare.known import DivergenceCase, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, none
 
 
 def lowest_instead_of_neg_inf(case: DivergenceCase) -> np.ndarray:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from sonnx_check.compare.edge_values import Fed, random_rest
-from sonnx_check.compare.floats import EXP_HYPOTHESIS, exp_relative_error
-from sonnx_check.compare.known import DivergenceCase, as_output, input_value, none
+from sonnx_check.compare.edges.values import Fed, random_rest
+from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_error
+from sonnx_check.compare.judging.known_departures import DivergenceCase, as_output, input_value, none
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 from sonnx_check.compare.ops.log import log_introduced
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
 
 
 def _pow(data: NodeData) -> RuleResult:

@@ -9,11 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
-from sonnx_check.compare.floats import gamma
-from sonnx_check.compare.known import DivergenceCase, attribute, input_value, none
-from sonnx_check.compare.ops import kernel_function as _kernel_function
-from sonnx_check.compare.ops import kernel_module_function
-from sonnx_check.compare.tolerance import (
+from sonnx_check.compare.judging.floats import gamma
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
+from sonnx_check.compare.judging.tolerance import (
     AccuracyError,
     NodeData,
     OppositeRoom,
@@ -21,6 +19,8 @@ from sonnx_check.compare.tolerance import (
     Rule,
     RuleResult,
 )
+from sonnx_check.compare.ops import kernel_function as _kernel_function
+from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.reference.errors import ReferenceError
 
 

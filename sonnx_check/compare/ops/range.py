@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.floats import gamma
-from sonnx_check.compare.known import DivergenceCase, input_value, none
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.judging.floats import gamma
+from sonnx_check.compare.judging.known_departures import DivergenceCase, input_value, none
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
 def _range(data: NodeData) -> RuleResult:

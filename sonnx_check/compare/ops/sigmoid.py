@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.floats import EXP_HYPOTHESIS, exp_relative_error
-from sonnx_check.compare.known import DivergenceCase, doubles, none
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_error
+from sonnx_check.compare.judging.known_departures import DivergenceCase, doubles, none
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
 def _sigmoid(data: NodeData) -> RuleResult:

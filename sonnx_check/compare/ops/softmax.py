@@ -8,11 +8,11 @@ from collections.abc import Callable
 import numpy as np
 import onnx
 
-from sonnx_check.compare.datasets import random_array
-from sonnx_check.compare.edge_values import Fed, first_float, random_rest
-from sonnx_check.compare.floats import EXP_HYPOTHESIS, exp_relative_error, gamma
-from sonnx_check.compare.known import DivergenceCase, attribute, input_value, none
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.edges.values import Fed, first_float, random_rest
+from sonnx_check.compare.inputs.datasets import random_array
+from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_error, gamma
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 from sonnx_check.reference import fast_bounds
 
 
@@ -53,7 +53,8 @@ BOUND = Rule(
     "derived: softmax.md's e^(X−M)/Σe^(X−M) with " + EXP_HYPOTHESIS,
     _softmax,
     reference_ulps=1.0,
-    deferred=fast_bounds.softmax_deferred,  # evaluated where the judging needs it (compare/judging.py)
+    # evaluated where the judging needs it (compare/judging/elements.py)
+    deferred=fast_bounds.softmax_deferred,
 )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.floats import ceil_log2
-from sonnx_check.compare.known import DivergenceCase, Predicate, doubles, none
-from sonnx_check.compare.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.judging.floats import ceil_log2
+from sonnx_check.compare.judging.known_departures import DivergenceCase, Predicate, doubles, none
+from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
 def _tanh(data: NodeData) -> RuleResult:

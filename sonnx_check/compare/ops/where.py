@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sonnx_check.compare.known import DivergenceCase, as_output, input_value, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, as_output, input_value, none
 
 
 def where_loses_negative_zero_of_x(case: DivergenceCase) -> np.ndarray:

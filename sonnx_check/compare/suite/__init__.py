@@ -18,10 +18,10 @@ from typing import Any
 from sonnx_check import sanitise
 from sonnx_check.compare import CompareOptions
 from sonnx_check.compare import refusal as comparison_refusal
-from sonnx_check.compare.backend_layout import FolderWriter
-from sonnx_check.compare.backend_layout import refusal as folder_refusal
-from sonnx_check.compare.datasets import model_datasets
-from sonnx_check.compare.input_specs import InputBudgetExceeded
+from sonnx_check.compare.inputs.backend_layout import FolderWriter
+from sonnx_check.compare.inputs.backend_layout import refusal as folder_refusal
+from sonnx_check.compare.inputs.datasets import model_datasets
+from sonnx_check.compare.inputs.specs import InputBudgetExceeded
 from sonnx_check.compare.suite.cases import ModelCases, SuiteSettings
 from sonnx_check.compare.suite.names import UniqueNames
 from sonnx_check.compare.suite.writer import write_case, write_root
@@ -99,7 +99,7 @@ def _export_model(
     model = load_model(Path(model_path), load_weights=True)
     refused = comparison_refusal(model, options)
     if refused is not None:
-        entry["skipped"] = sanitise.data(str(refused.comparison.get("reason", "not compared")))
+        entry["skipped"] = sanitise.data(refused.outcome.reason or "not compared")
         return []
     try:
         datasets = model_datasets(

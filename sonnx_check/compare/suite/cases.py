@@ -26,8 +26,9 @@ from onnx import helper, numpy_helper
 
 from sonnx_check import reference
 from sonnx_check.compare import memory
-from sonnx_check.compare.battery import NODE_SCOPE, Configuration, NodeEdges
-from sonnx_check.compare.input_specs import Dataset
+from sonnx_check.compare.edges.battery import NodeEdges
+from sonnx_check.compare.edges.configuration import NODE_SCOPE, Configuration
+from sonnx_check.compare.inputs.specs import Dataset
 from sonnx_check.compare.localise import ancestors, plan
 from sonnx_check.compare.suite.judgement import Judgement, judge_output, not_judged
 from sonnx_check.errors import first_line

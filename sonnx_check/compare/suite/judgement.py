@@ -1,7 +1,8 @@
 """How a runtime's output is judged against the reference in the exported suite: the accuracy class, the
 allowed difference per element, the non-finite results the readings accept, and the readings' words.
 
-The same bound ``--compare`` uses (compare/accuracy.py: ``bound_for(...).evaluate(node, inputs, expected)``),
+The same bound ``--compare`` uses (compare/judging/bounds.py: ``bound_for(...).evaluate(node, inputs,
+expected)``),
 written as data a runner without sonnx-check can apply:
 
 - ``allowed`` (float64, the output's shape): the largest |actual - expected| accepted per element, 0 where the
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from sonnx_check.compare import accuracy
-from sonnx_check.compare.tolerance import OVERFLOW_NEG, OVERFLOW_POS
+from sonnx_check.compare.judging import bounds as accuracy
+from sonnx_check.compare.judging.tolerance import OVERFLOW_NEG, OVERFLOW_POS
 from sonnx_check.profile import profile_operators
 from sonnx_check.reference import nan_policy
 

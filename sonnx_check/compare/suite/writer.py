@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from sonnx_check import __version__, sanitise
-from sonnx_check.compare import backend_layout
-from sonnx_check.compare.backend_layout import FolderWriter
+from sonnx_check.compare.inputs import backend_layout
+from sonnx_check.compare.inputs.backend_layout import FolderWriter
 from sonnx_check.compare.suite.cases import Case, CaseDataset
 from sonnx_check.compare.suite.judgement import NOT_JUDGED
 from sonnx_check.compare.suite.names import UniqueNames

@@ -1,0 +1,329 @@
+"""Edge values at every node: each distinct node configuration run alone, in onnxruntime and in the reference.
+
+Edge inputs fed to a whole model rarely reach its inner nodes as edge values: -inf becomes NaN after a
+Conv, and a MaxPool behind a Relu never sees -inf, ties or -0. So every distinct configuration of the model
+(operator, attributes, input types and shapes, and the values of the inputs the model fixes) is also run on
+its own, on the generic edge patterns (datasets.py) and on the operator's own edge values (edge_values.py),
+in onnxruntime with the session options of the model run and in the reference kernel, and compared with the
+same accuracy-aware diff as the in-context run. Nodes sharing a configuration are run once; a finding names
+all of them.
+
+Two scopes (docs/readings.md#edge-values-at-a-node-keep-the-models-own-constants):
+
+- ``node-edges``, the model's verdict: the inputs the model fixes (model_constants.py: weights, biases,
+  Clip bounds, Pow exponents, and values folded from them) and the integer parameters keep their values,
+  which are part of the configuration's key; only the data inputs take edge values.
+- ``operator-edges``, evidence about the runtime: the same operator, attributes, types and shapes with edge
+  values on the model's constants too (only the integer parameters held, a shape or axes being what makes
+  the node run at all). Run only for configurations that hold a constant; what it finds is reported apart,
+  at severity info, never as the model's error.
+
+The in-context comparison is kept (it feeds each node the values onnxruntime computed, and sees fusions and
+layout rewrites a lone node does not); the shapes, types and parameter values of a configuration are the
+ones onnxruntime fed the node there.
+
+The configurations are run together, as independent nodes of one small model (one worker and one session
+for as many as the memory budget allows: starting a worker costs more than running the nodes a dataset does
+not concern on zeros); a crash is then pinned by running each configuration of the batch alone.
+
+Data a configuration must not receive (a zero integer divisor, a negative variance: data constraints of the
+profile) is never sent to onnxruntime: such a dataset is tried with the pattern on the first input only,
+then skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from sonnx_check import reference
+from sonnx_check.compare.edges import values as edge_values
+from sonnx_check.compare.edges.accounting import Accounting
+from sonnx_check.compare.edges.configuration import Configuration
+from sonnx_check.compare.edges.lone_model import (
+    configurations_model,
+    input_name,
+    output_name,
+    source_initializers,
+)
+from sonnx_check.compare.edges.observed import Observed
+from sonnx_check.compare.inputs.datasets import edge_array, edge_pattern_names, random_array, seeded
+from sonnx_check.compare.judging.output_record import OutputRecord
+from sonnx_check.compare.localise import merge
+from sonnx_check.compare.runtimes.base import (
+    ONNXRUNTIME_LIKE,
+    Capabilities,
+    DatasetRun,
+    Feeds,
+    RunFailure,
+    Session,
+)
+from sonnx_check.errors import first_line
+
+EDGE_PREFIX = "edge/"
+STOPPED = "onnxruntime was stopped by the time limit (--timeout) before this configuration ran"
+
+# a session on a configurations model and the initializers it takes from the compared model (None: none)
+OpenSession = Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]
+CheckRun = Callable[[DatasetRun], None]  # raises to stop the battery (the time limit ran out)
+
+
+@dataclass
+class _Prepared:
+    fed: dict[int, np.ndarray]
+    inputs: list[np.ndarray | None]
+    expected: list[np.ndarray]
+    abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) of a sum-of-products node, from its kernel
+
+
+class NodeEdges:
+    """The edge battery of one comparison: configurations are observed during the in-context run, then
+    run alone on edge data."""
+
+    def __init__(
+        self,
+        nodes: Sequence[onnx.NodeProto],
+        model: onnx.ModelProto,
+        *,
+        seed: int,
+        max_elements: int,
+        budget: int | None,
+        accuracy: Mapping[str, str],
+        operator_edges: bool = True,
+        runner: Capabilities = ONNXRUNTIME_LIKE,
+        readings: reference.Readings = reference.DEFAULT_READINGS,
+    ) -> None:
+        self.nodes = nodes
+        self.model = model
+        # the configurations, as the in-context run meets them; what the battery reports of them once run
+        self.observed = Observed(
+            nodes, model, max_elements=max_elements, budget=budget, operator_edges=operator_edges
+        )
+        self.configurations = self.observed.configurations
+        self.operator_configurations = self.observed.operator_configurations
+        self.accounting = Accounting(nodes, self.configurations, self.operator_configurations)
+        self.seed = seed
+        self.max_elements = max_elements
+        self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
+        self.accuracy = accuracy
+        self.readings = readings
+        # A runtime that computes every graph output whatever is asked (a command) runs every configuration
+        # of a batch on each dataset: those the dataset does not concern get data the reference accepted for
+        # them (zeros could be data the profile excludes, an integer division by zero). A runner holding
+        # the compared model takes the held weights from it: no copy in the batch's model.
+        self.runner = runner
+        self.subject = runner.subject  # how findings name the runtime under test
+        self._fillers: dict[int, dict[int, np.ndarray]] = {}
+
+    def observe(
+        self, index: int, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray | None]
+    ) -> None:
+        """Record the configuration of node ``index`` from the values the runtime fed it in context."""
+        self.observed.observe(index, inputs, outputs)
+
+    def datasets(self, config: Configuration) -> list[str]:
+        generic = edge_pattern_names([dtype for _, dtype, _ in config.fed])
+        return [EDGE_PREFIX + n for n in (*generic, *edge_values.specific_names(config.op_type))]
+
+    def run(self, open_session: OpenSession, run: CheckRun) -> None:
+        """Run every configuration through the runner's sessions (raises whatever ``open_session`` and the
+        ``run`` check raise for a timeout; the configurations not reached keep no records)."""
+        # the model's configurations first: a time limit reached later costs only operator-level evidence
+        every = (*self.configurations.values(), *self.operator_configurations.values())
+        pending = [c for c in every if not c.reason]
+        try:
+            for batch in self._batches(pending):
+                self._load_held(batch)
+                try:
+                    self._run_batch(batch, open_session, run)
+                finally:
+                    for config in batch:  # the weights go with the batch
+                        for position in config.held_from:
+                            config.held.pop(position, None)
+        except BaseException:
+            for config in pending:
+                if not config.records and not config.crashes and not config.reason:
+                    config.reason = STOPPED
+            raise
+
+    def _load_held(self, batch: list[Configuration]) -> None:
+        for config in batch:
+            for position, name in config.held_from.items():
+                config.held[position] = numpy_helper.to_array(self.observed.initializers[name])
+
+    def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
+        batches: list[list[Configuration]] = []
+        used = 0
+        for config in configs:
+            if not batches or (self.budget is not None and used + config.nbytes > self.budget):
+                batches.append([])
+                used = 0
+            batches[-1].append(config)
+            used += config.nbytes
+        return batches
+
+    def _run_batch(
+        self,
+        batch: list[Configuration],
+        open_session: OpenSession,
+        run: CheckRun,
+        only: str | None = None,
+    ) -> None:
+        """Run ``batch`` on its datasets (``only``: that one), in one session."""
+        shared = self.runner.shares_constants
+        try:
+            model = configurations_model(self.model, batch, by_reference=shared)
+            session = open_session(model, source_initializers(batch) if shared else None)
+            del model
+        except RunFailure as exc:
+            if len(batch) > 1:
+                for config in batch:
+                    self._run_batch([config], open_session, run, only)
+            else:
+                batch[0].reason = f"{self.subject} refused the node alone: {exc.reason}"
+            return
+        names = [only] if only else list(dict.fromkeys(d for c in batch for d in self.datasets(c)))
+        prepared: dict[str, dict[int, _Prepared | None]] = {}  # the reference's side of the datasets sent
+        self._fillers.clear()
+        try:
+            for done in session.run_datasets(self._feeds(batch, names, prepared)):
+                self._compare_dataset(batch, done, prepared.pop(done.dataset), open_session, run)
+                del done
+        finally:
+            session.close()
+            self._fillers.clear()
+
+    def _filler(
+        self, config: Configuration, shape: tuple[int, ...], dtype: np.dtype, position: int
+    ) -> np.ndarray:
+        """What a configuration is fed on a dataset that does not concern it: zeros for a runtime that runs
+        only the asked outputs, else the data of its first dataset the reference accepts."""
+        if not self.runner.prunes_outputs:
+            if id(config) not in self._fillers:
+                ready = next((r for d in self.datasets(config) if (r := self._prepare(config, d))), None)
+                self._fillers[id(config)] = ready.fed if ready is not None else {}
+            if position in self._fillers[id(config)]:
+                return self._fillers[id(config)][position]
+        return np.zeros(shape, dtype=dtype)
+
+    def _feeds(
+        self, batch: list[Configuration], names: list[str], prepared: dict[str, dict[int, _Prepared | None]]
+    ) -> Iterator[Feeds]:
+        """The datasets that concern a configuration of the batch, prepared one at a time (the others are
+        fed zeros, and their outputs are not asked for)."""
+        for dataset in names:
+            ready = {id(c): self._prepare(c, dataset) for c in batch}
+            if all(r is None for r in ready.values()):
+                continue
+            values: dict[str, np.ndarray] = {}
+            for number, config in enumerate(batch):
+                own = ready[id(config)]
+                for position, dtype, shape in config.fed:
+                    value = (
+                        own.fed[position] if own is not None else self._filler(config, shape, dtype, position)
+                    )
+                    values[input_name(number, position)] = value
+            outputs = [
+                output_name(number, k)
+                for number, config in enumerate(batch)
+                if ready[id(config)] is not None
+                for k, name in enumerate(config.node.output)
+                if name
+            ]
+            prepared[dataset] = ready
+            yield Feeds(dataset, values, outputs)
+
+    def _compare_dataset(
+        self,
+        batch: list[Configuration],
+        done: DatasetRun,
+        prepared: dict[int, _Prepared | None],
+        open_session: OpenSession,
+        run: CheckRun,
+    ) -> None:
+        dataset = done.dataset
+        wanted = [c for c in batch if prepared[id(c)] is not None]
+        if done.failure is not None:
+            run(done)
+            exc = done.failure
+            if (exc.crashed or exc.bad_output) and len(wanted) > 1:
+                for config in wanted:  # pin the crash (or the bad output) to its configuration
+                    self._run_batch([config], open_session, run, only=dataset)
+                return
+            for config in wanted:
+                if exc.crashed:
+                    config.crashes[dataset] = exc.reason
+                else:
+                    config.skipped[dataset] = f"{self.subject} failed: {exc.reason}"
+            return
+        actual = done.outputs or {}
+        for number, config in enumerate(batch):
+            ready = prepared[id(config)]
+            if ready is None:
+                continue
+            for k, name in enumerate(config.node.output):
+                got = actual.get(output_name(number, k))
+                if not name or got is None or k >= len(ready.expected) or ready.expected[k] is None:
+                    continue
+                record = config.records.setdefault(k, OutputRecord(name, k))
+                override = self.accuracy.get(config.op_type)
+                # describe_received: the dataset's name says what the node was fed
+                merge(record, dataset, config.node, k, ready.expected[k], got, ready.inputs, None, override,
+                      describe_received=False, abs_sum=ready.abs_sum if k == 0 else None)  # fmt: skip
+
+    def _prepare(self, config: Configuration, dataset: str) -> _Prepared | None:
+        """The data and the reference's outputs for one configuration and dataset; None when the dataset
+        does not apply or the reference will not run it (the reason is kept in ``skipped``)."""
+        if dataset not in self.datasets(config):
+            return None
+        pattern = dataset.removeprefix(EDGE_PREFIX)
+        specific = pattern in edge_values.specific_names(config.op_type)
+        variants = ("all",) if specific or len(config.fed) == 1 else ("all", "first")
+        refusal = ""
+        for variant in variants:
+            fed = self._data(config, pattern, variant, specific)
+            if fed is None:
+                return None
+            inputs = config.inputs(fed)
+            try:
+                expected, abs_sum = reference.run_node_with_abs(
+                    config.node, inputs, max_elements=self.max_elements, readings=self.readings
+                )
+            except reference.ReferenceError as exc:
+                rule = getattr(exc, "rule", None)
+                if rule is None:
+                    config.skipped[dataset] = f"the reference could not run it: {first_line(exc)}"
+                    return None
+                refusal = f"the data break {rule}, which the profile excludes"
+                continue
+            return _Prepared(fed, inputs, expected, abs_sum)
+        config.skipped[dataset] = f"not run: {refusal}"
+        return None
+
+    def _data(
+        self, config: Configuration, pattern: str, variant: str, specific: bool
+    ) -> dict[int, np.ndarray] | None:
+        rng = seeded(self.seed, "node-edges", config.op_type, pattern, variant)
+        if specific:
+            return edge_values.build_specific(pattern, config.node, config.fed, rng)
+        fed = {}
+        for number, (position, dtype, shape) in enumerate(config.fed):
+            if variant == "first" and number > 0:
+                fed[position] = random_array(dtype, shape, rng)
+            else:
+                fed[position] = edge_array(pattern, dtype, shape, rng, number)
+        return fed
+
+    # -- for --export-suite (compare/suite/): a configuration alone, without a session ---------------------
+    def lone_model(self, config: Configuration) -> onnx.ModelProto:
+        """The configuration as the one node of a model, its held weights decoded (the caller drops them)."""
+        self._load_held([config])
+        return configurations_model(self.model, [config])
+
+    def reference_data(self, config: Configuration, dataset: str) -> _Prepared | None:
+        """Fed data, inputs and reference outputs for one dataset, after ``lone_model``; None: see skipped."""
+        return self._prepare(config, dataset)

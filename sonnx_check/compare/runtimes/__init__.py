@@ -1,0 +1,27 @@
+"""The runtimes a comparison can test, behind one interface (base.Runner): onnxruntime (ort.py), any other
+runtime driven by a command (command.py), and outputs a runtime produced earlier (saved.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sonnx_check.compare.runtimes.base import Runner
+
+if TYPE_CHECKING:
+    from sonnx_check.compare.options import CompareOptions
+
+
+def make_runner(options: CompareOptions, memory_budget: int | None, name: str = "") -> Runner:
+    """The runner the options ask for; ``memory_budget``: the bytes the runtime's process may use beyond
+    the model; ``name``: the model file's stem (the saved outputs' folder)."""
+    if options.runtime_command is not None:
+        from sonnx_check.compare.runtimes.command import CommandRunner
+
+        return CommandRunner(options.runtime_command, memory_budget, options.max_elements)
+    if options.saved_outputs is not None:
+        from sonnx_check.compare.runtimes.saved import SavedOutputsRunner
+
+        return SavedOutputsRunner(options.saved_outputs, name, options.max_elements, memory_budget)
+    from sonnx_check.compare.runtimes.onnxruntime.runner import OrtRunner
+
+    return OrtRunner(options.ort_opt_level, options.ort_providers, memory_budget)

@@ -1,0 +1,3 @@
+"""onnxruntime as the runtime under test: the runner (runner.py), the host side of its worker process
+(host.py), the worker itself (worker.py) and the session it runs (session.py), and what crosses between them
+(shared_arrays.py, model_bytes.py). The only place in the comparison that imports onnxruntime."""

@@ -1,0 +1,351 @@
+"""Running a model in onnxruntime, and describing the runtime that ran it.
+
+This module and ``ort_session`` alone import onnxruntime, inside functions: importing onnxruntime
+costs a noticeable fraction of a second and pulls in native libraries, and the static check (run by
+pre-commit on every commit) must never pay for it. Since onnxruntime can crash on hostile models, the
+session lives in a worker process (``ort_worker``); sonnx-check itself never imports onnxruntime.
+
+The CPU provider is used unless ``--ort-provider`` names others (the report records the providers the
+session actually used); one session option matters for the results: the graph optimisation level.
+"default" sets nothing, so the comparison sees what a deployed onnxruntime does; the other levels exist
+because the optimisation level changes which kernel runs (MaxPool on float32 with the default level is
+rewritten to the NCHWc kernel, which pads differently). The session the worker runs is in ``ort_session``
+(its names are re-exported here).
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+import platform
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from sonnx_check.compare.runtimes.onnxruntime.session import (  # noqa: F401 - re-exported: the runtime's names, in one place
+    INTRA_OP_THREADS,
+    OPT_LEVELS,
+    PROVIDER,
+    STAGES,
+    InProcessSession,
+    RuntimeRefusal,
+    RuntimeUnavailable,
+    _check_level,
+    _import_ort,
+    trim_reason,
+)
+
+if TYPE_CHECKING:
+    from sonnx_check.compare.runtimes.onnxruntime.worker import Worker
+
+# CPU features that select onnxruntime/MLAS kernel paths (block sizes, SIMD max semantics).
+_CPU_FLAGS = (
+    "sse4_1",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "asimd",
+    "fphp",
+    "asimdhp",
+    "sve",
+    "sve2",
+)
+
+
+def installed_version() -> str | None:
+    """onnxruntime's version from package metadata, without importing it."""
+    for dist in ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """What ran the comparison: needed to reproduce it, since results depend on version, level and CPU."""
+
+    version: str
+    providers: tuple[str, ...]
+    requested_level: str
+    applied_level: str
+    cpu: Mapping[str, Any]
+    intra_op_threads: int = INTRA_OP_THREADS
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "providers": list(self.providers),
+            "optimization_level": self.applied_level,
+            "requested_optimization_level": self.requested_level,
+            "intra_op_threads": self.intra_op_threads,
+            "cpu": dict(self.cpu),
+        }
+
+
+@functools.cache
+def cpu_description() -> dict[str, Any]:
+    """Machine, processor, model name and the SIMD flags that pick onnxruntime's kernel paths."""
+    info: dict[str, Any] = {"machine": platform.machine(), "processor": platform.processor()}
+    model_name, flags = _proc_cpuinfo()
+    if model_name:
+        info["model_name"] = model_name
+    info["flags"] = [f for f in _CPU_FLAGS if f in flags]
+    return info
+
+
+def _proc_cpuinfo() -> tuple[str, set[str]]:
+    from sonnx_check.cpuinfo import read_cpuinfo
+
+    return read_cpuinfo() or ("", set())
+
+
+class SessionHost:
+    """The one worker process that runs every onnxruntime session of a model's comparison, one after
+    another. Starting a worker (a Python process importing onnxruntime) costs about a quarter of a second of
+    CPU, and the model is sent to it once (``set_base``): the sessions that expose intermediate tensors are
+    built from that copy inside the worker. A crash or a deadline ends the worker; the next session starts a
+    new one (and sends the model again)."""
+
+    def __init__(
+        self,
+        memory_budget: int | None = None,
+        threads: int = INTRA_OP_THREADS,
+        providers: Sequence[str] = (PROVIDER,),
+    ) -> None:
+        self.memory_budget = memory_budget
+        self.threads = threads
+        self.providers = tuple(providers)  # the execution providers asked for, in onnxruntime's order
+        self.generation = 0  # which worker: a session opened on an earlier one is gone with it
+        self._worker: Worker | None = None
+        self.base: onnx.ModelProto | None = None
+        self._base_sent = False
+        self._next_id = 0
+
+    def set_base(self, model: onnx.ModelProto) -> None:
+        """The model that ``OrtSession(None, ..., host=self)`` sessions run (with their own outputs)."""
+        self.base = model
+        self._base_sent = False
+
+    def worker(self) -> Worker:
+        from sonnx_check.compare.runtimes.onnxruntime.worker import (
+            Worker,  # loaded when a comparison first needs a session
+        )
+
+        if self._worker is None:
+            self._worker = Worker(self.memory_budget)
+            self.generation += 1
+            self._base_sent = False
+        return self._worker
+
+    def base_to_send(self) -> bytes | None:
+        """The base model's bytes if the current worker does not hold them yet (sent with the next
+        session request, which then calls ``base_sent``). Serialised each time, which is once per worker:
+        not kept, they would double the weights this process holds for the whole comparison."""
+        assert self.base is not None, "set_base before a session on the base model"
+        if self._base_sent:
+            return None
+        return _serialised(self.base)
+
+    def base_sent(self) -> None:
+        self._base_sent = True
+
+    def call(self, worker: Worker, stage: str, *arguments: Any, timeout: float | None) -> Any:
+        """``worker.call``; a crash or a deadline ends the worker, and the host forgets it."""
+        try:
+            return worker.call(stage, *arguments, timeout=timeout)
+        except RuntimeRefusal as exc:
+            if exc.crashed:
+                self.lost(worker)
+            raise
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def lost(self, worker: Worker) -> None:
+        if self._worker is worker:
+            self._worker = None
+        worker.close()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> SessionHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class OrtSession:
+    """An onnxruntime session held by a worker process.
+
+    onnxruntime is native code: on a hostile or broken model it can crash (the mutation fuzzer found
+    segmentation faults in session.run). In a worker, a crash ends the worker, not sonnx-check, and becomes a
+    RuntimeRefusal saying so; the next run starts a new worker, so one crashing dataset does not stop the
+    others. ``deadline`` (``time.monotonic()`` value) ends every call, session creation included, by killing
+    the worker; ``memory_budget`` (bytes) is what the worker may allocate beyond the model.
+
+    ``host``: the worker shared by a comparison's sessions (SessionHost); without one the session has a
+    worker of its own. ``model`` None: the host's base model, with ``outputs`` as its graph outputs when
+    given (the outputs carry only a name: onnxruntime infers their types). ``constants``: initializers
+    ``model`` leaves out, taken from the host's base model (``model``'s name -> the base model's): the
+    edge battery's models use the model's own weights without sending a copy of them."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto | None,
+        level: str = "default",
+        *,
+        deadline: float | None = None,
+        memory_budget: int | None = None,
+        host: SessionHost | None = None,
+        outputs: Sequence[str] | None = None,
+        constants: Mapping[str, str] | None = None,
+    ) -> None:
+        self._worker: Worker | None = None
+        _check_level(level)  # before a worker is started for nothing
+        self._owns_host = host is None
+        self._host = host if host is not None else SessionHost(memory_budget)
+        self._serialized: bytes | None = None
+        if model is not None:
+            self._serialized = _serialised(model)
+        self._outputs = None if outputs is None else list(outputs)
+        self._constants = dict(constants) if constants else None
+        self.requested_level = level
+        self.deadline = deadline
+        self.memory_budget = memory_budget
+        self._id = 0
+        self._start()
+
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _start(self) -> None:
+        host = self._host
+        try:
+            worker = host.worker()
+            base = host.base_to_send() if self._serialized is None or self._constants else None
+            self._id = host.new_id()
+            try:
+                described = host.call(
+                    worker,
+                    "session",
+                    self._id,
+                    _out_of_band(self._serialized),  # the model's bytes go through shared memory
+                    _out_of_band(base),
+                    self._outputs,
+                    self._constants,
+                    self.requested_level,
+                    self.memory_budget,
+                    host.threads,
+                    host.providers,
+                    timeout=self._remaining(),
+                )
+            except RuntimeRefusal as exc:
+                if base is not None and not exc.crashed:
+                    host.base_sent()  # the worker keeps it even when onnxruntime refused the session
+                raise
+            if base is not None:
+                host.base_sent()
+        except BaseException:
+            if self._owns_host:
+                host.close()
+            raise
+        self._worker = worker
+        self.version, self.providers, self.applied_level, self.output_names = described
+
+    @property
+    def info(self) -> RuntimeInfo:
+        return RuntimeInfo(
+            version=self.version,
+            providers=self.providers,
+            requested_level=self.requested_level,
+            applied_level=self.applied_level,
+            cpu=cpu_description(),
+            intra_op_threads=self._host.threads,
+        )
+
+    def _alive(self) -> bool:
+        return self._worker is not None and self._worker is self._host._worker
+
+    def run(
+        self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        names = list(outputs) if outputs is not None else list(self.output_names)
+        if not self._alive():
+            self._worker = None
+            self._start()  # the previous run crashed the worker
+        assert self._worker is not None
+        try:
+            return self._host.call(
+                self._worker, "run", self._id, dict(feeds), names, timeout=self._remaining()
+            )
+        except RuntimeRefusal as exc:
+            if exc.crashed:
+                self._worker = None
+            raise
+
+    def close(self) -> None:
+        """End the session (in a shared worker: free what onnxruntime holds for it; the worker stays)."""
+        if self._owns_host:
+            self._host.close()
+        elif self._alive():
+            assert self._worker is not None
+            try:
+                self._host.call(self._worker, "close", self._id, timeout=self._remaining())
+            except RuntimeRefusal:
+                pass  # the worker is gone (the host forgot it): so is the session
+        self._worker = None
+
+    def __enter__(self) -> OrtSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_worker", None) is not None:  # __init__ may have failed before setting it
+            self.close()
+
+
+def _serialised(model: onnx.ModelProto) -> bytes:
+    """The model's bytes for the worker; protobuf refuses messages over 2 GiB, which is a refusal."""
+    try:
+        return model.SerializeToString()
+    except ValueError as exc:
+        raise RuntimeRefusal("session", f"the model cannot be serialised for onnxruntime: {exc}") from None
+
+
+def _out_of_band(serialized: bytes | None) -> pickle.PickleBuffer | None:
+    return None if serialized is None else pickle.PickleBuffer(serialized)
+
+
+def describe_unavailable(level: str, providers: Sequence[str] = (PROVIDER,)) -> dict[str, Any]:
+    """The environment record when no session could be created, so the report still says what was tried."""
+    applied = OPT_LEVELS.get(level) or "onnxruntime default"
+    return {
+        "version": installed_version(),
+        "providers": list(providers),
+        "optimization_level": applied,
+        "requested_optimization_level": level,
+        "intra_op_threads": INTRA_OP_THREADS,
+        "cpu": cpu_description(),
+    }

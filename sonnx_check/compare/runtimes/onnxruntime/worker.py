@@ -1,0 +1,374 @@
+"""The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
+
+The parent sends requests on the worker's stdin and reads replies from its stdout, each pickled with its
+large arrays (and the model's bytes) out of band in a shared memory region (``shared_arrays``):
+``("session", id, model_bytes, base_bytes, outputs, constants, level, memory_budget, threads, providers)``
+(``model_bytes`` None: a session on the base model, sent once per worker, with ``outputs`` as its graph
+outputs; ``constants``: initializers of the base model added to ``model_bytes`` under other names), then
+any number of
+``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
+Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
+message)`` when an allocation failed under the memory limit, ``("unavailable", message)`` or ``("error",
+traceback)`` for a bug in the worker itself. The worker exits when its stdin closes.
+
+Only sonnx-check's own worker writes the replies the parent unpickles; the model never reaches that channel.
+
+Limits: the worker's address space may grow by at most ``memory_budget`` bytes once its session exists (a
+hard limit: past it onnxruntime's allocations fail, which it reports as an error), and every call has a
+deadline after which the worker is killed. The worker dies with its parent (``children.die_with_parent``)
+and ignores SIGINT: a Ctrl-C reaches the whole process group, and the parent, not the worker, decides what
+an interrupted run does.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+from sonnx_check import stop
+from sonnx_check.children import (
+    LIVE_WORKERS,
+    die_with_parent,
+    forget_inherited_workers,
+    kill,
+    kill_live_workers,
+)
+from sonnx_check.compare.runtimes.onnxruntime import model_bytes, shared_arrays
+from sonnx_check.compare.runtimes.onnxruntime.session import (
+    STAGES,
+    InProcessSession,
+    RuntimeRefusal,
+    RuntimeUnavailable,
+)
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
+_PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
+_REGIONS_VARIABLE = "SONNX_CHECK_WORKER_REGIONS"  # the descriptors of the request and reply regions
+# The worker's command. The comparison package's __init__ imports onnx and the whole comparison (a tenth of
+# a second of CPU and tens of MB, in every worker); the worker needs numpy, onnxruntime and a few modules
+# of its own, so an empty package of the same path stands in for it before this module is imported. The
+# imports run without the cyclic garbage collector (main turns it back on): a tenth of their CPU time.
+_ENTRY = (
+    "import gc; gc.disable(); "
+    "import os, sys, types, sonnx_check; "
+    "package = types.ModuleType('sonnx_check.compare'); "
+    "package.__path__ = [os.path.join(os.path.dirname(sonnx_check.__file__), 'compare')]; "
+    "sys.modules['sonnx_check.compare'] = package; "
+    "from sonnx_check.compare.runtimes.onnxruntime.worker import main; main()"
+)
+# Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
+# the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
+# top of the budget while the session is created.
+_SESSION_COPIES = 3
+_OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
+
+# Every worker process this process started and has not reaped yet (the registry lives in children.py,
+# so that a static run's runner needs nothing of this module).
+_LIVE = LIVE_WORKERS
+kill_all = kill_live_workers
+forget_inherited = forget_inherited_workers
+stop.on_signal(kill_live_workers)  # at once: onnxruntime may be minutes into a run
+
+
+class Worker:
+    """One worker process, started on construction. ``memory_budget`` (bytes) bounds what its onnxruntime
+    may allocate once the session exists (None: no limit)."""
+
+    def __init__(self, memory_budget: int | None = None) -> None:
+        stop.check()  # no new worker once the run is being stopped
+        self.memory_budget = memory_budget
+        self._expired = False
+        env = dict(os.environ)
+        # The worker imports this package from where the parent did, installed or not.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        env[_PARENT_VARIABLE] = str(os.getpid())
+        # stderr is kept (in a temporary file, so a chatty worker cannot block on a full pipe) for the last
+        # words of a worker that dies: a Python error there names the cause better than an exit code.
+        # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
+        self._stderr = tempfile.TemporaryFile()
+        self._requests, self._replies = shared_arrays.Region.create(), shared_arrays.Region.create()
+        regions = [r.fd for r in (self._requests, self._replies) if r is not None]
+        env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
+        if len(regions) == 2:
+            env[_REGIONS_VARIABLE] = f"{regions[0]},{regions[1]}"
+        else:  # no shared memory here: everything through the pipes
+            self._close_regions()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _ENTRY],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                pass_fds=regions if self._requests is not None else (),
+            )  # fmt: skip
+        except BaseException:
+            self._close_regions()
+            self._stderr.close()
+            raise
+        _LIVE[self._process.pid] = self._process
+
+    def call(self, stage: str, *arguments: Any, timeout: float | None = None) -> Any:
+        """Send one request and return the reply's value; a refusal, an unavailable runtime, a crash of
+        the worker or the end of ``timeout`` (seconds) is raised as RuntimeRefusal / RuntimeUnavailable."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        stop.check()
+        if timeout is not None and timeout <= 0:
+            self._expire()
+            raise self._timed_out(stage)
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, self._expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            shared_arrays.send((stage, *arguments), self._process.stdin, self._requests)
+            # copied out of the region: the results outlive the next reply, which overwrites it
+            reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+            stop.check()  # the signal handler killed the worker: not a crash of onnxruntime
+            if self._expired:
+                raise self._timed_out(stage) from None
+            if isinstance(exc, ValueError):  # a reply placed where its region does not reach: end it
+                kill(self._process.pid)
+            raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            for region in (self._requests, self._replies):
+                if region is not None:
+                    region.trim()
+        if self._expired:  # the reply came as the time ran out: the deadline still holds
+            raise self._timed_out(stage)
+        kind = reply[0]
+        if kind == "ok":
+            return reply[1]
+        if kind == "refused":
+            raise RuntimeRefusal(reply[1], reply[2])
+        if kind == "over-memory":
+            raise RuntimeRefusal(reply[1], self._over_memory_message(reply[1], reply[2]), over_memory=True)
+        if kind == "unavailable":
+            raise RuntimeUnavailable(reply[1])
+        raise RuntimeError(f"the onnxruntime worker failed: {reply[1]}")
+
+    def _expire(self) -> None:
+        self._expired = True
+        kill(self._process.pid)
+
+    def _timed_out(self, stage: str) -> RuntimeRefusal:
+        message = (
+            f"onnxruntime had not finished {STAGES.get(stage, stage)} when the comparison's time limit ran "
+            "out; its worker process was stopped"
+        )
+        return RuntimeRefusal(stage, message, crashed=True, timed_out=True)
+
+    def _over_memory_message(self, stage: str, detail: str) -> str:
+        return (
+            f"onnxruntime needed more memory while {STAGES.get(stage, stage)} than its share of --max-memory "
+            f"({_mib(self.memory_budget)}): {detail}"
+        )
+
+    def _crash_message(self, stage: str) -> str:
+        code = self._process.wait()
+        _LIVE.pop(self._process.pid, None)
+        if code < 0:
+            try:
+                how = f"signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"signal {-code}"
+        else:
+            how = f"exit code {code}"
+        message = (
+            f"onnxruntime crashed while {STAGES.get(stage, stage)} ({how}); only its worker process ended"
+        )
+        if self.memory_budget is not None:
+            # An allocation that fails where onnxruntime cannot report it ends the process instead.
+            message += f" (its memory was limited to {_mib(self.memory_budget)} beyond the model)"
+        last_words = self._last_stderr_line()
+        return f"{message}: {last_words}" if last_words else message
+
+    def _last_stderr_line(self) -> str:
+        self._stderr.seek(0)
+        lines = [line.strip() for line in self._stderr.read().decode("utf-8", "replace").splitlines()]
+        return next((line for line in reversed(lines) if line), "")
+
+    def close(self) -> None:
+        process = self._process
+        if process.poll() is None:
+            try:
+                assert process.stdin is not None
+                process.stdin.close()  # the worker's signal to exit
+                process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+                process.wait()
+        _LIVE.pop(process.pid, None)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None and not stream.closed:
+                try:
+                    stream.close()
+                except OSError:  # unsent bytes for a worker that is gone
+                    pass
+        self._stderr.close()
+        self._close_regions()
+
+    def _close_regions(self) -> None:
+        for region in (self._requests, self._replies):
+            if region is not None:
+                region.close()
+        self._requests = self._replies = None
+
+
+def _mib(size: int | None) -> str:
+    return "no limit" if size is None else f"{size / 2**20:.0f} MiB"
+
+
+# -- the worker side ----------------------------------------------------------------------------------------
+
+
+def _address_space() -> int | None:
+    """This process's virtual size in bytes (Linux), which RLIMIT_AS bounds."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            pages = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _limit_memory(extra: int) -> bool:
+    """Let the address space grow by at most ``extra`` bytes from now on. Only the soft limit moves, so the
+    worker can set it again for the next stage; the model cannot run code to raise it."""
+    import resource
+
+    current = _address_space()
+    if current is None:
+        return False  # not Linux: no limit (RLIMIT_AS is not enforced on macOS anyway)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = current + extra
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return True
+
+
+def _session_model(
+    own: Any, base: bytes | None, outputs: list[str] | None, constants: dict[str, str] | None
+) -> bytes:
+    """The bytes of the model a session runs: its own (with ``constants`` taken from the base model), or
+    the base model with ``outputs`` as its graph outputs. Edited on the encoding (model_bytes): onnx is
+    neither imported here nor asked to decode the weights."""
+    if own is None:
+        assert base is not None, "a session on a base model never sent"
+        return base if outputs is None else model_bytes.with_outputs(base, outputs)
+    if constants:
+        assert base is not None, "constants of a base model never sent"
+        return model_bytes.with_initializers(own, base, constants)
+    return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
+
+
+def _regions() -> tuple[shared_arrays.Region, shared_arrays.Region] | None:
+    """The request and reply regions the parent handed over, if any."""
+    given = os.environ.get(_REGIONS_VARIABLE)
+    if not given:
+        return None
+    inbound, outbound = (int(fd) for fd in given.split(","))
+    return shared_arrays.Region(inbound), shared_arrays.Region(outbound)
+
+
+def _serve(
+    requests: IO[bytes],
+    replies: IO[bytes],
+    regions: tuple[shared_arrays.Region, shared_arrays.Region] | None = None,
+) -> None:
+    sessions: dict[int, InProcessSession] = {}
+    base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
+    limited = False
+    inbound, outbound = regions if regions is not None else (None, None)
+    while True:
+        try:
+            framing = pickle.load(requests)
+        except EOFError:
+            return
+        stage = "run"  # what a request whose arrays cannot be mapped was
+        try:
+            # the feeds stay where the parent put them: onnxruntime reads them in the region
+            try:
+                request = shared_arrays.unpack(framing, inbound, copy=False)
+            except OSError as exc:  # mapping the region failed under the memory limit
+                if exc.errno != errno.ENOMEM:
+                    raise
+                raise MemoryError from exc
+            del framing
+            stage = request[0]
+            if stage == "session":
+                key, own, sent_base, outputs, constants, level, budget, threads, providers = request[1:]
+                del request
+                if sent_base is not None:
+                    base = bytes(sent_base)  # kept: a copy of its own, out of the region
+                    del sent_base
+                serialized = _session_model(own, base, outputs, constants)
+                del own
+                if inbound is not None:
+                    inbound.release()  # the model's bytes were copied out: not held twice while it loads
+                if budget is not None:
+                    limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
+                # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
+                # in growing chunks); it changes how memory is obtained, never what is computed.
+                session = InProcessSession(
+                    serialized, level, arena=budget is None, threads=threads, providers=providers
+                )
+                del serialized
+                sessions[key] = session
+                if budget is not None:
+                    limited = _limit_memory(budget)
+                value: Any = (session.version, session.providers, session.applied_level, session.output_names)
+                del session
+            elif stage == "close":
+                sessions.pop(request[1], None)
+                value = None
+            else:
+                value = sessions[request[1]].run(request[2], request[3])
+            reply: tuple[Any, ...] = ("ok", value)
+        except RuntimeRefusal as exc:
+            over = limited and _OUT_OF_MEMORY.search(exc.full) is not None
+            reply = ("over-memory" if over else "refused", exc.stage, exc.full)
+        except MemoryError:
+            reply = ("over-memory", stage, "MemoryError")
+        except RuntimeUnavailable as exc:
+            reply = ("unavailable", str(exc))
+        except Exception:  # noqa: BLE001 - a bug here is reported to the parent, which reports it as one
+            reply = ("error", traceback.format_exc())
+        # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
+        request = value = None
+        shared_arrays.send(reply, replies, outbound, limit=shared_arrays.KEEP)
+        del reply
+
+
+def main() -> None:
+    """The worker process (started with ``_ENTRY``)."""
+    die_with_parent(int(os.environ.get(_PARENT_VARIABLE, os.getppid())))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Replies travel on a private copy of stdout; whatever native code prints goes to stderr instead.
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    try:  # the first session imports it anyway: here, while the collector is still off
+        import onnxruntime  # noqa: F401
+    except Exception:  # noqa: BLE001, S110 - the first session imports it again and reports why it cannot
+        pass
+    gc.enable()
+    gc.freeze()  # what the imports built is never collected: no need to traverse it again
+    _serve(sys.stdin.buffer, channel, _regions())
+
+
+# python -m sonnx_check.compare.runtimes.onnxruntime.worker: the same worker, package and all
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""The runtime options checked once, before any model: a provider onnxruntime does not offer or a command
+that cannot be run is a usage error (exit 2), not a failure reported on every model. A run with a command
+also removes the temporary folders that SIGKILLed runs left (run_folder.py)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from sonnx_check.errors import UsageError
+
+if TYPE_CHECKING:
+    from sonnx_check.settings import CompareSettings
+
+
+def check_runtime_settings(settings: CompareSettings) -> None:
+    given = [
+        name
+        for name, value in (
+            ("--runtime-command", settings.runtime_command),
+            ("--outputs", settings.saved_outputs),
+            ("--export-inputs", settings.export_inputs),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)}: give one of them")
+    if settings.saved_outputs is not None and not os.path.isdir(settings.saved_outputs):
+        raise UsageError(f"--outputs {settings.saved_outputs!r}: not a folder (--export-inputs writes one)")
+    if settings.runtime_command is not None:
+        from sonnx_check.compare.runtimes import run_folder
+        from sonnx_check.compare.runtimes.command import parse_command
+
+        parse_command(settings.runtime_command)
+        run_folder.sweep()  # the folders of earlier runs that were SIGKILLed (run_folder.py)
+    if settings.enabled and settings.runtime_command is None and settings.saved_outputs is None:
+        from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers
+
+        check_providers(settings.ort_providers)

@@ -1,0 +1,15 @@
+"""GitLab Code Quality issues."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sonnx_check.report.run_report import RunReport
+
+
+def render(report: RunReport, console: object = None) -> str:
+    from sonnx_check.report import gitlab
+
+    results, _ = report.display()
+    return gitlab.render(results)

@@ -1,0 +1,216 @@
+"""One model's comparison as every report states it: the runtime and reference used, the datasets, every
+node's and end-to-end output's result, the edge battery, and why anything was not compared."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sonnx_check.results.edges import Battery, ConfigurationResult
+from sonnx_check.results.outputs import NOT_COMPARED, OutputResult
+
+STATUSES = ("match", "partial", "diverges", "diverges-partial", NOT_COMPARED)
+
+
+@dataclass(frozen=True)
+class RuntimeRecord:
+    """What ran the comparison (the runner): needed to reproduce it."""
+
+    name: str  # "onnxruntime", "command", "saved-outputs"
+    version: str | None = None
+    providers: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "providers": list(self.providers),
+            "options": dict(self.options),
+        }
+
+
+@dataclass(frozen=True)
+class ReferenceRecord:
+    """The reference kernels and the readings of the specification the comparison used."""
+
+    operators: tuple[str, ...]
+    maxpool_nan: str  # the MaxPool NaN reading chosen (or the default)
+    maxpool_nan_reading: str  # that reading in words
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operators": list(self.operators),
+            "maxpool_nan": self.maxpool_nan,
+            "maxpool_nan_reading": self.maxpool_nan_reading,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """One dataset of the comparison: its inputs and whether the runtime ran it."""
+
+    name: str
+    source: str  # random, edge, or the user's file
+    inputs: Mapping[str, Mapping[str, Any]]  # input name -> dtype and shape
+    status: str = ""  # ok or failed; "" when the comparison stopped before running it
+    error: str | None = None  # how the runtime failed on it
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "source": self.source,
+            "inputs": {k: dict(v) for k, v in self.inputs.items()},
+        }
+        if self.status:
+            out["status"] = self.status
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One node: whether it was compared, and each output's result."""
+
+    index: int
+    name: str
+    op_type: str
+    status: str  # match, diverges, not-compared
+    outputs: tuple[OutputResult, ...] = ()
+    reason: str = ""  # why not compared
+    reference_failures: Mapping[str, str] = field(default_factory=dict)  # dataset -> why the reference failed
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "name": self.name,
+            "op_type": self.op_type,
+            "status": self.status,
+            "outputs": [o.to_json() for o in self.outputs],
+        }
+        if self.status == NOT_COMPARED:
+            out["reason"] = self.reason
+        if self.reference_failures:
+            out["reference_failures"] = dict(self.reference_failures)
+        return out
+
+
+@dataclass(frozen=True)
+class NotComparedNode:
+    index: int
+    name: str
+    op_type: str
+    reason: str
+    partial: bool  # compared on some datasets only
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "op_type": self.op_type,
+            "reason": self.reason,
+            "partial": self.partial,
+        }
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """Whether the graph outputs were compared end to end, why not, and the datasets that failed there."""
+
+    compared: bool
+    reason: str = ""
+    failures: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"compared": self.compared}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.failures:
+            out["failures"] = dict(self.failures)
+        return out
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The time limit that stopped the comparison."""
+
+    timeout: float | None
+    dataset: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timeout": self.timeout, "dataset": self.dataset}
+
+
+@dataclass(frozen=True)
+class Session:
+    """What the runtime's own record (``ComparisonOutcome.onnxruntime``, as its worker reported it) says
+    about the session: read here once, so that no report reads its keys."""
+
+    version: str | None
+    providers: tuple[str, ...]
+    optimization_level: str | None
+    machine: str | None
+    flags: tuple[str, ...]
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Session:
+        cpu = record.get("cpu") or {}
+        return cls(
+            version=record.get("version") or None,
+            providers=tuple(record.get("providers") or ()),
+            optimization_level=record.get("optimization_level") or None,
+            machine=cpu.get("machine") or None,
+            flags=tuple(cpu.get("flags") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class ComparisonOutcome:
+    """One model's comparison, as every report states it."""
+
+    runtime: RuntimeRecord  # the runner's description
+    onnxruntime: Mapping[str, Any]  # the runtime's own record (for onnxruntime: session options, the CPU)
+    reference: ReferenceRecord
+    status: str = NOT_COMPARED  # one of STATUSES
+    datasets: tuple[DatasetEntry, ...] = ()
+    nodes: tuple[NodeResult, ...] = ()
+    outputs: tuple[OutputResult, ...] = ()  # the end-to-end outputs
+    not_compared: tuple[NotComparedNode, ...] = ()
+    end_to_end: EndToEnd | None = None  # None: the comparison did not get that far
+    node_edges: Battery | None = None  # None: the comparison did not get that far
+    stopped: Stop | None = None
+    reason: str | None = None  # why nothing was compared
+
+    @property
+    def session(self) -> Session:
+        return Session.of(self.onnxruntime)
+
+    @property
+    def edge_configurations(self) -> tuple[ConfigurationResult, ...]:
+        """Every configuration of the edge battery, the model's and the operator-level ones."""
+        if self.node_edges is None:
+            return ()
+        return (*self.node_edges.configurations, *self.node_edges.operator_configurations)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "onnxruntime": self.onnxruntime,
+            "runtime": self.runtime.to_json(),
+            "reference": self.reference.to_json(),
+            "datasets": [d.to_json() for d in self.datasets],
+            "nodes": [n.to_json() for n in self.nodes],
+            "outputs": [o.to_json() for o in self.outputs],
+            "not_compared": [n.to_json() for n in self.not_compared],
+        }
+        optional = {
+            "end_to_end": self.end_to_end,
+            "node_edges": self.node_edges,
+            "stopped": self.stopped,
+        }
+        out.update({key: value.to_json() for key, value in optional.items() if value is not None})
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
