@@ -119,9 +119,9 @@ def compare(
     """Check one model and compare the installed onnxruntime against the reference kernels, node by node.
 
     ``result.comparison`` is the comparison as typed records (``sonnx_check.results.ComparisonOutcome``;
-    its ``to_json()`` is what ``--format json`` writes); divergences are ``RUNTIME.*`` findings. It is ``None`` only when the comparison could not start, and
-    a ``RUNTIME.not-compared`` finding then says why. A model that cannot be read raises
-    :class:`InputError`."""
+    its ``to_json()`` is what ``--format json`` writes); divergences are ``RUNTIME.*`` findings. It is
+    ``None`` only when the comparison could not start, and a ``RUNTIME.not-compared`` finding then says
+    why. A model that cannot be read raises :class:`InputError`."""
     if not isinstance(node_edges, bool):
         raise InputError(f"node_edges: expected True or False, got {node_edges!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
