@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ from sonnx_check.compare.runtimes.base import (
     Session,
 )
 from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.onnxruntime import worker
 from sonnx_check.errors import UsageError
 
 NAME = "onnxruntime"
@@ -31,13 +33,18 @@ def available_providers() -> tuple[str, ...] | None:
     """The execution providers this onnxruntime build offers, asked of a child process (sonnx-check itself
     never imports onnxruntime); None when onnxruntime cannot be imported there."""
     code = "import json, onnxruntime; print(json.dumps(onnxruntime.get_available_providers()))"
+    home = worker.private_home()
     try:
         done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-        )
+            [sys.executable, "-c", code],
+            capture_output=True, text=True, timeout=120, check=False,
+            env=worker.private_environment(os.environ, home),
+        )  # fmt: skip
         names = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
+    finally:
+        worker.remove_private_home(home)
     return tuple(str(n) for n in names) if isinstance(names, list) else None
 
 

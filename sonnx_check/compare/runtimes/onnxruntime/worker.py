@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -89,7 +90,8 @@ class Worker:
         stop.check()  # no new worker once the run is being stopped
         self.memory_budget = memory_budget
         self._expired = False
-        env = dict(os.environ)
+        self._home = private_home()  # onnxruntime's own files stay in it (private_environment)
+        env = private_environment(os.environ, self._home)
         # The worker imports this package from where the parent did, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env[_PARENT_VARIABLE] = str(os.getpid())
@@ -113,6 +115,7 @@ class Worker:
         except BaseException:
             self._close_regions()
             self._stderr.close()
+            remove_private_home(self._home)
             raise
         _LIVE[self._process.pid] = self._process
 
@@ -219,12 +222,50 @@ class Worker:
                     pass
         self._stderr.close()
         self._close_regions()
+        remove_private_home(self._home)
 
     def _close_regions(self) -> None:
         for region in (self._requests, self._replies):
             if region is not None:
                 region.close()
         self._requests = self._replies = None
+
+
+def private_home() -> Path:
+    """A private folder for one onnxruntime process's own files. onnxruntime (1.32) writes ``$TMPDIR/.ses``
+    and a telemetry database and device id under ``~/.cache/Microsoft/DeveloperTools`` when it is imported:
+    they go here instead of the user's folders, and the folder goes with the process (run_folder.py: removed
+    on close, and by a later run after a SIGKILL). Folders of earlier runs killed that way are swept first."""
+    from sonnx_check.compare.runtimes import run_folder
+
+    _sweep_once(run_folder.sweep)
+    return run_folder.create()
+
+
+def private_environment(environ: Mapping[str, str], home: Path) -> dict[str, str]:
+    """``environ`` for a process that imports onnxruntime: HOME, TMPDIR and XDG_CACHE_HOME in ``home``; the
+    user's own site-packages stay importable (they are found through HOME otherwise)."""
+    import site
+
+    env = dict(environ)
+    env.setdefault("PYTHONUSERBASE", site.getuserbase())
+    env["HOME"] = env["TMPDIR"] = env["XDG_CACHE_HOME"] = str(home)
+    return env
+
+
+def remove_private_home(home: Path) -> None:
+    from sonnx_check.compare.runtimes import run_folder
+
+    run_folder.remove(home)
+
+
+_swept: list[bool] = []
+
+
+def _sweep_once(sweep: Callable[[], object]) -> None:
+    if not _swept:
+        _swept.append(True)
+        sweep()
 
 
 def _mib(size: int | None) -> str:
