@@ -6,17 +6,19 @@ materialising X_p, each offset is applied only to the output positions whose ele
 real element of X. Along one axis those positions are a contiguous range, so every step is one strided slice
 of X against one rectangle of the output: the loop runs over the kH*kW kernel offsets, never over outputs.
 
-The window maximum is kept with a strict comparison in row-major offset order, in the float order Max_F
-(+0 > -0: maxpool.md's float section, "The Max operator becomes Max_F"), so among equal elements the first
-real one stays and a window holding both zeros gives +0, Indices designating its first +0 (decision 5).
-Every window starts at the lowest value of the type with its first real element as the index: a window
-whose real elements are all that lowest value (or NaN, under the NaN policy) ends as exactly that, as the tie
-rule requires.
+The window maximum is the maximum in the float order Max_F (+0 > -0: maxpool.md's float section, "The Max
+operator becomes Max_F") of the window's real elements, a NaN being -inf or absorbing as the run's reading
+says (nan_policy.py), or the lowest value of the type when the window holds nothing greater. Indices
+designates the first element of the window, in row-major offset order, that is bit for bit that maximum
+(the tie rule): the first +0 of a window holding both zeros (decision 5), the first NaN of an absorbing
+window, the first real element of a window whose real elements are all the lowest value of the type (or
+NaN, under the -inf reading).
+Y is computed first, folded without tracking offsets; the winning offsets are found afterwards by equality.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,47 +152,38 @@ def maxpool(
     cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     if not with_indices:
         return _maximum_only(x, rows, cols, y_shape, nan_reading), None
-
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    best = np.full(y_shape, lowest, dtype=x.dtype)
     best_tap = _first_real_taps(rows, cols, params.kernel, y_shape)
-    scratch = np.empty(y_shape, dtype=x.dtype)  # the elements of one offset, gathered contiguously once
-    won = np.empty(y_shape, dtype=best_tap.dtype)
-    for i, row_tap in enumerate(rows.taps):
-        for j, col_tap in enumerate(cols.taps):
-            if row_tap is None or col_tap is None:
-                continue
-            (out_rows, x_rows), (out_cols, x_cols) = row_tap, col_tap
-            target = best[:, :, out_rows, out_cols]
-            height, width = target.shape[2:]
-            candidate = scratch[:, :, :height, :width]
-            np.copyto(candidate, x[:, :, x_rows, x_cols])
-            wins = nan_policy.keep_maximum(target, candidate, nan_reading)
-            # Offsets come in increasing order and every tap recorded so far is smaller, so "take this
-            # offset where it wins" is a maximum: no data-dependent branch.
-            tap_won = won[:, :, :height, :width]
-            np.multiply(wins, best_tap.dtype.type(i * params.kernel[1] + j), out=tap_won)
-            taps_here = best_tap[:, :, out_rows, out_cols]
-            np.maximum(taps_here, tap_won, out=taps_here)
-    del scratch, won
-    flat = _FlatIndex(rows, cols, params, x.shape)
-    indices = flat.of(best_tap) if with_indices else None
-    if x.dtype.kind == "f":
-        _settle_zeros(best, x, best_tap, indices, flat)
+    best = _maximum_only(x, rows, cols, y_shape, nan_reading, best_tap)
+    indices = _FlatIndex(rows, cols, params, x.shape).of(best_tap)
+    if x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING:
+        _settle_nans(best, x, indices)
     return best, indices
 
 
-_CHUNK_BYTES = 1 << 19  # X planes folded per step of the Y-only path: the stride phases stay in cache
+_CHUNK_BYTES = 1 << 19  # X planes folded per step: the stride phases stay in cache
 
 
 def _maximum_only(
-    x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tuple[int, ...], nan_reading: str
+    x: np.ndarray,
+    rows: _AxisPlan,
+    cols: _AxisPlan,
+    y_shape: tuple[int, ...],
+    nan_reading: str,
+    best_tap: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Y without Indices: the same window maximum, folded straight into Y one kernel offset at a time, with
-    no offset tracking. The fold is ``numpy.fmax`` under the NaN-as--inf policy (a NaN never enters Y; a
-    window of NaN and -inf only keeps the starting -inf) and ``numpy.maximum`` under the absorbing one.
-    Neither decides between +0 and -0, so a zero maximum is settled afterwards by Max_F's order: +0 where
-    the window holds a +0, -0 where its zeros are all -0, as with Indices (decision 5).
+    """Y, folded straight into Y one kernel offset at a time; with ``best_tap`` (holding each window's
+    first real offset on entry), also the offset Indices designates. The fold is ``numpy.fmax`` under the
+    NaN-as--inf policy (a NaN never enters Y; a window of NaN and -inf only keeps the starting -inf) and
+    ``numpy.maximum`` under the absorbing one. Neither decides between +0 and -0, so a zero maximum is
+    settled afterwards by Max_F's order: +0 where the window holds a +0, -0 where its zeros are all -0
+    (decision 5).
+
+    The winning offset is then the one a strict Max_F comparison in row-major order keeps, found without
+    per-offset bookkeeping: the window's first element bit for bit equal to Y, so the first of equal
+    elements, and the first +0 or the first -0 as Y's zero says. Under the -inf reading a NaN is replaced by
+    -inf before anything is read, so a window of NaN and -inf designates its first real element, as the
+    comparison starting at -inf there does. Under the absorbing reading, a NaN of Y designates the window's
+    first NaN, whatever NaN the fold returned (``_settle_nans`` then makes Y that very NaN).
 
     Speed: a ufunc is vectorised only along a contiguous last axis, and an offset's elements are strided by
     the pooling stride. So each group of (b, c) planes of X is first split into its stride phases
@@ -199,25 +192,40 @@ def _maximum_only(
     groups of planes and the kernel offsets, never over output elements."""
     absorbing = x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING
     fold = np.maximum if absorbing else np.fmax
+    quiet_nans = x.dtype.kind == "f" and not absorbing
     lowest = x.dtype.type(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
+    # bit patterns: equality of these is "the same element" (+0 is not -0); integers compare as they are
+    bits = np.dtype(f"u{x.dtype.itemsize}") if x.dtype.kind == "f" else x.dtype
     n, c, h, w = x.shape
     out_h, out_w = y_shape[2:]
     planes, out = x.reshape(n * c, h, w), np.empty((n * c, out_h, out_w), dtype=x.dtype)
-    ordered = [(r, q) for r in rows.taps for q in cols.taps if r is not None and q is not None]  # row-major
+    taps_out = None if best_tap is None else best_tap.reshape(n * c, out_h, out_w)
+    kernel_w = len(cols.taps)
+    ordered = [
+        (i * kernel_w + j, r, q)
+        for i, r in enumerate(rows.taps)
+        for j, q in enumerate(cols.taps)
+        if r is not None and q is not None
+    ]  # row-major, with the offset's number i*kW + j
 
     # The maximum does not depend on the order of the offsets (zeros are settled apart): an offset that every
     # window reads goes first and starts the fold without a fill.
     def reads_everywhere(step: tuple) -> bool:
-        (out_rows, _), (out_cols, _) = step
+        _, (out_rows, _), (out_cols, _) = step
         return (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w)
 
     steps = sorted(ordered, key=lambda step: not reads_everywhere(step))
-    strides = tuple(steps[0][axis][1].step or 1 for axis in (0, 1))
+    strides = tuple(steps[0][axis][1].step or 1 for axis in (1, 2))
     phase_shape = (-(-h // strides[0]), -(-w // strides[1]))
     group = max(1, _CHUNK_BYTES // max(1, h * w * x.dtype.itemsize))
     buffers: dict[tuple[int, int], np.ndarray] = {}
+    same = np.empty((min(group, n * c), out_h, out_w), dtype=bool) if taps_out is not None else None
     for start in range(0, n * c, group):
         source, best = planes[start : start + group], out[start : start + group]
+        if quiet_nans and np.isnan(source.max()):
+            # fmax is not NaN-proof for a signalling NaN (numpy's scalar loop returns it, quieted), and a
+            # NaN is -inf under this reading anyway: Y and the first-equal search cannot tell the two apart
+            source = np.where(np.isnan(source), lowest, source)
         filled: set[tuple[int, int]] = set()
 
         def read(
@@ -240,7 +248,7 @@ def _maximum_only(
             return phase[:, top : top + height, left : left + width]
 
         first = True
-        for (out_rows, x_rows), (out_cols, x_cols) in steps:
+        for _, (out_rows, x_rows), (out_cols, x_cols) in steps:
             if first:
                 first = False
                 if (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w):
@@ -253,11 +261,41 @@ def _maximum_only(
             zeros = best == 0
             if zeros.any():  # Max_F: +0 where the window holds a +0, -0 where its zeros are all -0
                 positive = np.zeros(best.shape, dtype=bool)
-                for (out_rows, x_rows), (out_cols, x_cols) in ordered:
+                for _, (out_rows, x_rows), (out_cols, x_cols) in ordered:
                     candidate = read(x_rows, x_cols)
                     positive[:, out_rows, out_cols] |= (candidate == 0) & ~np.signbit(candidate)
                 best[zeros] = np.where(positive[zeros], x.dtype.type(0.0), x.dtype.type(-0.0))
+        if taps_out is not None and same is not None:
+            _winning_taps(best, taps_out[start : start + group], ordered, read, bits, absorbing, same)
     return out.reshape(y_shape)
+
+
+def _winning_taps(
+    best: np.ndarray,
+    taps: np.ndarray,
+    ordered: list,
+    read: Callable[[slice, slice], np.ndarray],
+    bits: np.dtype,
+    absorbing: bool,
+    same: np.ndarray,
+) -> None:
+    """Each window's winning offset as ``_maximum_only`` states it, for one group of planes. Offsets are
+    visited last to first, so the first matching one is written last; ``taps`` holds each window's first
+    real offset on entry (a window always holds Y's element, so that value is always overwritten)."""
+    key = best.view(bits)
+    for tap, (out_rows, x_rows), (out_cols, x_cols) in reversed(ordered):
+        candidate = read(x_rows, x_cols).view(bits)
+        target = taps[:, out_rows, out_cols]
+        mask = same[: len(best), : target.shape[1], : target.shape[2]]
+        np.equal(candidate, key[:, out_rows, out_cols], out=mask)
+        np.copyto(target, tap, where=mask, casting="unsafe")
+    if absorbing and np.isnan(best).any():  # the window's first NaN, which the fold may not have returned
+        for tap, (out_rows, x_rows), (out_cols, x_cols) in reversed(ordered):
+            candidate = read(x_rows, x_cols)
+            target = taps[:, out_rows, out_cols]
+            mask = same[: len(best), : target.shape[1], : target.shape[2]]
+            np.isnan(candidate, out=mask)
+            np.copyto(target, tap, where=mask, casting="unsafe")
 
 
 def _first_real_taps(
@@ -288,22 +326,13 @@ class _FlatIndex:
         indices += self.plane
         return indices
 
-    def at(self, best_tap: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The indices at some flat output positions only."""
-        b, c, m, q = np.unravel_index(positions, best_tap.shape)
-        tap = best_tap.reshape(-1)[positions]
-        return self.tap_offset[tap] + self.window_origin[m, q] + self.plane[b, c, 0, 0]
 
-
-def _settle_zeros(
-    best: np.ndarray, x: np.ndarray, best_tap: np.ndarray, indices: np.ndarray | None, flat: _FlatIndex
-) -> None:
-    """A zero of Y is bit for bit the element Indices designates (Max_F: the first +0 of the window if it
-    holds one, else its first -0), which the value fold does not guarantee."""
-    zeros = np.flatnonzero(best.reshape(-1) == 0)
-    if zeros.size:
-        where = indices.reshape(-1)[zeros] if indices is not None else flat.at(best_tap, zeros)
-        best.reshape(-1)[zeros] = x.reshape(-1)[where]
+def _settle_nans(best: np.ndarray, x: np.ndarray, indices: np.ndarray) -> None:
+    """Under the absorbing reading a NaN of Y is bit for bit the element Indices designates (the window's
+    first NaN, as ``nan_policy.keep_maximum`` keeps it), whatever NaN the fold returned."""
+    nans = np.flatnonzero(np.isnan(best.reshape(-1)))
+    if nans.size:
+        best.reshape(-1)[nans] = x.reshape(-1)[indices.reshape(-1)[nans]]
 
 
 def run(
