@@ -235,3 +235,16 @@ def test_an_absorbing_window_designates_its_first_nan_and_y_is_that_nan() -> Non
     assert indices[0, 0, 0, 0] == 1 and indices[0, 0, 1, 1] == 6
     _assert_same((y, indices), _window_maxpool(x, params, NAN_ABSORBING))
     _assert_same((y, indices), _former_maxpool(x, params, NAN_ABSORBING))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_signalling_nan_is_minus_infinity_for_y_alone_too(dtype) -> None:
+    """numpy's fmax returns a signalling NaN (quieted) from its scalar loop: Y without Indices once gave NaN
+    for a window of 5 and a signalling NaN, where the -inf reading gives 5, and NaN for a window of that NaN
+    alone, where it gives -inf."""
+    signalling = _nans(np.dtype(dtype))[2]
+    x = np.array([[[[5, signalling, signalling]]]], dtype)
+    params = PoolParams((1, 2), (1, 1), (1, 1), (0, 0, 0, 1))
+    y, _ = maxpool(x, params, with_indices=False)
+    assert _raw(y).tolist() == _raw(np.array([[[[5, -np.inf, -np.inf]]]], dtype)).tolist()
+    _assert_same(maxpool(x, params), _window_maxpool(x, params, NAN_AS_NEGATIVE_INFINITY))
