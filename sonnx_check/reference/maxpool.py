@@ -152,7 +152,8 @@ def maxpool(
     cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     if not with_indices:
         return _maximum_only(x, rows, cols, y_shape, nan_reading), None
-    best_tap = _first_real_taps(rows, cols, params.kernel, y_shape)
+    count = params.kernel[0] * params.kernel[1]
+    best_tap = np.empty(y_shape, dtype=np.uint8 if count <= 256 else np.int64)  # the offset i*kW + j
     best = _maximum_only(x, rows, cols, y_shape, nan_reading, best_tap)
     indices = _FlatIndex(rows, cols, params, x.shape).of(best_tap)
     if x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING:
@@ -200,7 +201,7 @@ def _maximum_only(
     out_h, out_w = y_shape[2:]
     planes, out = x.reshape(n * c, h, w), np.empty((n * c, out_h, out_w), dtype=x.dtype)
     taps_out = None if best_tap is None else best_tap.reshape(n * c, out_h, out_w)
-    kernel_w = len(cols.taps)
+    kernel_w, count = len(cols.taps), len(rows.taps) * len(cols.taps)
     ordered = [
         (i * kernel_w + j, r, q)
         for i, r in enumerate(rows.taps)
@@ -219,7 +220,10 @@ def _maximum_only(
     phase_shape = (-(-h // strides[0]), -(-w // strides[1]))
     group = max(1, _CHUNK_BYTES // max(1, h * w * x.dtype.itemsize))
     buffers: dict[tuple[int, int], np.ndarray] = {}
-    same = np.empty((min(group, n * c), out_h, out_w), dtype=bool) if taps_out is not None else None
+    scratch = None
+    if taps_out is not None:  # a mask, a rank and the best rank of one group: ranks 1..K, uint8 if K < 256
+        size, rank_type = (min(group, n * c), out_h, out_w), np.uint8 if count < 256 else np.int64
+        scratch = (np.empty(size, bool), np.empty(size, rank_type), np.empty(size, rank_type))
     for start in range(0, n * c, group):
         source, best = planes[start : start + group], out[start : start + group]
         if quiet_nans and np.isnan(source.max()):
@@ -265,8 +269,9 @@ def _maximum_only(
                     candidate = read(x_rows, x_cols)
                     positive[:, out_rows, out_cols] |= (candidate == 0) & ~np.signbit(candidate)
                 best[zeros] = np.where(positive[zeros], x.dtype.type(0.0), x.dtype.type(-0.0))
-        if taps_out is not None and same is not None:
-            _winning_taps(best, taps_out[start : start + group], ordered, read, bits, absorbing, same)
+        if taps_out is not None and scratch is not None:
+            taps = taps_out[start : start + group]
+            _winning_taps(best, taps, ordered, read, bits, absorbing, scratch, count)
     return out.reshape(y_shape)
 
 
@@ -277,34 +282,44 @@ def _winning_taps(
     read: Callable[[slice, slice], np.ndarray],
     bits: np.dtype,
     absorbing: bool,
-    same: np.ndarray,
+    scratch: tuple[np.ndarray, np.ndarray, np.ndarray],
+    count: int,
 ) -> None:
-    """Each window's winning offset as ``_maximum_only`` states it, for one group of planes. Offsets are
-    visited last to first, so the first matching one is written last; ``taps`` holds each window's first
-    real offset on entry (a window always holds Y's element, so that value is always overwritten)."""
+    """Each window's winning offset as ``_maximum_only`` states it, for one group of planes, into ``taps``.
+
+    The first matching offset is the one of largest rank K - offset (K = ``count`` offsets), a maximum
+    folded without a branch: a masked copy ("where") costs several times more once matches are scattered.
+    A window always holds its Y, so its rank ends above 0; only an absorbing NaN whose bits the fold
+    changed (a signalling NaN comes out quiet) can be left at 0, and there the window's first NaN decides."""
+    same, rank, best_rank = (buffer[: len(best)] for buffer in scratch)
+    best_rank.fill(0)
     key = best.view(bits)
-    for tap, (out_rows, x_rows), (out_cols, x_cols) in reversed(ordered):
-        candidate = read(x_rows, x_cols).view(bits)
-        target = taps[:, out_rows, out_cols]
-        mask = same[: len(best), : target.shape[1], : target.shape[2]]
-        np.equal(candidate, key[:, out_rows, out_cols], out=mask)
-        np.copyto(target, tap, where=mask, casting="unsafe")
+
+    def fold(tap: int, out_rows: slice, out_cols: slice, matches: np.ndarray, into: np.ndarray) -> None:
+        target = into[:, out_rows, out_cols]
+        height, width = target.shape[1:]
+        np.multiply(
+            matches.view(np.uint8),
+            rank.dtype.type(count - tap),
+            out=rank[:, :height, :width],
+            casting="unsafe",
+        )
+        np.maximum(target, rank[:, :height, :width], out=target)
+
+    for tap, (out_rows, x_rows), (out_cols, x_cols) in ordered:
+        target_shape = key[:, out_rows, out_cols].shape
+        mask = same[:, : target_shape[1], : target_shape[2]]
+        np.equal(read(x_rows, x_cols).view(bits), key[:, out_rows, out_cols], out=mask)
+        fold(tap, out_rows, out_cols, mask, best_rank)
     if absorbing and np.isnan(best).any():  # the window's first NaN, which the fold may not have returned
-        for tap, (out_rows, x_rows), (out_cols, x_cols) in reversed(ordered):
-            candidate = read(x_rows, x_cols)
-            target = taps[:, out_rows, out_cols]
-            mask = same[: len(best), : target.shape[1], : target.shape[2]]
-            np.isnan(candidate, out=mask)
-            np.copyto(target, tap, where=mask, casting="unsafe")
-
-
-def _first_real_taps(
-    rows: _AxisPlan, cols: _AxisPlan, kernel: tuple[int, int], y_shape: tuple[int, ...]
-) -> np.ndarray:
-    """The winning offset i*kW + j of every window before any element is compared: its first real one."""
-    best_tap = np.empty(y_shape, dtype=np.uint8 if kernel[0] * kernel[1] <= 256 else np.int64)
-    best_tap[...] = rows.first_real_tap[:, None] * kernel[1] + cols.first_real_tap[None, :]
-    return best_tap
+        nan_rank = np.zeros_like(best_rank)
+        for tap, (out_rows, x_rows), (out_cols, x_cols) in ordered:
+            target_shape = key[:, out_rows, out_cols].shape
+            mask = same[:, : target_shape[1], : target_shape[2]]
+            np.isnan(read(x_rows, x_cols), out=mask)
+            fold(tap, out_rows, out_cols, mask, nan_rank)
+        np.copyto(best_rank, nan_rank, where=nan_rank > 0)
+    np.subtract(count, best_rank, out=taps, casting="unsafe")
 
 
 class _FlatIndex:

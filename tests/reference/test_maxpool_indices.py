@@ -25,7 +25,7 @@ from hypothesis.extra import numpy as hnp
 
 from sonnx_check.reference import ReferenceError
 from sonnx_check.reference import maxpool as maxpool_module
-from sonnx_check.reference.maxpool import PoolParams, _first_real_taps, _FlatIndex, _plan_axis, maxpool
+from sonnx_check.reference.maxpool import PoolParams, _FlatIndex, _plan_axis, maxpool
 from sonnx_check.reference.nan_policy import NAN_ABSORBING, NAN_AS_NEGATIVE_INFINITY, READINGS
 
 PROFILE = (np.float16, np.float32, np.float64, np.int8, np.uint8)
@@ -63,7 +63,8 @@ def _former_maxpool(x: np.ndarray, params: PoolParams, reading: str) -> tuple[np
     cols = _plan_axis(w, y_shape[3], params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     best = np.full(y_shape, lowest, dtype=x.dtype)
-    best_tap = _first_real_taps(rows, cols, params.kernel, y_shape)
+    best_tap = np.empty(y_shape, dtype=np.uint8 if params.kernel[0] * params.kernel[1] <= 256 else np.int64)
+    best_tap[...] = rows.first_real_tap[:, None] * params.kernel[1] + cols.first_real_tap[None, :]
     for i, row_tap in enumerate(rows.taps):
         for j, col_tap in enumerate(cols.taps):
             if row_tap is None or col_tap is None:
