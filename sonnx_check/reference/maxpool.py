@@ -152,10 +152,10 @@ def maxpool(
     cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     if not with_indices:
         return _maximum_only(x, rows, cols, y_shape, nan_reading), None
-    count = params.kernel[0] * params.kernel[1]
-    best_tap = np.empty(y_shape, dtype=np.uint8 if count <= 256 else np.int64)  # the offset i*kW + j
-    best = _maximum_only(x, rows, cols, y_shape, nan_reading, best_tap)
-    indices = _FlatIndex(rows, cols, params, x.shape).of(best_tap)
+    indices = np.empty(y_shape, dtype=np.int64)
+    best = _maximum_only(
+        x, rows, cols, y_shape, nan_reading, (_FlatIndex(rows, cols, params, x.shape), indices)
+    )
     if x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING:
         _settle_nans(best, x, indices)
     return best, indices
@@ -170,10 +170,10 @@ def _maximum_only(
     cols: _AxisPlan,
     y_shape: tuple[int, ...],
     nan_reading: str,
-    best_tap: np.ndarray | None = None,
+    with_indices: tuple[_FlatIndex, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Y, folded straight into Y one kernel offset at a time; with ``best_tap`` (holding each window's
-    first real offset on entry), also the offset Indices designates. The fold is ``numpy.fmax`` under the
+    """Y, folded straight into Y one kernel offset at a time; ``with_indices``, also Indices, written into
+    the array given, group by group while the group is in cache. The fold is ``numpy.fmax`` under the
     NaN-as--inf policy (a NaN never enters Y; a window of NaN and -inf only keeps the starting -inf) and
     ``numpy.maximum`` under the absorbing one. Neither decides between +0 and -0, so a zero maximum is
     settled afterwards by Max_F's order: +0 where the window holds a +0, -0 where its zeros are all -0
@@ -200,7 +200,7 @@ def _maximum_only(
     n, c, h, w = x.shape
     out_h, out_w = y_shape[2:]
     planes, out = x.reshape(n * c, h, w), np.empty((n * c, out_h, out_w), dtype=x.dtype)
-    taps_out = None if best_tap is None else best_tap.reshape(n * c, out_h, out_w)
+    flat, indices = with_indices or (None, None)
     kernel_w, count = len(cols.taps), len(rows.taps) * len(cols.taps)
     ordered = [
         (i * kernel_w + j, r, q)
@@ -221,9 +221,11 @@ def _maximum_only(
     group = max(1, _CHUNK_BYTES // max(1, h * w * x.dtype.itemsize))
     buffers: dict[tuple[int, int], np.ndarray] = {}
     scratch = None
-    if taps_out is not None:  # a mask, a rank and the best rank of one group: ranks 1..K, uint8 if K < 256
+    if indices is not None:  # a mask, a rank, the best rank and the offset of one group (ranks: 1..K)
         size, rank_type = (min(group, n * c), out_h, out_w), np.uint8 if count < 256 else np.int64
         scratch = (np.empty(size, bool), np.empty(size, rank_type), np.empty(size, rank_type))
+        taps_buffer = np.empty(size, rank_type)
+        indices_out = indices.reshape(n * c, out_h, out_w)
     for start in range(0, n * c, group):
         source, best = planes[start : start + group], out[start : start + group]
         if quiet_nans and np.isnan(source.max()):
@@ -269,9 +271,10 @@ def _maximum_only(
                     candidate = read(x_rows, x_cols)
                     positive[:, out_rows, out_cols] |= (candidate == 0) & ~np.signbit(candidate)
                 best[zeros] = np.where(positive[zeros], x.dtype.type(0.0), x.dtype.type(-0.0))
-        if taps_out is not None and scratch is not None:
-            taps = taps_out[start : start + group]
+        if flat is not None and scratch is not None:
+            taps = taps_buffer[: len(best)]
             _winning_taps(best, taps, ordered, read, bits, absorbing, scratch, count)
+            flat.into(taps, start, indices_out[start : start + group])
     return out.reshape(y_shape)
 
 
@@ -333,13 +336,15 @@ class _FlatIndex:
             taps % params.kernel[1]
         ) * params.dilations[1]
         self.window_origin = rows.origin[:, None] * w + cols.origin[None, :]  # [dY2, dY3]
-        self.plane = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+        self.plane_size = h * w
 
-    def of(self, best_tap: np.ndarray) -> np.ndarray:
-        indices = np.take(self.tap_offset, best_tap)
-        indices += self.window_origin
-        indices += self.plane
-        return indices
+    def into(self, taps: np.ndarray, first_plane: int, out: np.ndarray) -> None:
+        """The indices of the winning offsets ``taps`` of the planes first_plane, first_plane + 1, ... (b*C +
+        c numbering), written into ``out`` of the same [planes, dY2, dY3] shape."""
+        np.take(self.tap_offset, taps, out=out)  # mode "raise": an offset out of the kernel is a loud error
+        out += self.window_origin
+        planes = np.arange(first_plane, first_plane + len(out), dtype=np.int64) * self.plane_size
+        out += planes[:, None, None]
 
 
 def _settle_nans(best: np.ndarray, x: np.ndarray, indices: np.ndarray) -> None:

@@ -25,7 +25,7 @@ from hypothesis.extra import numpy as hnp
 
 from sonnx_check.reference import ReferenceError
 from sonnx_check.reference import maxpool as maxpool_module
-from sonnx_check.reference.maxpool import PoolParams, _FlatIndex, _plan_axis, maxpool
+from sonnx_check.reference.maxpool import PoolParams, _plan_axis, maxpool
 from sonnx_check.reference.nan_policy import NAN_ABSORBING, NAN_AS_NEGATIVE_INFINITY, READINGS
 
 PROFILE = (np.float16, np.float32, np.float64, np.int8, np.uint8)
@@ -63,7 +63,7 @@ def _former_maxpool(x: np.ndarray, params: PoolParams, reading: str) -> tuple[np
     cols = _plan_axis(w, y_shape[3], params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     best = np.full(y_shape, lowest, dtype=x.dtype)
-    best_tap = np.empty(y_shape, dtype=np.uint8 if params.kernel[0] * params.kernel[1] <= 256 else np.int64)
+    best_tap = np.empty(y_shape, dtype=np.int64)
     best_tap[...] = rows.first_real_tap[:, None] * params.kernel[1] + cols.first_real_tap[None, :]
     for i, row_tap in enumerate(rows.taps):
         for j, col_tap in enumerate(cols.taps):
@@ -74,7 +74,10 @@ def _former_maxpool(x: np.ndarray, params: PoolParams, reading: str) -> tuple[np
             wins = _keep_maximum(target, np.ascontiguousarray(x[:, :, x_rows, x_cols]), reading)
             taps_here = best_tap[:, :, out_rows, out_cols]
             np.maximum(taps_here, wins * best_tap.dtype.type(i * params.kernel[1] + j), out=taps_here)
-    indices = _FlatIndex(rows, cols, params, x.shape).of(best_tap)
+    b, ch = np.arange(n).reshape(n, 1, 1, 1), np.arange(c).reshape(1, c, 1, 1)
+    row = rows.origin[:, None] + (best_tap // params.kernel[1]) * params.dilations[0]
+    col = cols.origin[None, :] + (best_tap % params.kernel[1]) * params.dilations[1]
+    indices = ((b * c + ch) * h + row) * w + col
     if x.dtype.kind == "f":  # _settle_zeros: a zero of Y is the element Indices designates
         zeros = np.flatnonzero(best.reshape(-1) == 0)
         best.reshape(-1)[zeros] = x.reshape(-1)[indices.reshape(-1)[zeros]]
