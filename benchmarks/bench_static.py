@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -259,6 +260,7 @@ def main() -> None:
         action="store_true",
         help="also count the instructions of each check under valgrind (minutes at 100k nodes)",
     )
+    parser.add_argument("--instructions-only", action="store_true", help="count instructions, time nothing")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child of measured_apart
     args = parser.parse_args()
     if args.measure:
@@ -273,12 +275,21 @@ def main() -> None:
         for n in (1, *sizes):
             paths[n] = Path(folder) / f"{args.model}_{n}.onnx"
             onnx.save(make(n), paths[n])
-        start_up = measured_apart(paths[1], max(args.repeat, 5))["all"]
-        process = min(process_start_up(paths[1]) for _ in range(args.repeat))
-        for n in sizes:
-            timings = measured_apart(paths[n], args.repeat)
-            rows.append((n, timings["all"], timings["own"], timings["checker"]))
-        counts = {n: instructions(paths[n]) for n in (1, *sizes)} if args.instructions else {}
+        if not args.instructions_only:
+            start_up = measured_apart(paths[1], max(args.repeat, 5))["all"]
+            process = min(process_start_up(paths[1]) for _ in range(args.repeat))
+            for n in sizes:
+                timings = measured_apart(paths[n], args.repeat)
+                rows.append((n, timings["all"], timings["own"], timings["checker"]))
+        counts = {}
+        if args.instructions or args.instructions_only:
+            # all sizes at once: a count does not depend on the load, and callgrind is slow
+            with ThreadPoolExecutor(max_workers=len(sizes) + 1) as pool:
+                found = pool.map(instructions, [paths[n] for n in (1, *sizes)])
+                counts = dict(zip((1, *sizes), found, strict=True))
+    if args.instructions_only:
+        print_instructions(counts, sizes)
+        return
     print(f"model: {args.model}, best of {args.repeat} runs, each size in a fresh interpreter")
     print(
         f"start-up: a fresh process imports and checks a 1-node model in {process:.2f} s (wall); "
@@ -305,15 +316,21 @@ def main() -> None:
             f"own rules {o2.cpu / o1.cpu:.1f}x ({o2.wall / o1.wall:.1f}x), "
             f"onnx.checker alone {c2.cpu / c1.cpu:.1f}x ({c2.wall / c1.wall:.1f}x)"
         )
-    if counts:
-        print("instructions beyond start-up (callgrind; a fresh process minus the 1-node one), G:")
-        for label, part in (("sonnx-check's process (the rules)", 0), ("onnx checker (forked child)", 1)):
-            beyond = {n: counts[n][part] - counts[1][part] for n in sizes}
-            line = f"  {label:34} " + ", ".join(f"{n} nodes {beyond[n] / 1e9:.3f}" for n in sizes)
-            if len(sizes) >= 2 and beyond[sizes[-2]] > 0:
-                n1, n2 = sizes[-2], sizes[-1]
-                line += f"; growth for {n2 // n1}x nodes: {beyond[n2] / beyond[n1]:.2f}x"
-            print(line)
+    print_instructions(counts, sizes)
+
+
+def print_instructions(counts: dict[int, tuple[int, int]], sizes: list[int]) -> None:
+    """The counts beyond start-up, sonnx-check's process and the forked checker apart, with their growth."""
+    if not counts:
+        return
+    print("instructions beyond start-up (callgrind; a fresh process minus the 1-node one), G:")
+    for label, part in (("sonnx-check's process (the rules)", 0), ("onnx checker (forked child)", 1)):
+        beyond = {n: counts[n][part] - counts[1][part] for n in sizes}
+        line = f"  {label:34} " + ", ".join(f"{n} nodes {beyond[n] / 1e9:.3f}" for n in sizes)
+        if len(sizes) >= 2 and beyond[sizes[-2]] > 0:
+            n1, n2 = sizes[-2], sizes[-1]
+            line += f"; growth for {n2 // n1}x nodes: {beyond[n2] / beyond[n1]:.2f}x"
+        print(line)
 
 
 if __name__ == "__main__":
