@@ -18,7 +18,8 @@ four commands run in turn, A B C D A B C D ..., each in a fresh process (``--pai
 
 CPU time is user + system of the process and of its reaped children (wait4), so A includes its onnxruntime
 worker; A's split between its own process and its children is printed too (medians over the rounds), as
-is A's exit status (2: an error, for instance a comparison cut short by ``--timeout``).
+is A's exit status (2: an error, for instance a comparison cut short by ``--timeout``) and the lines of its
+report that say what the node battery ran and what could not be compared.
 
 Peak memory, for A, is the peak of the sum over sonnx-check's process and its worker. The kernel keeps no
 such figure: each process's ru_maxrss is its own peak, reached at different moments, so "own maxrss +
@@ -94,9 +95,9 @@ def measured(command: list[str], cwd: Path, interval: float, record: Path | None
     if record is not None:
         env["SONNX_BENCH_SPLIT"] = str(record)
         env["SONNX_BENCH_MAXRSS"] = str(record) + ".rss"
-    process = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    # A's report is kept (record.out): what the comparison ran is part of the figure
+    output = open(record.with_suffix(".out"), "wb") if record is not None else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.DEVNULL)
     peak, done = [0], threading.Event()
 
     def sample() -> None:
@@ -109,6 +110,8 @@ def measured(command: list[str], cwd: Path, interval: float, record: Path | None
     _, status, usage = os.wait4(process.pid, 0)
     done.set()
     sampler.join()
+    if record is not None:
+        output.close()  # type: ignore[union-attr]
     process.returncode = os.waitstatus_to_exitcode(status)
     maxrss, bound, own, children = usage.ru_maxrss / 1024, usage.ru_maxrss / 1024, None, None
     if record is not None and record.exists():
@@ -160,6 +163,8 @@ def measure_model(model: Path, options: list[str], rounds: int, interval: float,
         + ", ".join(str(r.status) for r in ours)
         + f"; own CPU {_median(ours, 'own'):.1f} s + worker {_median(ours, 'children'):.1f} s"
     ]
+    said = (where / "split.out").read_text(errors="replace").splitlines()
+    lines += [f"  | {line.strip()}" for line in said if line.startswith(("node edges", "end-to-end outputs"))]
     for name, runs in results.items():
         cpu, ratio = _median(runs, "cpu"), ""
         if runs is not ours:
