@@ -216,7 +216,8 @@ def _maximum_only(
         return (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w)
 
     steps = sorted(ordered, key=lambda step: not reads_everywhere(step))
-    strides = tuple(steps[0][axis][1].step or 1 for axis in (1, 2))
+    _, (_, row_read), (_, col_read) = steps[0]
+    strides = (row_read.step or 1, col_read.step or 1)
     phase_shape = (-(-h // strides[0]), -(-w // strides[1]))
     group = max(1, _CHUNK_BYTES // max(1, h * w * x.dtype.itemsize))
     buffers: dict[tuple[int, int], np.ndarray] = {}
