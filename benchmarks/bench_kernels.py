@@ -1,7 +1,8 @@
 """Reference kernel speed and memory against onnxruntime (single-threaded, CPU provider) and
 onnx.reference.ReferenceEvaluator, all measured in this run, in CPU time and in wall-clock time:
 
-- MaxPool (Y + Indices, and Y only) and Max on [8, 64, 112, 112] float32;
+- MaxPool (Y + Indices, and Y only; kernel 3 stride 2 pad 1 as in ResNet, kernel 2 stride 2 as in VGG) and
+  Max on [8, 64, 112, 112] float32;
 - Conv [1, 64, 56, 56] x [64, 64, 3, 3], pads 1, and MatMul 512 x 512 x 512, float32, where "sonnx" is the
   kernel PLUS what the sum-of-products accuracy bound gamma_n * sum|a*b| needs, exactly as ``--compare``
   computes them: the node's kernel (``run``) and, apart, its ``run_abs`` (sum|a*b|, what
@@ -73,15 +74,17 @@ from sonnx_check.reference import matmul as matmul_kernel  # noqa: E402
 freed_memory.keep()  # as the command's process does (entry.py): temporaries reuse freed memory
 
 SHAPE = (8, 64, 112, 112)
-POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1]}
+POOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1]}  # ResNet's
+POOL_2X2 = {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 0, 0], "dilations": [1, 1]}  # VGG's
 CONV_X, CONV_W = (1, 64, 56, 56), (64, 64, 3, 3)
 CONV = {"strides": [1, 1], "pads": [1, 1, 1, 1], "dilations": [1, 1], "group": 1}
 MATMUL = 512
 
 
-def maxpool_model(batch: int, with_indices: bool = True) -> onnx.ModelProto:
+def maxpool_model(batch: int, with_indices: bool = True, pool: dict = POOL) -> onnx.ModelProto:
+    """MaxPool on [batch, 64, 112, 112]; ``pool``'s attributes give a 56 x 56 output (POOL, POOL_2X2)."""
     outputs = ["Y", "Indices"] if with_indices else ["Y"]
-    node = h.make_node("MaxPool", ["X"], outputs, auto_pad="NOTSET", ceil_mode=0, storage_order=0, **POOL)
+    node = h.make_node("MaxPool", ["X"], outputs, auto_pad="NOTSET", ceil_mode=0, storage_order=0, **pool)
     out = [batch, SHAPE[1], 56, 56]
     graph = h.make_graph(
         [node], "maxpool", [h.make_tensor_value_info("X", T.FLOAT, [batch, *SHAPE[1:]])],
@@ -388,6 +391,12 @@ def main() -> None:
         rows += [
             measure_pool("MaxPool k3 s2 p1, Y+Indices", maxpool_model, {"X": x}, args),
             measure_pool("MaxPool k3 s2 p1, Y only", lambda b: maxpool_model(b, False), {"X": x}, args),
+            measure_pool(
+                "MaxPool k2 s2, Y+Indices", lambda b: maxpool_model(b, pool=POOL_2X2), {"X": x}, args
+            ),
+            measure_pool(
+                "MaxPool k2 s2, Y only", lambda b: maxpool_model(b, False, POOL_2X2), {"X": x}, args
+            ),
             measure_pool("Max of three", max_model, abc, args),
         ]
         load.append(os.getloadavg()[0])

@@ -6,17 +6,19 @@ materialising X_p, each offset is applied only to the output positions whose ele
 real element of X. Along one axis those positions are a contiguous range, so every step is one strided slice
 of X against one rectangle of the output: the loop runs over the kH*kW kernel offsets, never over outputs.
 
-The window maximum is kept with a strict comparison in row-major offset order, in the float order Max_F
-(+0 > -0: maxpool.md's float section, "The Max operator becomes Max_F"), so among equal elements the first
-real one stays and a window holding both zeros gives +0, Indices designating its first +0 (decision 5).
-Every window starts at the lowest value of the type with its first real element as the index: a window
-whose real elements are all that lowest value (or NaN, under the NaN policy) ends as exactly that, as the tie
-rule requires.
+The window maximum is the maximum in the float order Max_F (+0 > -0: maxpool.md's float section, "The Max
+operator becomes Max_F") of the window's real elements, a NaN being -inf or absorbing as the run's reading
+says (nan_policy.py), or the lowest value of the type when the window holds nothing greater. Indices
+designates the first element of the window, in row-major offset order, that is bit for bit that maximum
+(the tie rule): the first +0 of a window holding both zeros (decision 5), the first NaN of an absorbing
+window, the first real element of a window whose real elements are all the lowest value of the type (or
+NaN, under the -inf reading).
+Y is computed first, folded without tracking offsets; the winning offsets are found afterwards by equality.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,47 +152,39 @@ def maxpool(
     cols = _plan_axis(w, out_w, params.kernel[1], params.strides[1], params.dilations[1], params.pads[1])
     if not with_indices:
         return _maximum_only(x, rows, cols, y_shape, nan_reading), None
-
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    best = np.full(y_shape, lowest, dtype=x.dtype)
-    best_tap = _first_real_taps(rows, cols, params.kernel, y_shape)
-    scratch = np.empty(y_shape, dtype=x.dtype)  # the elements of one offset, gathered contiguously once
-    won = np.empty(y_shape, dtype=best_tap.dtype)
-    for i, row_tap in enumerate(rows.taps):
-        for j, col_tap in enumerate(cols.taps):
-            if row_tap is None or col_tap is None:
-                continue
-            (out_rows, x_rows), (out_cols, x_cols) = row_tap, col_tap
-            target = best[:, :, out_rows, out_cols]
-            height, width = target.shape[2:]
-            candidate = scratch[:, :, :height, :width]
-            np.copyto(candidate, x[:, :, x_rows, x_cols])
-            wins = nan_policy.keep_maximum(target, candidate, nan_reading)
-            # Offsets come in increasing order and every tap recorded so far is smaller, so "take this
-            # offset where it wins" is a maximum: no data-dependent branch.
-            tap_won = won[:, :, :height, :width]
-            np.multiply(wins, best_tap.dtype.type(i * params.kernel[1] + j), out=tap_won)
-            taps_here = best_tap[:, :, out_rows, out_cols]
-            np.maximum(taps_here, tap_won, out=taps_here)
-    del scratch, won
-    flat = _FlatIndex(rows, cols, params, x.shape)
-    indices = flat.of(best_tap) if with_indices else None
-    if x.dtype.kind == "f":
-        _settle_zeros(best, x, best_tap, indices, flat)
+    indices = np.empty(y_shape, dtype=np.int64)
+    best = _maximum_only(
+        x, rows, cols, y_shape, nan_reading, (_FlatIndex(rows, cols, params, x.shape), indices)
+    )
+    if x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING:
+        _settle_nans(best, x, indices)
     return best, indices
 
 
-_CHUNK_BYTES = 1 << 19  # X planes folded per step of the Y-only path: the stride phases stay in cache
+_CHUNK_BYTES = 1 << 19  # X planes folded per step: the stride phases stay in cache
 
 
 def _maximum_only(
-    x: np.ndarray, rows: _AxisPlan, cols: _AxisPlan, y_shape: tuple[int, ...], nan_reading: str
+    x: np.ndarray,
+    rows: _AxisPlan,
+    cols: _AxisPlan,
+    y_shape: tuple[int, ...],
+    nan_reading: str,
+    with_indices: tuple[_FlatIndex, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Y without Indices: the same window maximum, folded straight into Y one kernel offset at a time, with
-    no offset tracking. The fold is ``numpy.fmax`` under the NaN-as--inf policy (a NaN never enters Y; a
-    window of NaN and -inf only keeps the starting -inf) and ``numpy.maximum`` under the absorbing one.
-    Neither decides between +0 and -0, so a zero maximum is settled afterwards by Max_F's order: +0 where
-    the window holds a +0, -0 where its zeros are all -0, as with Indices (decision 5).
+    """Y, folded straight into Y one kernel offset at a time; ``with_indices``, also Indices, written into
+    the array given, group by group while the group is in cache. The fold is ``numpy.fmax`` under the
+    NaN-as--inf policy (a NaN never enters Y; a window of NaN and -inf only keeps the starting -inf) and
+    ``numpy.maximum`` under the absorbing one. Neither decides between +0 and -0, so a zero maximum is
+    settled afterwards by Max_F's order: +0 where the window holds a +0, -0 where its zeros are all -0
+    (decision 5).
+
+    The winning offset is then the one a strict Max_F comparison in row-major order keeps, found without
+    per-offset bookkeeping: the window's first element bit for bit equal to Y, so the first of equal
+    elements, and the first +0 or the first -0 as Y's zero says. Under the -inf reading a NaN is replaced by
+    -inf before anything is read, so a window of NaN and -inf designates its first real element, as the
+    comparison starting at -inf there does. Under the absorbing reading, a NaN of Y designates the window's
+    first NaN, whatever NaN the fold returned (``_settle_nans`` then makes Y that very NaN).
 
     Speed: a ufunc is vectorised only along a contiguous last axis, and an offset's elements are strided by
     the pooling stride. So each group of (b, c) planes of X is first split into its stride phases
@@ -199,25 +193,46 @@ def _maximum_only(
     groups of planes and the kernel offsets, never over output elements."""
     absorbing = x.dtype.kind == "f" and nan_reading == nan_policy.NAN_ABSORBING
     fold = np.maximum if absorbing else np.fmax
+    quiet_nans = x.dtype.kind == "f" and not absorbing
     lowest = x.dtype.type(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
+    # bit patterns: equality of these is "the same element" (+0 is not -0); integers compare as they are
+    bits = np.dtype(f"u{x.dtype.itemsize}") if x.dtype.kind == "f" else x.dtype
     n, c, h, w = x.shape
     out_h, out_w = y_shape[2:]
     planes, out = x.reshape(n * c, h, w), np.empty((n * c, out_h, out_w), dtype=x.dtype)
-    ordered = [(r, q) for r in rows.taps for q in cols.taps if r is not None and q is not None]  # row-major
+    flat, indices = with_indices or (None, None)
+    kernel_w, count = len(cols.taps), len(rows.taps) * len(cols.taps)
+    ordered = [
+        (i * kernel_w + j, r, q)
+        for i, r in enumerate(rows.taps)
+        for j, q in enumerate(cols.taps)
+        if r is not None and q is not None
+    ]  # row-major, with the offset's number i*kW + j
 
     # The maximum does not depend on the order of the offsets (zeros are settled apart): an offset that every
     # window reads goes first and starts the fold without a fill.
     def reads_everywhere(step: tuple) -> bool:
-        (out_rows, _), (out_cols, _) = step
+        _, (out_rows, _), (out_cols, _) = step
         return (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w)
 
     steps = sorted(ordered, key=lambda step: not reads_everywhere(step))
-    strides = tuple(steps[0][axis][1].step or 1 for axis in (0, 1))
+    _, (_, row_read), (_, col_read) = steps[0]
+    strides = (row_read.step or 1, col_read.step or 1)
     phase_shape = (-(-h // strides[0]), -(-w // strides[1]))
     group = max(1, _CHUNK_BYTES // max(1, h * w * x.dtype.itemsize))
     buffers: dict[tuple[int, int], np.ndarray] = {}
+    scratch = None
+    if indices is not None:  # a mask, a rank, the best rank and the offset of one group (ranks: 1..K)
+        size, rank_type = (min(group, n * c), out_h, out_w), np.uint8 if count < 256 else np.int64
+        scratch = (np.empty(size, bool), np.empty(size, rank_type), np.empty(size, rank_type))
+        taps_buffer = np.empty(size, rank_type)
+        indices_out = indices.reshape(n * c, out_h, out_w)
     for start in range(0, n * c, group):
         source, best = planes[start : start + group], out[start : start + group]
+        if quiet_nans and np.isnan(source.max()):
+            # fmax is not NaN-proof for a signalling NaN (numpy's scalar loop returns it, quieted), and a
+            # NaN is -inf under this reading anyway: Y and the first-equal search cannot tell the two apart
+            source = np.where(np.isnan(source), lowest, source)
         filled: set[tuple[int, int]] = set()
 
         def read(
@@ -240,7 +255,7 @@ def _maximum_only(
             return phase[:, top : top + height, left : left + width]
 
         first = True
-        for (out_rows, x_rows), (out_cols, x_cols) in steps:
+        for _, (out_rows, x_rows), (out_cols, x_cols) in steps:
             if first:
                 first = False
                 if (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w):
@@ -253,20 +268,62 @@ def _maximum_only(
             zeros = best == 0
             if zeros.any():  # Max_F: +0 where the window holds a +0, -0 where its zeros are all -0
                 positive = np.zeros(best.shape, dtype=bool)
-                for (out_rows, x_rows), (out_cols, x_cols) in ordered:
+                for _, (out_rows, x_rows), (out_cols, x_cols) in ordered:
                     candidate = read(x_rows, x_cols)
                     positive[:, out_rows, out_cols] |= (candidate == 0) & ~np.signbit(candidate)
                 best[zeros] = np.where(positive[zeros], x.dtype.type(0.0), x.dtype.type(-0.0))
+        if flat is not None and scratch is not None:
+            taps = taps_buffer[: len(best)]
+            _winning_taps(best, taps, ordered, read, bits, absorbing, scratch, count)
+            flat.into(taps, start, indices_out[start : start + group])
     return out.reshape(y_shape)
 
 
-def _first_real_taps(
-    rows: _AxisPlan, cols: _AxisPlan, kernel: tuple[int, int], y_shape: tuple[int, ...]
-) -> np.ndarray:
-    """The winning offset i*kW + j of every window before any element is compared: its first real one."""
-    best_tap = np.empty(y_shape, dtype=np.uint8 if kernel[0] * kernel[1] <= 256 else np.int64)
-    best_tap[...] = rows.first_real_tap[:, None] * kernel[1] + cols.first_real_tap[None, :]
-    return best_tap
+def _winning_taps(
+    best: np.ndarray,
+    taps: np.ndarray,
+    ordered: list,
+    read: Callable[[slice, slice], np.ndarray],
+    bits: np.dtype,
+    absorbing: bool,
+    scratch: tuple[np.ndarray, np.ndarray, np.ndarray],
+    count: int,
+) -> None:
+    """Each window's winning offset as ``_maximum_only`` states it, for one group of planes, into ``taps``.
+
+    The first matching offset is the one of largest rank K - offset (K = ``count`` offsets), a maximum
+    folded without a branch: a masked copy ("where") costs several times more once matches are scattered.
+    A window always holds its Y, so its rank ends above 0; only an absorbing NaN whose bits the fold
+    changed (a signalling NaN comes out quiet) can be left at 0, and there the window's first NaN decides."""
+    same, rank, best_rank = (buffer[: len(best)] for buffer in scratch)
+    best_rank.fill(0)
+    key = best.view(bits)
+
+    def fold(tap: int, out_rows: slice, out_cols: slice, matches: np.ndarray, into: np.ndarray) -> None:
+        target = into[:, out_rows, out_cols]
+        height, width = target.shape[1:]
+        np.multiply(
+            matches.view(np.uint8),
+            rank.dtype.type(count - tap),
+            out=rank[:, :height, :width],
+            casting="unsafe",
+        )
+        np.maximum(target, rank[:, :height, :width], out=target)
+
+    for tap, (out_rows, x_rows), (out_cols, x_cols) in ordered:
+        target_shape = key[:, out_rows, out_cols].shape
+        mask = same[:, : target_shape[1], : target_shape[2]]
+        np.equal(read(x_rows, x_cols).view(bits), key[:, out_rows, out_cols], out=mask)
+        fold(tap, out_rows, out_cols, mask, best_rank)
+    if absorbing and np.isnan(best).any():  # the window's first NaN, which the fold may not have returned
+        nan_rank = np.zeros_like(best_rank)
+        for tap, (out_rows, x_rows), (out_cols, x_cols) in ordered:
+            target_shape = key[:, out_rows, out_cols].shape
+            mask = same[:, : target_shape[1], : target_shape[2]]
+            np.isnan(read(x_rows, x_cols), out=mask)
+            fold(tap, out_rows, out_cols, mask, nan_rank)
+        np.copyto(best_rank, nan_rank, where=nan_rank > 0)
+    np.subtract(count, best_rank, out=taps, casting="unsafe")
 
 
 class _FlatIndex:
@@ -280,30 +337,23 @@ class _FlatIndex:
             taps % params.kernel[1]
         ) * params.dilations[1]
         self.window_origin = rows.origin[:, None] * w + cols.origin[None, :]  # [dY2, dY3]
-        self.plane = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+        self.plane_size = h * w
 
-    def of(self, best_tap: np.ndarray) -> np.ndarray:
-        indices = np.take(self.tap_offset, best_tap)
-        indices += self.window_origin
-        indices += self.plane
-        return indices
-
-    def at(self, best_tap: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The indices at some flat output positions only."""
-        b, c, m, q = np.unravel_index(positions, best_tap.shape)
-        tap = best_tap.reshape(-1)[positions]
-        return self.tap_offset[tap] + self.window_origin[m, q] + self.plane[b, c, 0, 0]
+    def into(self, taps: np.ndarray, first_plane: int, out: np.ndarray) -> None:
+        """The indices of the winning offsets ``taps`` of the planes first_plane, first_plane + 1, ... (b*C +
+        c numbering), written into ``out`` of the same [planes, dY2, dY3] shape."""
+        np.take(self.tap_offset, taps, out=out)  # mode "raise": an offset out of the kernel is a loud error
+        out += self.window_origin
+        planes = np.arange(first_plane, first_plane + len(out), dtype=np.int64) * self.plane_size
+        out += planes[:, None, None]
 
 
-def _settle_zeros(
-    best: np.ndarray, x: np.ndarray, best_tap: np.ndarray, indices: np.ndarray | None, flat: _FlatIndex
-) -> None:
-    """A zero of Y is bit for bit the element Indices designates (Max_F: the first +0 of the window if it
-    holds one, else its first -0), which the value fold does not guarantee."""
-    zeros = np.flatnonzero(best.reshape(-1) == 0)
-    if zeros.size:
-        where = indices.reshape(-1)[zeros] if indices is not None else flat.at(best_tap, zeros)
-        best.reshape(-1)[zeros] = x.reshape(-1)[where]
+def _settle_nans(best: np.ndarray, x: np.ndarray, indices: np.ndarray) -> None:
+    """Under the absorbing reading a NaN of Y is bit for bit the element Indices designates (the window's
+    first NaN, as ``nan_policy.keep_maximum`` keeps it), whatever NaN the fold returned."""
+    nans = np.flatnonzero(np.isnan(best.reshape(-1)))
+    if nans.size:
+        best.reshape(-1)[nans] = x.reshape(-1)[indices.reshape(-1)[nans]]
 
 
 def run(

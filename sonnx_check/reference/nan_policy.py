@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 NAN_AS_NEGATIVE_INFINITY = "nan-as-negative-infinity"  # seed 003, the profile this tool checks
 NAN_ABSORBING = "nan-absorbing"  # later working-group revision, not yet the profile
 
@@ -40,25 +38,3 @@ class Readings:
 
 
 DEFAULT = Readings()
-
-
-def keep_maximum(best: np.ndarray, candidate: np.ndarray, policy: str) -> np.ndarray:
-    """Fold the window elements met at one kernel offset into the best ones met so far (row-major order):
-    update ``best`` in place and return where the candidate won.
-
-    A candidate wins when strictly greater in the float order Max_F, where +0 is greater than -0
-    (maxpool.md's float section: "The Max operator becomes Max_F"; max.md), so the first of equal elements
-    stays (the tie rule) and a +0 after a -0 wins. As -inf: a NaN never wins (``NaN > x`` is false) and
-    never enters ``best`` (``fmax`` ignores it), so a window whose real elements are all NaN or -inf keeps
-    its starting -inf. Absorbing: the first NaN wins and stays. Only a winner replaces ``best``, so ``best``
-    is always the element the winning index designates, bit for bit.
-    """
-    wins = np.greater(candidate, best)
-    if candidate.dtype.kind == "f":  # equal with different sign bits: only -0 (best) against +0 (candidate)
-        wins |= np.equal(candidate, best) & np.greater(np.signbit(best), np.signbit(candidate))
-        if policy == NAN_ABSORBING:
-            wins |= np.isnan(candidate) & ~np.isnan(best)
-    # only the winners replace ``best``: an equal candidate (the other zero) must not, or the next
-    # comparison would be made against the wrong zero
-    np.copyto(best, candidate, where=wins)
-    return wins
