@@ -52,7 +52,19 @@ SECRET_WORDS = (
 _WORDS = "|".join(SECRET_WORDS)
 _VALUE = r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|[^\s'"]+)"""
 # --name=VALUE or --name VALUE (one or two dashes), the name containing a secret word
-_FLAG = re.compile(rf"(?i)(?<![\w-])(--?[A-Za-z0-9_.-]*(?:{_WORDS})[A-Za-z0-9_.-]*)(=|\s+)(?!-)({_VALUE})")
+_FLAG = re.compile(
+    rf"(?i)(?<![\w-])(--?[A-Za-z0-9_.-]*(?:{_WORDS})[A-Za-z0-9_.-]*)(=(?=\S)|\s+(?!-))({_VALUE})"
+)  # after '=' a value may start with '-' (base64url tokens do); after a space that is the next option
+# Name: VALUE, an HTTP header or YAML-style pair whose name contains a secret word ("X-Api-Key: V")
+_HEADER = re.compile(
+    rf"(?i)(?<![\w/-])([A-Za-z0-9_-]*(?:{_WORDS})[A-Za-z0-9_-]*)(\s*:\s*)(?!//|(?:Bearer|Basic|Token)\s)({_VALUE})"
+)
+# "name": "VALUE" in JSON, the name containing a secret word
+_JSON = re.compile(rf'(?i)("[^"]*(?:{_WORDS})[^"]*"\s*:\s*)"(?:\\.|[^"\\])*"')
+# curl's -u/--user USER:PASSWORD
+_USER_OPTION = re.compile(r"""(?<![\w-])(-u|--user)(=|\s+)([^\s:'"]*):([^\s'"]+)""")
+# a URL's signature parameter (Azure SAS, S3 presigned: sig=, X-Amz-Signature= is caught by the words)
+_QUERY_SIGNATURE = re.compile(r"(?i)([?&]sig=)([^&\s'\"]+)")
 # NAME=VALUE, NAME an identifier containing a secret word (an environment assignment)
 _ASSIGNMENT = re.compile(rf"(?i)(?<![\w-])([A-Za-z_][A-Za-z0-9_]*(?:{_WORDS})[A-Za-z0-9_]*)=({_VALUE})")
 # scheme://user:password@ or scheme://token@
@@ -83,7 +95,11 @@ def mask_text(text: str) -> str:
         text = text.replace(shlex.quote(value), MASK).replace(value, MASK)  # quoted first (as shlex.join)
     text = _USERINFO.sub(_userinfo, text)
     text = _SCHEME_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _USER_OPTION.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}:{MASK}", text)
+    text = _QUERY_SIGNATURE.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    text = _JSON.sub(lambda m: f'{m.group(1)}"{MASK}"', text)
     text = _FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}={MASK}", text)
 
 

@@ -86,26 +86,6 @@ def read_path(r: Reader, value: Any, key: str, base: Path) -> str:
     return text if os.path.isabs(text) else str(base / text)
 
 
-def outside_folder(text: str, base: Path) -> str | None:
-    """Why the path ``text`` of a discovered configuration file leaves its folder ``base``, or None: an
-    absolute path, a '..' component, or a link (anywhere on the way) resolving outside; a path that does not
-    exist yet is judged by the part that does."""
-    from sonnx_check.sanitise import display
-
-    shown = display(text)
-    parts = text.replace("\\", "/").split("/")
-    drive = len(text) > 1 and text[0].isalpha() and text[1] == ":" and text[2:3] in ("", "/", "\\")
-    if os.path.isabs(text) or text.startswith(("/", "\\")) or drive:
-        return f"is an absolute path ('{shown}'), outside the configuration file's folder"
-    if ".." in parts:
-        return f"leaves the configuration file's folder ('..' in '{shown}')"
-    root = os.path.realpath(base)
-    resolved = os.path.realpath(os.path.join(root, text))
-    if resolved != root and not resolved.startswith(root.rstrip(os.sep) + os.sep):
-        return f"resolves outside the configuration file's folder ('{shown}' is or passes through a link)"
-    return None
-
-
 def read_inputs(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ...]:
     inputs = r.strings(value, key)
     if not inputs:

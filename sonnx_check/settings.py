@@ -60,13 +60,15 @@ DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtimes.onnxruntime.sessio
 # models (a pull request adds a pyproject.toml beside them), so it is as untrusted as they are. A file named
 # by --config, and the command line, may set everything. docs/untrusted.md shows this table.
 TRUST_ANY = "any"  # a policy of the project (rules, waivers, seeds): anything the key accepts
-TRUST_INSIDE = "inside"  # paths: relative, no '..', resolving (links too) inside the file's folder
+# Data files are not accepted from a discovered file at all: a path inside its folder can still be a link (or
+# hold links) to any file, whose values would reach the reports, and saved outputs stand in for the runtime.
+TRUST_GENERATED = "generated"  # datasets: only the generated ones (random, edge), no file
 TRUST_TIGHTEN = "tighten"  # a limit: at most the default, never "no limit" (a hostile file cannot lift it)
 TRUST_EXPLICIT = "explicit"  # runs a program, or reaches outside the tree: command line or --config only
 TRUST_CPUS = "cpus"  # a number of processes: at most the CPUs (a hostile file cannot fork thousands)
 TRUST = {
     TRUST_ANY: "yes",
-    TRUST_INSIDE: "only paths inside the file's folder",
+    TRUST_GENERATED: "only the generated datasets (random, edge), no file",
     TRUST_TIGHTEN: "only a value at most the default",
     TRUST_EXPLICIT: "no: command line or --config FILE only",
     TRUST_CPUS: "yes, at most the number of CPUs (more is taken as that many)",
@@ -153,7 +155,7 @@ OPTIONS: tuple[Option, ...] = (
         from_cli=tuple,
         to_json=list,
         compare_arg="datasets",
-        trust=TRUST_INSIDE,
+        trust=TRUST_GENERATED,
         why="reads data files",
     ),
     Option(
@@ -293,8 +295,8 @@ OPTIONS: tuple[Option, ...] = (
         click=kinds.click_text,
         metavar="DIR",
         cli_name="outputs",
-        trust=TRUST_INSIDE,
-        why="reads saved outputs and models",
+        trust=TRUST_EXPLICIT,
+        why="puts saved outputs in the place of the runtime under test",
     ),
     Option(
         "export_inputs",
@@ -378,12 +380,10 @@ def _untrusted(option: Option, problem: str) -> str:
 
 def _beyond_trust(option: Option, raw: Any, value: Any, base: Path) -> str | None:
     """Why a discovered file may not set ``value``, or None."""
-    if option.trust == TRUST_INSIDE:
+    if option.trust == TRUST_GENERATED:
         texts = [raw] if isinstance(raw, str) else [t for t in raw if t not in kinds.GENERATED_INPUTS]
-        for text in texts:
-            problem = kinds.outside_folder(text, base)
-            if problem is not None:
-                return problem
+        if texts:
+            return "a discovered configuration file may name only generated datasets (random, edge), no file"
     elif option.trust == TRUST_TIGHTEN:
         if value is None:
             return "a discovered configuration file may not lift the limit"

@@ -250,3 +250,23 @@ def test_saved_inputs_that_are_not_the_comparisons_datasets_are_a_finding(tmp_pa
 def test_an_exported_models_folder_name_is_one_plain_path_component(file_name: str):
     name = folder_name(f"/somewhere/{file_name}.onnx")
     assert re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*", name) and len(name) <= 120
+
+
+def test_a_command_that_makes_the_next_run_folder_is_compared_not_an_internal_error(tmp_path: Path):
+    """The command can write beside its own folder: a folder it makes where the next session's would be
+    gives that session a fresh one (it used to be FileExistsError, exit 3)."""
+    wrapper = tmp_path / "squatter.py"
+    wrapper.write_text(
+        "import os, runpy, sys\n"
+        "parent = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1])))\n"
+        "for n in range(1, 40):\n"
+        "    os.makedirs(os.path.join(parent, f'run{n}'), exist_ok=True)\n"
+        f"sys.argv[0] = {str(SCRIPT)!r}\n"
+        f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n",
+        encoding="utf-8",
+    )
+    cmd = shlex.join([sys.executable, str(wrapper)])
+    code, data, stderr = invoke("--runtime-command", cmd, str(MAXPOOL))
+    assert code in (0, 1), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    assert data["models"][0]["comparison"]["status"] != "not-compared", stderr

@@ -137,7 +137,7 @@ def test_compare_table_resolves_and_command_line_wins(repo: Path) -> None:
         shapes = { x = [1, 1, 8, 8], mask = [1, 8] }
         """,
     )
-    file = load(None, False, str(repo))
+    file = load(str(repo / "pyproject.toml"), False, str(repo))  # --config: a data file may be named there
     settings = resolve(CliOptions(), file, str(repo))
     c = settings.compare
     assert c.enabled and c.seed == 7 and c.ort_opt_level == "disable" and c.max_elements == 1000

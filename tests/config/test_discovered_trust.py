@@ -65,19 +65,24 @@ def test_a_discovered_runtime_command_is_refused_and_never_run(
     assert not mark.exists()
 
 
+NO_FILE = "a discovered configuration file may name only generated datasets (random, edge), no file"
+NOT_ACCEPTED = "not accepted from a discovered configuration file"
+
+
 @pytest.mark.parametrize(
     ("key", "value", "problem"),
     [
-        ("inputs", '["../../outside/x.npz"]', "leaves the configuration file's folder"),
-        ("inputs", '["edge", "data/../../outside/x.npz"]', "leaves the configuration file's folder"),
-        ("inputs", '["OUTSIDE/x.npz"]', "is an absolute path"),
-        ("inputs", '["escape/x.npz"]', "resolves outside the configuration file's folder"),
-        ("outputs", '"../../outside"', "leaves the configuration file's folder"),
-        ("outputs", '"OUTSIDE"', "is an absolute path"),
-        ("outputs", '"escape"', "resolves outside the configuration file's folder"),
+        ("inputs", '["../../outside/x.npz"]', NO_FILE),
+        ("inputs", '["edge", "data/../../outside/x.npz"]', NO_FILE),
+        ("inputs", '["OUTSIDE/x.npz"]', NO_FILE),
+        ("inputs", '["escape/x.npz"]', NO_FILE),
+        ("inputs", '["data/x.npz"]', NO_FILE),  # inside the folder, but a link there reads any file
+        ("outputs", '"../../outside"', NOT_ACCEPTED),
+        ("outputs", '"OUTSIDE"', NOT_ACCEPTED),
+        ("outputs", '"saved"', NOT_ACCEPTED),  # saved outputs would stand in for the runtime under test
     ],
 )
-def test_a_discovered_path_outside_the_files_folder_is_refused(
+def test_a_discovered_file_names_no_data_file_and_no_saved_outputs(
     tmp_path: Path, key: str, value: str, problem: str
 ) -> None:
     outside = tmp_path / "outside"
@@ -87,20 +92,18 @@ def test_a_discovered_path_outside_the_files_folder_is_refused(
         tmp_path, f"[tool.sonnx-check.compare]\n{key} = {value.replace('OUTSIDE', str(outside))}\n"
     )
     (root / "escape").symlink_to(outside)  # a link inside the tree to a folder outside it
+    (root / "data").mkdir()
+    (root / "data" / "x.npz").symlink_to(outside / "x.npz")  # a link planted among the data
     run = run_cli(["--compare", "models"], cwd=root)
     assert run.code == 2, run.stdout + run.stderr
     line = _error_line(run.stderr)
     assert line.startswith(f"sonnx-check: error: pyproject.toml: tool.sonnx-check.compare.{key}: {problem}")
 
 
-def test_a_discovered_path_inside_the_files_folder_is_accepted(tmp_path: Path) -> None:
-    root = _repository(
-        tmp_path, '[tool.sonnx-check.compare]\ninputs = ["edge", "data/x.npz"]\noutputs = "out"\n'
-    )
-    (root / "data").mkdir()
+def test_a_discovered_file_may_ask_for_the_generated_datasets(tmp_path: Path) -> None:
+    root = _repository(tmp_path, '[tool.sonnx-check.compare]\ninputs = ["random", "edge"]\n')
     compare = resolve(CliOptions(), load(None, False, str(root)), str(root)).compare
-    assert compare.inputs == ("edge", str(root.resolve() / "data" / "x.npz"))
-    assert compare.saved_outputs == str(root.resolve() / "out")
+    assert compare.inputs == ("random", "edge")
 
 
 @pytest.mark.parametrize(
@@ -175,7 +178,7 @@ def test_every_key_declares_what_a_discovered_file_may_set() -> None:
         assert option.trust != declared.TRUST_CPUS, option.name  # enforced for the top-level jobs only
         assert (option.trust == declared.TRUST_ANY) == (not option.why), option.name
         path_reader = option.read in (declared.kinds.read_path, declared.kinds.read_inputs)
-        assert not path_reader or option.trust in (declared.TRUST_INSIDE, declared.TRUST_EXPLICIT), (
+        assert not path_reader or option.trust in (declared.TRUST_GENERATED, declared.TRUST_EXPLICIT), (
             option.name
         )
     assert declared.BY_NAME["runtime_command"].trust == declared.TRUST_EXPLICIT

@@ -42,6 +42,12 @@ def _no_given_values(monkeypatch):
         ('curl -H "Authorization: Bearer abc.def" x', 'curl -H "Authorization: Bearer ***" x'),
         ("run --token --verbose m.onnx", "run --token --verbose m.onnx"),  # a flag, not a value
         ("run --model m.onnx --seed 3", "run --model m.onnx --seed 3"),  # nothing secret: unchanged
+        ('curl -u me:S3 -H "X-Api-Key: S3" u', 'curl -u me:*** -H "X-Api-Key: ***" u'),  # review of issue 27
+        ("run --header=Private-Token:S3 x", "run --header=Private-Token:*** x"),
+        ("https://a.blob/x?sv=2020&sig=S3&se=1", "https://a.blob/x?sv=2020&sig=***&se=1"),
+        ("run --token=-AbC123 x", "run --token=*** x"),  # a base64url token may start with '-'
+        ('{"api_key": "S3"}', '{"api_key": "***"}'),
+        ("run --shape x:1,3 https://example.com/a", "run --shape x:1,3 https://example.com/a"),
     ],
 )
 def test_secret_looking_values_are_masked(line, expected):

@@ -81,7 +81,8 @@ def parse_command(command: str) -> list[str]:
         raise UsageError("--runtime-command: the command is empty")
     program = argv[0]
     if shutil.which(program) is None:
-        raise UsageError(f"--runtime-command: program {shown(program)} not found or not executable")
+        shown_program = shown(mask_text(program))  # "API_KEY=... ./run.sh" names an assignment, not a program
+        raise UsageError(f"--runtime-command: program {shown_program} not found or not executable")
     return argv
 
 
@@ -186,19 +187,32 @@ class CommandSession(Session):
         self.folder = folder
         self._written = False
 
-    def _write_model(self) -> Path:
-        path = self.folder / "model.onnx"
-        if not self._written:
+    def _new_folder(self) -> Path:
+        """The session's folder, new and ours. The command can write beside its own folder, so a folder of
+        that name may already exist (then a fresh name), or the parent may be closed to us (a RunFailure)."""
+        try:
             self.folder.mkdir(mode=0o700)
+            return self.folder
+        except FileExistsError:
+            try:
+                return Path(tempfile.mkdtemp(prefix=self.folder.name + "-", dir=self.folder.parent))
+            except OSError as exc:
+                raise RunFailure("session", f"no folder could be made for the run: {exc.strerror}") from None
+        except OSError as exc:
+            raise RunFailure("session", f"no folder could be made for the run: {exc.strerror}") from None
+
+    def _write_model(self) -> Path:
+        if not self._written:
+            self.folder = self._new_folder()
             try:
                 data = self.model.SerializeToString()
             except ValueError as exc:  # protobuf refuses messages over 2 GiB
                 raise RunFailure(
                     "session", f"the model cannot be serialised for the command: {exc}"
                 ) from None
-            path.write_bytes(data)
+            (self.folder / "model.onnx").write_bytes(data)
             self._written = True
-        return path
+        return self.folder / "model.onnx"
 
     def run_datasets(self, datasets: Iterable[Feeds]) -> Iterator[DatasetRun]:
         inputs = [v.name for v in self.model.graph.input]
