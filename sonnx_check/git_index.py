@@ -38,6 +38,7 @@ from sonnx_check import stop
 from sonnx_check.sanitise import display
 
 _GIT_TIMEOUT = 30.0  # seconds per git call: an index of any sane size answers in milliseconds
+_GIT_POLL = 0.05  # seconds between looks at the stop flag and the deadline while git runs
 _ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_NO_LAZY_FETCH": "1"}
 _CONFIG = ("-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "-c", "core.untrackedCache=false")
 _REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
@@ -49,11 +50,13 @@ _LFS = re.compile(
 
 
 class GitTimedOut(Exception):
-    """Hashing a data file ran past the deadline (the static --timeout)."""
+    """Hashing a data file (``path``), or a git call (``git``: its subcommand), ran past the deadline (the
+    static --timeout)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, git: str | None = None) -> None:
         super().__init__(path)
         self.path = path
+        self.git = git
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def data_files_state(
     # git is asked from the model's folder; with GIT_DIR set, from where the caller is, as git itself would be
     # (without GIT_WORK_TREE or core.worktree, the current folder is then the top of the work tree)
     folder = os.getcwd() if os.environ.get("GIT_DIR") else model_folder
-    where = _repository(folder)
+    where = _repository(folder, deadline)
     if isinstance(where, str):
         return IndexState(unjudged=where)
     top, git_dir, object_format = where
@@ -90,13 +93,13 @@ def data_files_state(
     problem = _redirect_problem(top, git_dir)
     if problem is not None:
         return IndexState(unjudged=problem)
-    staged = _staged(folder, [model, *wanted])
+    staged = _staged(folder, [model, *wanted], deadline)
     if isinstance(staged, str):
         return IndexState(unjudged=staged)
     if model not in staged:
         return None  # the model itself is not tracked: nothing of it is being committed
     untracked = frozenset(p for p in wanted if p not in staged)
-    sizes = _blob_sizes(folder, [staged[p][1] for p in wanted if p in staged])
+    sizes = _blob_sizes(folder, [staged[p][1] for p in wanted if p in staged], deadline)
     modified = set()
     for path in wanted:
         if path in staged and not _same_contents(folder, path, staged[path], sizes, object_format, deadline):
@@ -120,9 +123,10 @@ def _dot_git(folder: str) -> str | None:
         current = parent
 
 
-def _repository(folder: str) -> tuple[str, str, str] | str:
+def _repository(folder: str, deadline: float | None) -> tuple[str, str, str] | str:
     """(work tree's top, git folder, object format) or, when git refuses, why (one line)."""
-    done = _git(folder, ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-object-format"])
+    arguments = ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-object-format"]
+    done = _git(folder, arguments, deadline=deadline)
     if isinstance(done, str):
         return done
     lines = done.decode("utf-8", "surrogateescape").splitlines()
@@ -157,9 +161,9 @@ def _inside(path: str, folder: str) -> bool:
 # -- what the index holds ----------------------------------------------------------------------------------
 
 
-def _staged(folder: str, paths: list[str]) -> dict[str, tuple[str, str]] | str:
+def _staged(folder: str, paths: list[str], deadline: float | None) -> dict[str, tuple[str, str]] | str:
     """Real path -> (mode, staged blob id) of each path git's index holds (stage 0), or why git failed."""
-    done = _git(folder, ["ls-files", "-z", "--stage", "--cached", "--", *paths])
+    done = _git(folder, ["ls-files", "-z", "--stage", "--cached", "--", *paths], deadline=deadline)
     if isinstance(done, str):
         return done
     staged: dict[str, tuple[str, str]] = {}
@@ -198,17 +202,18 @@ def _same_contents(
         return _hash(path, size, object_format, deadline, blob=True) == blob
     if staged_size is None or staged_size > _LFS_POINTER_MAX:
         return False  # a different size, and not a pointer: other contents
-    pointer = _LFS.fullmatch(_blob(folder, blob) or b"")
+    pointer = _LFS.fullmatch(_blob(folder, blob, deadline) or b"")
     if pointer is None or int(pointer.group(2)) != size:
         return False
     return _hash(path, size, "sha256", deadline, blob=False) == pointer.group(1).decode()
 
 
-def _blob_sizes(folder: str, blobs: list[str]) -> dict[str, int]:
+def _blob_sizes(folder: str, blobs: list[str], deadline: float | None) -> dict[str, int]:
     """Each staged blob's size, from one ``git cat-file --batch-check`` (a missing blob is left out)."""
     if not blobs:
         return {}
-    done = _git(folder, ["cat-file", "--batch-check"], stdin="".join(f"{b}\n" for b in blobs).encode())
+    request = "".join(f"{b}\n" for b in blobs).encode()
+    done = _git(folder, ["cat-file", "--batch-check"], stdin=request, deadline=deadline)
     if isinstance(done, str):
         return {}
     sizes = {}
@@ -219,8 +224,10 @@ def _blob_sizes(folder: str, blobs: list[str]) -> dict[str, int]:
     return sizes
 
 
-def _blob(folder: str, blob: str) -> bytes | None:
-    done = _git(folder, ["cat-file", "blob", blob])  # cat-file runs no filter without --filters
+def _blob(folder: str, blob: str, deadline: float | None) -> bytes | None:
+    done = _git(
+        folder, ["cat-file", "blob", blob], deadline=deadline
+    )  # cat-file runs no filter without --filters
     return None if isinstance(done, str) else done[: _LFS_POINTER_MAX + 1]
 
 
@@ -269,23 +276,41 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _git(folder: str, arguments: list[str], stdin: bytes | None = None) -> bytes | str:
-    """git's stdout, or why it did not answer (one line, git's own first line when it said one)."""
+def _git(
+    folder: str, arguments: list[str], stdin: bytes | None = None, deadline: float | None = None
+) -> bytes | str:
+    """git's stdout, or why it did not answer (one line, git's own first line when it said one). git is
+    waited for in short steps, so that a stop signal (then stop.Stopped) or the static ``deadline`` (then
+    GitTimedOut) ends it at once: a FIFO put in place of ``.git/index`` would otherwise hold it."""
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             ["git", *_CONFIG, "-C", folder, *arguments],
-            capture_output=True,
-            timeout=_GIT_TIMEOUT,
-            env=_environment(),
-            input=stdin if stdin is not None else b"",
-            check=False,
-        )
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environment(),
+        )  # fmt: skip
     except FileNotFoundError:
         return "git is not installed"
-    except subprocess.TimeoutExpired:
-        return f"git {arguments[0]} did not answer within {_GIT_TIMEOUT:g} s"
     except (OSError, subprocess.SubprocessError) as exc:
         return f"git could not be run ({display(str(exc))})"
+    given_up = time.monotonic() + _GIT_TIMEOUT
+    request: bytes | None = stdin if stdin is not None else b""
+    try:
+        while True:
+            try:
+                out, err = process.communicate(request, timeout=_GIT_POLL)
+                break
+            except subprocess.TimeoutExpired:
+                request = None  # sent with the first call; later calls only wait
+                stop.check()
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
+                    raise GitTimedOut(folder, git=arguments[0]) from None
+                if now > given_up:
+                    return f"git {arguments[0]} did not answer within {_GIT_TIMEOUT:g} s"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     if done.returncode != 0:
         said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
         first = said[0].removeprefix("fatal: ").strip() if said else f"exit status {done.returncode}"

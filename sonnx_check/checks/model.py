@@ -184,6 +184,8 @@ def external_data_committed(view: ModelView) -> Iterator[Violation]:
     try:
         state = data_files_state(view.path, files, view.deadline) if files else None
     except GitTimedOut as exc:
+        if exc.git is not None:
+            raise PhaseTimedOut(f"asking git ({exc.git}) what its index holds") from None
         raise PhaseTimedOut(
             f"hashing {shown(os.path.basename(exc.path))} to compare it with git's index"
         ) from None

@@ -336,3 +336,33 @@ def test_a_work_tree_without_git_installed_is_a_warning(tmp_path: Path) -> None:
     empty = tmp_path / "no-programs"
     empty.mkdir()
     assert "git is not installed" in _warning(model, root, env={"PATH": str(empty)})
+
+
+def test_a_git_that_does_not_answer_is_ended_at_the_deadline_and_on_a_signal(tmp_path: Path) -> None:
+    """A FIFO in place of .git/index holds git: the static deadline and a stop end it at once (it ran its own
+    30 s before, past --timeout and SIGTERM)."""
+    import signal
+    import threading
+
+    from sonnx_check import stop
+    from sonnx_check.git_index import GitTimedOut, data_files_state
+
+    root, model = _committed(tmp_path)
+    index = root / ".git" / "index"
+    index.unlink()
+    os.mkfifo(index)
+    data = str(model.parent / "net.onnx.data")
+    started = time.monotonic()
+    with pytest.raises(GitTimedOut) as raised:
+        data_files_state(str(model), [data], deadline=started + 1)
+    assert raised.value.git is not None and time.monotonic() - started < 10
+    timer = threading.Timer(0.5, stop.record, (signal.SIGTERM,))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(stop.Stopped):
+            data_files_state(str(model), [data])
+    finally:
+        timer.cancel()
+        stop.reset()
+    assert time.monotonic() - started < 10
