@@ -53,7 +53,7 @@ class Settings:
     fail_on: Severity = Severity.ERROR
     output_format: str = "text"
     jobs: int = 1
-    compare: Any = field(default_factory=CompareSettings)
+    compare: CompareSettings = field(default_factory=CompareSettings)
     fix: FixSettings | None = None
     exit_zero: bool = False
     statistics: bool = False
