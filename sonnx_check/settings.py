@@ -340,6 +340,7 @@ CONFIG_KEYS: tuple[str, ...] = tuple(o.config_key for o in OPTIONS if o.config_k
 
 # -- what derives from it ---------------------------------------------------------------------------------
 
+
 def _declared(name: str) -> Any:
     """The field of option ``name``, with its declared default (a default is written once: in OPTIONS)."""
     return dataclasses.field(default=BY_NAME[name].default)

@@ -26,6 +26,7 @@ from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
 from sonnx_check.sanitise import display
 
+
 @dataclass(frozen=True)
 class CliOptions:
     """What the command line said; None (or empty) means "not given", so the configuration decides.
@@ -70,7 +71,9 @@ def _check_fields() -> None:
     compared = dataclasses.fields(CliOptions)[_RUN_FIELDS:]
     flagged = [o for o in declared.OPTIONS if o.flag]
     if [(f.name, f.default) for f in compared] != [(o.parameter, o.cli_default) for o in flagged]:
-        raise TypeError("CliOptions' comparison fields are not the declared options with a flag, in OPTIONS order")
+        raise TypeError(
+            "CliOptions' comparison fields are not the declared options with a flag, in OPTIONS order"
+        )
 
 
 _check_fields()

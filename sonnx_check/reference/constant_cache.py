@@ -36,7 +36,11 @@ class _Entry:
 
     def __init__(self, array: np.ndarray) -> None:
         key = id(array)
-        self.source = weakref.ref(array, lambda _, entry=self, key=key: _forget(key, entry))
+
+        def forget(_: weakref.ref[np.ndarray]) -> None:
+            _forget(key, self)
+
+        self.source = weakref.ref(array, forget)
         self.values: dict[Hashable, Any] = {}
         self.nbytes = 0
 
@@ -97,8 +101,12 @@ def _freeze(value: np.ndarray) -> None:
         node.flags.writeable = False
         node = node.base
     key = id(value)
+
+    def unfreeze(ref: weakref.ref[np.ndarray]) -> None:
+        _unfreeze(key, ref)
+
     with _lock:
-        _frozen[key] = weakref.ref(value, lambda ref, key=key: _unfreeze(key, ref))
+        _frozen[key] = weakref.ref(value, unfreeze)
 
 
 def _unfreeze(key: int, ref: weakref.ref) -> None:

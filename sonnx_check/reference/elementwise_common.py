@@ -28,6 +28,7 @@ import decimal
 import math
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
+from typing import overload
 
 import numpy as np
 import onnx
@@ -75,9 +76,20 @@ def type_name(dtype: np.dtype) -> str:
         return str(dtype)
 
 
+@overload
+def operands(op: str, inputs: Sequence[np.ndarray | None], names: Sequence[str]) -> list[np.ndarray]: ...
+
+
+@overload
+def operands(
+    op: str, inputs: Sequence[np.ndarray | None], names: Sequence[str], *, optional: Sequence[str]
+) -> list[np.ndarray | None]: ...
+
+
+# Without ``optional`` every input is required, so every value returned is an array (the first overload).
 def operands(
     op: str, inputs: Sequence[np.ndarray | None], names: Sequence[str], *, optional: Sequence[str] = ()
-) -> list[np.ndarray | None]:
+) -> list[np.ndarray] | list[np.ndarray | None]:
     """The node's inputs by formal name; a required input that is absent or an extra input is refused."""
     if len(inputs) > len(names):
         raise ReferenceError(
@@ -251,7 +263,7 @@ def _exp_reduce(xh: np.ndarray, xl: np.ndarray):
     plus 2**-53 |xl|."""
     k = np.rint(xh * _INV_L)
     rh = xh - k * _L1
-    p2, e2 = two_prod(k, _L2)
+    p2, e2 = two_prod(k, np.asarray(_L2))  # a 0-d array: the same float64 products, typed as arrays
     s, e = two_sum(rh, -p2)
     e = e - e2 + xl - k * _L3
     r_h, r_l = fast_two_sum(s, e)

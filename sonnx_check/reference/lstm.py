@@ -188,14 +188,14 @@ def lstm(
                     np.where(active[:, None], new_bounds.c, bounds.c),
                 )
             rows = np.flatnonzero(active)
-            times = np.full(batch, tau) if direction == "forward" else t
+            times = np.full(batch, tau) if direction == "forward" else np.asarray(t)
             y[times[rows], k, rows] = new_h[rows]
             if y_bound is not None:
                 y_bound[times[rows], k, rows] = new_bounds.h[rows]
         y_h[k], y_c[k] = hidden, cell
         h_bound[k], c_bound[k] = bounds.h, bounds.c
-    outputs = [y, y_h, y_c]
-    bounds_out = [y_bound, h_bound, c_bound] if with_bound else None
+    outputs: list[np.ndarray] = [y, y_h, y_c]
+    bounds_out: list[np.ndarray] | None = [y_bound, h_bound, c_bound] if y_bound is not None else None
     if params.layout == 1:
         outputs = [y.transpose(2, 0, 1, 3), y_h.transpose(1, 0, 2), y_c.transpose(1, 0, 2)]
         if bounds_out is not None:

@@ -324,7 +324,10 @@ def run(
         max_elements=max_elements,
         nan_reading=readings.maxpool_nan,
     )
-    return [y, indices] if want_indices else [y]
+    if not want_indices:
+        return [y]
+    assert indices is not None  # maxpool computes Indices when asked
+    return [y, indices]
 
 
 def _shown(value: object) -> str:

@@ -104,7 +104,7 @@ def infinite_terms(
     work = count_type(left.shape[2])
     s = _count_signs(left) if signs is None else signs
     with np.errstate(invalid="ignore", over="ignore"):
-        magnitude = inf_r.astype(work)
+        magnitude: np.ndarray = inf_r.astype(work)
         t = np.copysign(magnitude, right, dtype=work)  # +-1 on the infinities (the cast keeps signs)
     b = np.matmul(s, t)
     column_counts = magnitude.sum(axis=1)[:, None, :]
