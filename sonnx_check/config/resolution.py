@@ -14,7 +14,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from sonnx_check import settings as declared
 from sonnx_check.config.files import display_path, find_config, load_table, read_table

@@ -4,7 +4,6 @@ boundaries with ``--jobs``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sonnx_check.config.model_globs import model_matches
 from sonnx_check.findings import Severity

@@ -47,8 +47,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import DTypeLike
 import onnx
+from numpy.typing import DTypeLike
 
 from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
