@@ -207,7 +207,7 @@ def _maximum_only(
 
     # The maximum does not depend on the order of the offsets (zeros are settled apart): an offset that every
     # window reads goes first and starts the fold without a fill.
-    def reads_everywhere(step: tuple) -> bool:
+    def reads_everywhere(step: tuple[tuple[slice, slice], tuple[slice, slice]]) -> bool:
         (out_rows, _), (out_cols, _) = step
         return (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w)
 
@@ -221,7 +221,7 @@ def _maximum_only(
         filled: set[tuple[int, int]] = set()
 
         def read(
-            x_rows: slice, x_cols: slice, source: np.ndarray = source, filled: set = filled
+            x_rows: slice, x_cols: slice, source: np.ndarray = source, filled: set[tuple[int, int]] = filled
         ) -> np.ndarray:
             """source[:, x_rows, x_cols] through its stride phase."""
             key = (x_rows.start % strides[0], x_cols.start % strides[1])

@@ -118,5 +118,5 @@ def infinite_terms(
     return [zeros, a + b, a - b]
 
 
-def _add(total: list, parts: list[np.ndarray]) -> list:
+def _add(total: list[np.ndarray], parts: list[np.ndarray]) -> list[np.ndarray]:
     return [t + p for t, p in zip(total, parts, strict=True)]
