@@ -27,7 +27,8 @@ LIMIT_BYTES = 64 << 20
 
 _lock = threading.Lock()
 _entries: dict[int, _Entry] = {}
-_frozen: dict[int, weakref.ref] = {}  # the arrays derived here, by id (checked against the weak reference)
+# the arrays derived here, by id (checked against the weak reference)
+_frozen: dict[int, weakref.ref[np.ndarray]] = {}
 _kept_bytes = 0
 
 
@@ -109,7 +110,7 @@ def _freeze(value: np.ndarray) -> None:
         _frozen[key] = weakref.ref(value, unfreeze)
 
 
-def _unfreeze(key: int, ref: weakref.ref) -> None:
+def _unfreeze(key: int, ref: weakref.ref[np.ndarray]) -> None:
     with _lock:
         if _frozen.get(key) is ref:
             del _frozen[key]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import onnx
@@ -45,6 +46,8 @@ from sonnx_check.reference.products_common import Products
 from sonnx_check.reference.relu import relu
 from sonnx_check.reference.sigmoid import sigmoid
 from sonnx_check.reference.tanh import tanh
+
+_T = TypeVar("_T")
 
 _ACTIVATIONS = {"Sigmoid": (sigmoid, 0.25, 1.0), "Tanh": (tanh, 1.0, 2.0), "Relu": (relu, 1.0, np.inf)}
 _DEFAULT = ("Sigmoid", "Tanh", "Tanh")
@@ -343,7 +346,7 @@ def run_bounds(
     return _named(node, pairs)
 
 
-def _named(node: onnx.NodeProto, values: list) -> list:
+def _named(node: onnx.NodeProto, values: list[_T]) -> list[_T]:
     """ONNX's outputs are positional; the kernel returns the ones the node names (empty names skipped at the
     end only: a gap keeps its place)."""
     count = len(node.output)

@@ -56,7 +56,7 @@ class PoolParams:
                     f"MaxPool with {name}={_shown(attrs[name])}: SONNX specifies only {_shown(expected)}"
                 )
         params = cls(
-            kernel=kernel,  # type: ignore[arg-type]
+            kernel=kernel,
             strides=tuple(int(v) for v in attrs.get("strides", (1, 1))),  # type: ignore[arg-type]
             dilations=tuple(int(v) for v in attrs.get("dilations", (1, 1))),  # type: ignore[arg-type]
             pads=tuple(int(v) for v in attrs.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
