@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from sonnx_check import settings as declared
-from sonnx_check.config import CliOptions, resolve
-from sonnx_check.config import resolution
+from sonnx_check.config import CliOptions, resolution, resolve
 from sonnx_check.settings import CompareSettings
 
 
