@@ -79,7 +79,7 @@ def catalogue() -> dict[str, RuleEntry]:
     for stem, data in catalogue_files():
         declaration = data.get("operator")
         op_type = declaration["op_type"] if declaration else None
-        draft = bool(declaration) and declaration.get("status") == "draft"
+        draft = declaration is not None and declaration.get("status") == "draft"
         for raw in data.get("rule", []):
             missing = [k for k in REQUIRED_KEYS if k not in raw]
             if missing:

@@ -40,8 +40,9 @@ from sonnx_check.config import FAIL_ON, FORMATS, CliOptions, Configurations, Fix
 from sonnx_check.errors import RunInterrupted, UsageError, UserError
 from sonnx_check.exit_codes import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, exit_code, final_code  # noqa: F401
 from sonnx_check.messages import say, say_internal
-from sonnx_check.report.dispatch import RunReport, configuration_label, write_reports, write_step_summary
+from sonnx_check.report.dispatch import configuration_label, write_reports, write_step_summary
 from sonnx_check.report.outputs import parse_outputs, prepare_outputs
+from sonnx_check.report.run_report import RunReport
 from sonnx_check.report.summary import is_internal
 
 ARGV_KEY = "sonnx_check.argv"

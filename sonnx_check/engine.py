@@ -10,7 +10,8 @@ from collections import Counter
 import onnx
 
 from sonnx_check.catalogue import catalogue
-from sonnx_check.checks.model import CheckerVerdict, verdict_before_parse
+from sonnx_check.checker_verdict import CheckerVerdict
+from sonnx_check.checks.model import verdict_before_parse
 from sonnx_check.errors import ModelLoadError
 from sonnx_check.findings import Coverage, Finding, ModelResult, Severity
 from sonnx_check.loading import ModelFile, read_model_file

@@ -111,7 +111,7 @@ def remove_leftovers(parent: str, name: str) -> list[str]:
     """Remove the siblings an export of ``name`` killed by SIGKILL left in ``parent``: only folders named
     as ours, owned by this user, not links, whose marker names a process that is gone. Returns their
     names."""
-    removed = []
+    removed: list[str] = []
     prefix = f".{name}{PARTIAL}"
     try:
         entries = [e for e in os.scandir(parent) if e.name.startswith(prefix)]

@@ -59,7 +59,7 @@ def bind(entry: RuleEntry) -> Check | None:
     if kind in ("node", "graph"):
         if kind == "graph" and entry.op_type is not None:
             raise ValueError(f"rule {entry.id}: an operator's rule checks its nodes, not the graph")
-        return Check(entry.id, kind, resolve(params), entry.op_type)
+        return Check(entry.id, "node" if kind == "node" else "graph", resolve(params), entry.op_type)
     factory = VOCABULARY.get(kind)
     if factory is None or entry.op_type is None:
         raise ValueError(f"rule {entry.id}: {kind!r} is not a check of the vocabulary for an operator")

@@ -159,7 +159,7 @@ class _Flavour:
         return self(value, max(self.limit, PATH_LIMIT))
 
     def finding(self, f: Finding) -> Finding:
-        parts = [f.node.name, f.node.op_type, f.node.graph] if f.node is not None else []
+        parts: list[str | None] = [f.node.name, f.node.op_type, f.node.graph] if f.node is not None else []
         parts += [f.tensor, f.attribute, f.actual, f.expected]
         return replace(
             f,
@@ -209,7 +209,7 @@ class _Flavour:
         node, tensor = item.node, item.tensor
         parts = [node.name, node.op_type, tensor] if node is not None else [tensor]
         text = "description" if hasattr(item, "description") else "reason"
-        return replace(  # type: ignore[return-value]
+        return replace(
             item,
             node=self.node(node),
             tensor=self.optional(tensor),

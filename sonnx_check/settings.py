@@ -3,7 +3,7 @@
 Each ``Option`` below is the one place an option is written: its command-line flag, type, default and help
 (the click option of ``sonnx-check --help`` is generated from it), its key in ``[tool.sonnx-check.compare]``
 with the check of a configured value (``config`` reads it through ``read``), how the command line and the
-file combine, its field in ``CompareSettings`` (generated: one field per option), the field that records it
+file combine, its field in ``CompareSettings`` (one typed field per option), the field that records it
 in the evidence record's ``compare`` settings (``report``), and the keyword that hands it to
 ``compare.CompareOptions`` (``compare_arg``).
 
@@ -20,9 +20,11 @@ Adding an option:
    value from the Python API. ``trust`` says what a *discovered* configuration file (one found beside the
    models, which may come with them in a pull request) may do with the key: see ``TRUST`` below; an option
    that runs a program or reads or writes outside the file's folder is never ``"any"``.
-2. Use it: ``settings.compare.<name>`` wherever the run needs it, and a keyword of ``CompareOptions`` named
+2. Add its field to ``CompareSettings`` (its type; the default stays in the Option), and, when it has a flag,
+   to ``config/resolution.CliOptions`` (the command line's value, None or () when not given).
+3. Use it: ``settings.compare.<name>`` wherever the run needs it, and a keyword of ``CompareOptions`` named
    ``compare_arg`` (None when the comparison does not take it).
-3. Add its property to ``compare_settings`` in ``schemas/evidence.schema.json`` (``report`` is the field;
+4. Add its property to ``compare_settings`` in ``schemas/evidence.schema.json`` (``report`` is the field;
    ``tests/structure/test_settings_declared.py`` says what is missing) and a line to README/CHANGELOG.
 
 Nothing here imports click, the configuration package or the comparison: reading a configuration stays
@@ -340,13 +342,44 @@ CONFIG_KEYS: tuple[str, ...] = tuple(o.config_key for o in OPTIONS if o.config_k
 
 # -- what derives from it ---------------------------------------------------------------------------------
 
-CompareSettings = dataclasses.make_dataclass(
-    "CompareSettings",
-    [(o.name, Any, dataclasses.field(default=o.default)) for o in OPTIONS],
-    frozen=True,
-)
-CompareSettings.__module__ = __name__  # pickled by name for --jobs workers
-CompareSettings.__doc__ = "The comparison's settings, resolved: one field per declared Option."
+
+def _declared(name: str) -> Any:
+    """The field of option ``name``, with its declared default (a default is written once: in OPTIONS)."""
+    return dataclasses.field(default=BY_NAME[name].default)
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """The comparison's settings, resolved: one field per declared Option, in OPTIONS order. Written out (not
+    generated) so that mypy sees each field's type; ``_check_fields`` refuses a field that is not an Option
+    (or an Option with no field) at import, and tests/structure/test_settings_declared.py checks each
+    declared default against the field's type."""
+
+    enabled: bool = _declared("enabled")
+    inputs: tuple[str, ...] = _declared("inputs")  # "random", "edge" or a path
+    node_edges: bool = _declared("node_edges")
+    maxpool_nan: str = _declared("maxpool_nan")  # one of MAXPOOL_NAN_READINGS
+    seed: int = _declared("seed")
+    ort_opt_level: str = _declared("ort_opt_level")  # one of OPT_LEVELS
+    shapes: tuple[tuple[str, tuple[int, ...]], ...] = _declared("shapes")  # (input name, dims)
+    max_elements: int = _declared("max_elements")
+    max_memory: int | None = _declared("max_memory")  # bytes; None: no limit
+    timeout: float | None = _declared("timeout")  # seconds; None: no limit
+    ort_providers: tuple[str, ...] = _declared("ort_providers")
+    runtime_command: str | None = _declared("runtime_command")
+    saved_outputs: str | None = _declared("saved_outputs")
+    export_inputs: str | None = _declared("export_inputs")
+    accuracy: tuple[tuple[str, str], ...] = _declared("accuracy")  # (operator, accuracy)
+    export_suite: str | None = _declared("export_suite")
+
+
+def _check_fields() -> None:
+    fields = [f.name for f in dataclasses.fields(CompareSettings)]
+    if fields != [o.name for o in OPTIONS]:
+        raise TypeError(f"CompareSettings' fields {fields} are not the declared options, in OPTIONS order")
+
+
+_check_fields()
 
 
 def read_config(r: Reader, table: Mapping[str, Any], base: Path, discovered: bool = True) -> dict[str, Any]:
@@ -393,7 +426,7 @@ def _beyond_trust(option: Option, raw: Any, value: Any, base: Path) -> str | Non
     return None
 
 
-def resolve(cli: Any, configured: Mapping[str, Any]) -> Any:
+def resolve(cli: Any, configured: Mapping[str, Any]) -> CompareSettings:
     """The CompareSettings: for each option the command line's value (``cli``: an object with one attribute
     per option, () or None when not given), else the configured one, else the default."""
     values = {}
@@ -407,14 +440,14 @@ def resolve(cli: Any, configured: Mapping[str, Any]) -> Any:
     return CompareSettings(**values)
 
 
-def report_json(settings: Any) -> dict[str, Any]:
+def report_json(settings: CompareSettings) -> dict[str, Any]:
     """The options as the evidence record's ``compare`` settings state them."""
     return {
         o.report_field: o.to_json(getattr(settings, o.name)) for o in OPTIONS if o.report_field is not None
     }
 
 
-def compare_arguments(settings: Any) -> dict[str, Any]:
+def compare_arguments(settings: CompareSettings) -> dict[str, Any]:
     """The keywords of ``compare.CompareOptions`` for these settings."""
     return {
         o.compare_keyword: o.to_compare(getattr(settings, o.name))

@@ -101,11 +101,12 @@ def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
     return broadcast_shape(shapes)
 
 
-def _input_shapes(view: ModelView, index: int, slots: Sequence[Slot]) -> list | None:
+def _input_shapes(view: ModelView, index: int, slots: Sequence[Slot]) -> list[tuple[int, ...]] | None:
     shapes = [view.shape_of(name) for _, name in _bound(view, index, slots)]
-    if not shapes or any(s is None for s in shapes):
+    known = [s for s in shapes if s is not None]
+    if not shapes or len(known) != len(shapes):
         return None
-    return shapes
+    return known
 
 
 def broadcastable(op: Operator, roles: Sequence[str]) -> NodeCheck:

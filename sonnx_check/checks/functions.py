@@ -26,7 +26,7 @@ def local_functions(view: ModelView) -> Iterator[Violation]:
         return
     callers: dict[tuple[str, str], list[int]] = {}
     for index, key in enumerate(zip(view.domains, view.op_types, strict=True)):
-        callers.setdefault(key, []).append(index)  # type: ignore[arg-type] - bytes never match a function
+        callers.setdefault(key, []).append(index)  # bytes never match a function
     for function in functions:
         yield _finding(view, function, callers)
 

@@ -16,6 +16,7 @@ def show_catalogue(
     from sonnx_check.explain import list_rules as list_catalogue
 
     if not list_rules:
+        assert explain is not None  # the command asks for the catalogue or for one rule
         print_rendered(stdout_console(), lambda console: explain_rule(console, explain))
     elif output_format == "json":
         from sonnx_check.explain import rules_json

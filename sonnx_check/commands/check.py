@@ -29,7 +29,7 @@ def run_groups(targets: list[Target], per_model: list[Settings]) -> list[ModelOu
         groups.setdefault(id(settings), []).append(i)
     outcomes: list[ModelOutcome | None] = [None] * len(targets)
     for indices in groups.values():
-        done = run_all([targets[i] for i in indices], per_model[indices[0]])  # type: ignore[arg-type]
+        done = run_all([targets[i] for i in indices], per_model[indices[0]])
         for i, outcome in zip(indices, done, strict=True):
             outcomes[i] = outcome
     return outcomes  # type: ignore[return-value]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -33,6 +34,9 @@ from sonnx_check.loading import load_model
 from sonnx_check.reference import nan_policy
 from sonnx_check.results.models import DatasetEntry, ReferenceRecord
 from sonnx_check.view import ModelView
+
+if TYPE_CHECKING:
+    from sonnx_check.findings import NodeRef
 
 __all__ = [
     "DEFAULT_MAX_MEMORY",
@@ -139,5 +143,5 @@ def _entry(dataset: Dataset) -> DatasetEntry:
     return DatasetEntry(dataset.name, dataset.source, inputs)
 
 
-def _ref(view: ModelView, index: int | None):  # noqa: ANN202 - a NodeRef or None
+def _ref(view: ModelView, index: int | None) -> NodeRef | None:
     return view.refs[index] if index is not None else None

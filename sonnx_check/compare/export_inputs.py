@@ -61,9 +61,9 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
     datasets = model_datasets(
         model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
     )
-    problem, sizes = over_budget(model, view, datasets, options.max_elements)
-    if problem is not None and not problem.size_unknown:
-        raise UsageError(f"not exported: {problem.reason}")
+    over, sizes = over_budget(model, view, datasets, options.max_elements)
+    if over is not None and not over.size_unknown:
+        raise UsageError(f"not exported: {over.reason}")
     run_plan = plan_run(model, view, datasets, sizes, options.max_memory)
     names = exposed_tensors(run_plan, view.graph_outputs)
     written = exposed(model, names, value_types(model))

@@ -124,7 +124,8 @@ class Planner:
         """Group the nodes to compare, in graph order, so that each group's tensors fit the budget together;
         a node that cannot fit alone gets its ``reason`` and is left out."""
         batches: list[Batch] = []
-        current, held, current_extra = Batch(), [], 0
+        held: list[str] = []  # the tensors the current batch keeps
+        current, current_extra = Batch(), 0
         for entry in entries:
             exposed, weights, extra = self.exposed(entry), self._weights(entry), self._extra(entry)
             if self.own is not None:

@@ -12,43 +12,70 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from sonnx_check import settings as declared
 from sonnx_check.config.files import display_path, find_config, load_table, read_table
 from sonnx_check.config.model_globs import model_matches
 from sonnx_check.config.reader import TABLE, ConfigError
-from sonnx_check.config.resolved import Settings
+from sonnx_check.config.resolved import FixSettings, Settings
 from sonnx_check.config.table import FileConfig, parse_table
 from sonnx_check.errors import UsageError
 from sonnx_check.findings import Severity
 from sonnx_check.sanitise import display
 
-# What the command line said; None (or empty) means "not given", so the configuration decides. One field per
-# declared comparison option that has a flag (settings.py), after the run's own.
-CliOptions = dataclasses.make_dataclass(
-    "CliOptions",
-    [
-        ("select", tuple, dataclasses.field(default=())),
-        ("extend_select", tuple, dataclasses.field(default=())),
-        ("ignore", tuple, dataclasses.field(default=())),
-        ("fail_on", Any, dataclasses.field(default=None)),
-        ("output_format", Any, dataclasses.field(default=None)),
-        ("jobs", Any, dataclasses.field(default=None)),
-        ("fix", Any, dataclasses.field(default=None)),  # FixSettings, or None without --fix
-        ("exit_zero", bool, dataclasses.field(default=False)),
-        ("statistics", bool, dataclasses.field(default=False)),
-        ("show_traceback", bool, dataclasses.field(default=False)),
-        *[(o.parameter, Any, dataclasses.field(default=o.cli_default)) for o in declared.OPTIONS if o.flag],
-    ],
-    frozen=True,
-)
-CliOptions.__module__ = __name__
-CliOptions.__doc__ = (
-    'What the command line said; None (or empty) means "not given", so the configuration decides.'
-)
+
+@dataclass(frozen=True)
+class CliOptions:
+    """What the command line said; None (or empty) means "not given", so the configuration decides.
+
+    The run's own options, then one field per declared comparison option that has a flag (settings.py), named
+    by its ``parameter`` and holding click's value (``from_cli`` makes it the settings value). Written out so
+    that mypy sees the fields; ``_check_fields`` refuses, at import, a comparison field that is not a flagged
+    Option in OPTIONS order, or a default other than the Option's ``cli_default``."""
+
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: str | None = None
+    output_format: str | None = None
+    jobs: int | None = None
+    fix: FixSettings | None = None  # None without --fix
+    exit_zero: bool = False
+    statistics: bool = False
+    show_traceback: bool = False
+    # the comparison's flags (settings.OPTIONS with a flag)
+    compare: bool | None = None
+    inputs: tuple[str, ...] = ()
+    node_edges: bool | None = None
+    maxpool_nan: str | None = None
+    seed: int | None = None
+    ort_opt_level: str | None = None
+    shapes: tuple[str, ...] = ()  # NAME=D1,D2,... as given
+    max_elements: int | None = None
+    max_memory: int | None = None  # bytes; 0: no limit
+    timeout: float | None = None  # seconds; 0: no limit
+    ort_provider: tuple[str, ...] = ()  # each may list several, comma-separated
+    runtime_command: str | None = None
+    outputs: str | None = None
+    export_inputs: str | None = None
+    export_suite: str | None = None
+
+
+_RUN_FIELDS = 10  # CliOptions' fields before the comparison's
+
+
+def _check_fields() -> None:
+    compared = dataclasses.fields(CliOptions)[_RUN_FIELDS:]
+    flagged = [o for o in declared.OPTIONS if o.flag]
+    if [(f.name, f.default) for f in compared] != [(o.parameter, o.cli_default) for o in flagged]:
+        raise TypeError(
+            "CliOptions' comparison fields are not the declared options with a flag, in OPTIONS order"
+        )
+
+
+_check_fields()
 
 
 def _cli_rules(patterns: Sequence[str], option: str) -> frozenset[str]:

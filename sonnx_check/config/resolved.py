@@ -4,7 +4,6 @@ boundaries with ``--jobs``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sonnx_check.config.model_globs import model_matches
 from sonnx_check.findings import Severity
@@ -53,7 +52,7 @@ class Settings:
     fail_on: Severity = Severity.ERROR
     output_format: str = "text"
     jobs: int = 1
-    compare: Any = field(default_factory=CompareSettings)
+    compare: CompareSettings = field(default_factory=CompareSettings)
     fix: FixSettings | None = None
     exit_zero: bool = False
     statistics: bool = False

@@ -33,6 +33,7 @@ from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings, Waiver
+    from sonnx_check.evidence.verdicts import RuleVerdict
 
 FORMAT = "sonnx-check-evidence"
 FORMAT_VERSION = 1
@@ -172,7 +173,7 @@ def _model(
         "findings": findings,
     }
     if result.load_error or any(f.rule == "MODEL.internal-error" for f in result.findings):
-        rules: list = []
+        rules: list[RuleVerdict] = []
     else:
         rules = verdicts(identity.nodes, selected, result.findings, result.comparison)
     entry["rules"] = [r.summary_json() for r in rules]

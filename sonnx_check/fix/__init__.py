@@ -166,9 +166,9 @@ def apply_fixes(
     for index, rule in nodes(*defaults_rules()):
         if not _in_profile(view.nodes[index].op_type, view.nodes[index].domain):
             continue  # a custom domain's node named like a profile operator: GRAPH.domain's finding
-        rewrite, skipped = fill_defaults(view, index, rule)
-        if rewrite is not None:
-            rewrites.append(rewrite)
+        filled, skipped = fill_defaults(view, index, rule)
+        if filled is not None:
+            rewrites.append(filled)
         left.extend(skipped)
     removed = constants.remove_dead()  # nodes are addressed by index until here
     wanted: list[tuple[str, str, object]] = []

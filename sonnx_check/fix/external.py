@@ -169,7 +169,7 @@ def read_locations(model: onnx.ModelProto, folder: str) -> dict[str, str]:
 def plan_copy(model: onnx.ModelProto, folder: str) -> list[tuple[onnx.TensorProto, Extent | None]]:
     """Every external tensor with where its bytes come from (None: its new bytes are in ``raw_data``),
     checked before anything is written."""
-    planned = []
+    planned: list[tuple[onnx.TensorProto, Extent | None]] = []
     for tensor in external_tensors(model):
         if _rewritten(tensor):
             planned.append((tensor, None))

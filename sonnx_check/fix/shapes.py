@@ -52,9 +52,9 @@ def declare_inferred(
                 )
             )
             continue
-        reason = _why_not(rule, inferred.get(name), _declared(graph, name))
-        if reason is not None:
-            left.append(NotFixed(rule, reason, node, name))
+        why_not = _why_not(rule, inferred.get(name), _declared(graph, name))
+        if why_not is not None:
+            left.append(NotFixed(rule, why_not, node, name))
             continue
         _write(graph, name, inferred[name])
         what = "element type" if rule == TYPE_RULE else "static shape"

@@ -122,7 +122,9 @@ def output_rank(view: ModelView, index: int) -> Iterator[Violation]:
         )
 
 
-def _static_y(view: ModelView, index: int) -> tuple[str, tuple[int, ...], list, int] | None:
+def _static_y(
+    view: ModelView, index: int
+) -> tuple[str, tuple[int, ...], list[tuple[str, tuple[int, ...]]], int] | None:
     """Y's name and declared static shape, the inputs' static shapes and the axis, when all are known and
     consistent in rank (otherwise the rank rules report)."""
     y = _declared_y(view, index)

@@ -61,7 +61,9 @@ def _value_type(attrs: dict[str, onnx.AttributeProto]) -> tuple[int, tuple[int, 
         return None  # a wrong-typed attribute is MODEL.onnx's finding
     if name == "value":
         return a.t.data_type, tuple(a.t.dims)
-    elem, listed = _DENSE[name]
+    dense = _DENSE[name]
+    assert dense is not None  # only "value" has none, handled above
+    elem, listed = dense
     if not listed:
         return elem, ()
     values = a.floats if name == "value_floats" else a.ints if name == "value_ints" else a.strings

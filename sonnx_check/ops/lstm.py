@@ -165,18 +165,21 @@ def _dims(view: ModelView, index: int) -> dict[str, int] | None:
     return {"seq": seq, "batch": batch, "input": x[2], "nd": directions, "h": hidden, "layout": layout}
 
 
-def _expected_shapes(view: ModelView, index: int) -> tuple[dict[str, int], dict[str, tuple]] | None:
+_Shape = tuple[tuple[int, ...], str]  # a role's expected shape and its formula
+
+
+def _expected_shapes(view: ModelView, index: int) -> tuple[dict[str, int], dict[str, _Shape]] | None:
     """(_dims, every role's expected shape and its formula), or None when a dimension is unknown: derived
     once per node for the ten shape rules."""
     return view.shared(("LSTM.shapes", index), lambda: _derive_shapes(view, index))
 
 
-def _derive_shapes(view: ModelView, index: int) -> tuple[dict[str, int], dict[str, tuple]] | None:
+def _derive_shapes(view: ModelView, index: int) -> tuple[dict[str, int], dict[str, _Shape]] | None:
     d = _dims(view, index)
     return None if d is None else (d, _expected(d))
 
 
-def _expected(d: dict[str, int]) -> dict[str, tuple[tuple[int, ...], str]]:
+def _expected(d: dict[str, int]) -> dict[str, _Shape]:
     nd, h, batch, seq = d["nd"], d["h"], d["batch"], d["seq"]
     state = ((nd, batch, h), "[num_directions, batch_size, hidden_size]")
     if d["layout"] == 1:
@@ -207,7 +210,9 @@ def _shape_check(view: ModelView, index: int, role: str) -> Iterator[Violation]:
         shape = declared.static_shape if declared is not None else None
     else:
         shape = view.shape_of(name)
-    derived = _expected_shapes(view, index) if shape is not None else None
+    if shape is None:
+        return
+    derived = _expected_shapes(view, index)
     if derived is None:
         return
     d, table = derived

@@ -108,15 +108,25 @@ def batch_normalization(
         operands = [
             np.broadcast_to(a, x.shape).reshape(-1)[left].astype(np.float64) for a in (xs, s, bias, mean, var)
         ]
-        special, _, product_zero, zero_sign = _special_values(*operands, finite)
+        xs_left, s_left, bias_left, mean_left, var_left = operands
+        special, _, product_zero, zero_sign = _special_values(
+            xs_left, s_left, bias_left, mean_left, var_left, finite
+        )
         product_zero = product_zero & ~special
-        bias_left = operands[2]
         zero_value = np.where(zero_sign & np.signbit(bias_left), -0.0, 0.0)
         exact = np.where(bias_left != 0, bias_left, zero_value)
         flat = y.reshape(-1)
         flat[left[product_zero]] = exact[product_zero].astype(x.dtype)
     for n in np.flatnonzero(~product_zero & ~special):
-        flat[left[n]] = _exact(*(float(a[n]) for a in operands), eps, x.dtype)
+        flat[left[n]] = _exact(
+            float(xs_left[n]),
+            float(s_left[n]),
+            float(bias_left[n]),
+            float(mean_left[n]),
+            float(var_left[n]),
+            eps,
+            x.dtype,
+        )
     return y
 
 
@@ -363,9 +373,10 @@ def run(
             "BatchNormalization in training mode (training_mode=1 or running_mean/running_var outputs): "
             "SONNX specifies inference mode only (BatchNormalization.R1)"
         )
-    if len(inputs) != 5 or any(a is None for a in inputs):
+    present = [a for a in inputs if a is not None]
+    if len(inputs) != 5 or len(present) != 5:
         raise ReferenceError("BatchNormalization needs X, scale, B, input_mean and input_var")
-    x, scale, b, mean, var = inputs
+    x, scale, b, mean, var = present
     return [
         batch_normalization(
             x, scale, b, mean, var, epsilon=attrs.get("epsilon", DEFAULT_EPSILON), max_elements=max_elements

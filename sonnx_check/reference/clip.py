@@ -67,4 +67,5 @@ def run(
             f"Clip without its bound {' and '.join(missing)}: SONNX requires both bounds, "
             "no default value (Clip.bounds)"
         )
+    assert x is not None and low is not None and high is not None  # X is required, the bounds refused above
     return [clip(x, low, high, max_elements=max_elements)]

@@ -27,7 +27,8 @@ LIMIT_BYTES = 64 << 20
 
 _lock = threading.Lock()
 _entries: dict[int, _Entry] = {}
-_frozen: dict[int, weakref.ref] = {}  # the arrays derived here, by id (checked against the weak reference)
+# the arrays derived here, by id (checked against the weak reference)
+_frozen: dict[int, weakref.ref[np.ndarray]] = {}
 _kept_bytes = 0
 
 
@@ -36,7 +37,11 @@ class _Entry:
 
     def __init__(self, array: np.ndarray) -> None:
         key = id(array)
-        self.source = weakref.ref(array, lambda _, entry=self, key=key: _forget(key, entry))
+
+        def forget(_: weakref.ref[np.ndarray]) -> None:
+            _forget(key, self)
+
+        self.source = weakref.ref(array, forget)
         self.values: dict[Hashable, Any] = {}
         self.nbytes = 0
 
@@ -97,11 +102,15 @@ def _freeze(value: np.ndarray) -> None:
         node.flags.writeable = False
         node = node.base
     key = id(value)
+
+    def unfreeze(ref: weakref.ref[np.ndarray]) -> None:
+        _unfreeze(key, ref)
+
     with _lock:
-        _frozen[key] = weakref.ref(value, lambda ref, key=key: _unfreeze(key, ref))
+        _frozen[key] = weakref.ref(value, unfreeze)
 
 
-def _unfreeze(key: int, ref: weakref.ref) -> None:
+def _unfreeze(key: int, ref: weakref.ref[np.ndarray]) -> None:
     with _lock:
         if _frozen.get(key) is ref:
             del _frozen[key]

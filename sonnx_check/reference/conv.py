@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
+from numpy.typing import DTypeLike
 
 from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
@@ -363,12 +364,12 @@ def conv_with_abs(
     return _with_abs(_Plan(x, w, b, params, max_elements))  # type: ignore[arg-type]
 
 
-def _stacked(images: Iterator[np.ndarray], shape: tuple[int, ...], dtype: type) -> np.ndarray:
+def _stacked(images: Iterator[np.ndarray], shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
     """The per-image results as one array of ``shape``, filled image by image (one image at a time in
     memory): a single image's result itself, reshaped, without a copy."""
     if shape[0] == 1:
         return next(images).astype(dtype, copy=False).reshape(shape)
-    out = np.empty(shape, dtype=dtype)
+    out: np.ndarray = np.empty(shape, dtype=dtype)
     for index, image in enumerate(images):
         out[index] = image.reshape(shape[1:])
     return out

@@ -40,7 +40,7 @@ def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def dd_add(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 - arrays or scalars
+def dd_add(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Accurate double-double addition (QD's ieee_add; relative error below 2**-104 for any signs)."""
     s, e = two_sum(ah, bh)
     t, f = two_sum(al, bl)
@@ -50,7 +50,7 @@ def dd_add(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 - a
     return fast_two_sum(s, e)
 
 
-def dd_mul(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 - arrays or scalars
+def dd_mul(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Double-double product (relative error below 2**-104)."""
     p, e = two_prod(ah, bh)
     e = e + (ah * bl + al * bh)

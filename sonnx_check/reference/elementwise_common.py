@@ -28,6 +28,7 @@ import decimal
 import math
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
+from typing import overload
 
 import numpy as np
 import onnx
@@ -75,9 +76,20 @@ def type_name(dtype: np.dtype) -> str:
         return str(dtype)
 
 
+@overload
+def operands(op: str, inputs: Sequence[np.ndarray | None], names: Sequence[str]) -> list[np.ndarray]: ...
+
+
+@overload
+def operands(
+    op: str, inputs: Sequence[np.ndarray | None], names: Sequence[str], *, optional: Sequence[str]
+) -> list[np.ndarray | None]: ...
+
+
+# Without ``optional`` every input is required, so every value returned is an array (the first overload).
 def operands(
     op: str, inputs: Sequence[np.ndarray | None], names: Sequence[str], *, optional: Sequence[str] = ()
-) -> list[np.ndarray | None]:
+) -> list[np.ndarray] | list[np.ndarray | None]:
     """The node's inputs by formal name; a required input that is absent or an extra input is refused."""
     if len(inputs) > len(names):
         raise ReferenceError(
@@ -174,14 +186,14 @@ def is_odd_integer(b: np.ndarray) -> np.ndarray:
 # belongs to a value whose own contribution is negligible.
 
 
-def dd_mul_d(ah, al, b) -> tuple[np.ndarray, np.ndarray]:
+def dd_mul_d(ah: np.ndarray, al: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """dd times a float64."""
     p, e = two_prod(ah, b)
     e = e + al * b
     return fast_two_sum(p, e)
 
 
-def dd_div(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
+def dd_div(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """dd quotient (relative error below 2**-102): one correction step of the float64 quotient."""
     q1 = ah / bh
     ph, pl = dd_mul_d(bh, bl, q1)
@@ -239,11 +251,11 @@ def _expm1_poly(rh: np.ndarray, rl: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     sh, sl = t, np.zeros_like(t)
     for n in (5, 4, 3, 2, 1):
         sh, sl = dd_mul(sh, sl, rh, rl)
-        sh, sl = dd_add(sh, sl, _INV_FACT[n][0], _INV_FACT[n][1])
+        sh, sl = dd_add(sh, sl, np.asarray(_INV_FACT[n][0]), np.asarray(_INV_FACT[n][1]))  # 0-d: same sums
     return dd_mul(sh, sl, rh, rl)
 
 
-def _exp_reduce(xh: np.ndarray, xl: np.ndarray):
+def _exp_reduce(xh: np.ndarray, xl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x = k*ln2/256 + r with |r| <= ln2/512 (plus 2**-60): returns (k as float, r as dd).
 
     x - k*c1 is exact (Sterbenz), k*c2 is split exactly by TwoProduct, and the remaining terms (each below
@@ -251,7 +263,7 @@ def _exp_reduce(xh: np.ndarray, xl: np.ndarray):
     plus 2**-53 |xl|."""
     k = np.rint(xh * _INV_L)
     rh = xh - k * _L1
-    p2, e2 = two_prod(k, _L2)
+    p2, e2 = two_prod(k, np.asarray(_L2))  # a 0-d array: the same float64 products, typed as arrays
     s, e = two_sum(rh, -p2)
     e = e - e2 + xl - k * _L3
     r_h, r_l = fast_two_sum(s, e)

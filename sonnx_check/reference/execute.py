@@ -98,7 +98,7 @@ def run_node_with_abs(
     together = None if kernel is None else getattr(sys.modules.get(kernel.__module__), "run_with_abs", None)
     if (
         together is None
-        or _takes_readings(kernel)  # type: ignore[arg-type]
+        or _takes_readings(kernel)
         or not all(v.dtype.kind == "f" and _finite_not_all_zero(v) for v in inputs if v is not None)
     ):
         return run_node(node, inputs, max_elements=max_elements, readings=readings), None

@@ -16,17 +16,50 @@ values at chosen elements only, with a proven floor, so that the judging (compar
 evaluates the
 bound only where the floor does not decide.
 
-``data`` is accuracy.NodeData (read by attribute; this module does not import accuracy).
+``data`` is compare/judging/tolerance.NodeData, read through the ``NodeFacts`` protocol below (this module
+does not import the comparison).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 _BLOCK = 1 << 15  # elements per block: a few float64 temporaries of 256 KiB stay in a 2 MiB cache
+
+
+class FloatFormat(Protocol):
+    """What the bounds read of compare/judging/floats.Format."""
+
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def precision(self) -> int: ...
+    @property
+    def emin(self) -> int: ...
+    @property
+    def u(self) -> float: ...
+    @property
+    def min_normal(self) -> float: ...
+
+
+class NodeFacts(Protocol):
+    """What the bounds read of compare/judging/tolerance.NodeData."""
+
+    @property
+    def inputs(self) -> Sequence[np.ndarray | None]: ...
+    @property
+    def expected(self) -> np.ndarray: ...
+    @property
+    def fmt(self) -> FloatFormat: ...
+    @property
+    def attrs(self) -> Mapping[str, Any]: ...  # onnx attribute values
+
+
+_Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -43,9 +76,11 @@ class DeferredRule:
     unit: int = 1
 
 
-def _magnitude_floor_times(e: np.ndarray, coefficient: float, min_normal: float, out) -> np.ndarray:
+def _magnitude_floor_times(
+    e: np.ndarray, coefficient: float, min_normal: float, out: np.ndarray | None
+) -> np.ndarray:
     """coefficient * max(|e|, min_normal) in float64, into ``out`` when given."""
-    floor = np.abs(e, dtype=np.float64, out=out)
+    floor: np.ndarray = np.abs(e, dtype=np.float64, out=out)
     np.maximum(floor, min_normal, out=floor)
     floor *= coefficient
     return floor
@@ -57,7 +92,7 @@ def _gamma(n: int, u: float) -> float:
     return nu / (1 - nu) if nu < 1 else float("inf")
 
 
-def _half_ulp(a: np.ndarray, fmt) -> np.ndarray:
+def _half_ulp(a: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """ulp(a)/2 as accuracy.ulp(a) * 0.5 gives it, for a >= 0 a float64 array of float16/float32 values:
     2^floor(log2 a) (a's exponent field alone) times 2^-p, at least half the subnormal spacing (a = 0 and
     subnormals); +inf for +inf and NaN (the callers' readings of those follow). Every step is exact."""
@@ -67,7 +102,7 @@ def _half_ulp(a: np.ndarray, fmt) -> np.ndarray:
     return half
 
 
-def _magnitude_floor(e: np.ndarray, fmt, out: np.ndarray) -> np.ndarray:
+def _magnitude_floor(e: np.ndarray, fmt: FloatFormat, out: np.ndarray) -> np.ndarray:
     """max(NodeData.magnitude, min-normalized) of a finite float16/float32 block ``e`` (float64), into
     ``out``: |e| + ulp(|e|)/2, in NodeData.magnitude's order."""
     a = np.abs(e)
@@ -76,7 +111,7 @@ def _magnitude_floor(e: np.ndarray, fmt, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fits(data, x: np.ndarray) -> bool:
+def _fits(data: NodeFacts, x: np.ndarray) -> bool:
     return (
         data.fmt.dtype in (np.float16, np.float32)
         and data.expected.dtype == data.fmt.dtype
@@ -99,7 +134,7 @@ def _one_plus_exp_error(u: float) -> np.ndarray:
     return 1 + n
 
 
-def _softmax_layout(data) -> tuple[np.ndarray, np.ndarray] | None:
+def _softmax_layout(data: NodeFacts) -> tuple[np.ndarray, np.ndarray] | None:
     """X and Y as rows along the reduced axis, when the fast evaluation applies (finite float16/float32
     data reduced over its last axis, both C-contiguous), else None."""
     x = np.asarray(data.inputs[0]) if data.inputs and data.inputs[0] is not None else None
@@ -112,7 +147,7 @@ def _softmax_layout(data) -> tuple[np.ndarray, np.ndarray] | None:
     return x.reshape(-1, n), data.expected.reshape(-1, n)
 
 
-def _softmax_rows(xs: np.ndarray, e: np.ndarray, fmt, out: np.ndarray) -> bool:
+def _softmax_rows(xs: np.ndarray, e: np.ndarray, fmt: FloatFormat, out: np.ndarray) -> bool:
     """The introduced error of a block of rows, into ``out`` (``xs``, float64, is overwritten); False when
     the block holds a NaN or an infinity. Every row's values depend on that row alone, so a block of any
     rows gives them bit for bit (numpy reduces each contiguous row on its own)."""
@@ -144,7 +179,7 @@ def _softmax_rows(xs: np.ndarray, e: np.ndarray, fmt, out: np.ndarray) -> bool:
     return True
 
 
-def softmax(data) -> tuple[np.ndarray, bool, str] | None:
+def softmax(data: NodeFacts) -> tuple[np.ndarray, bool, str] | None:
     """_softmax's (compare/ops/softmax.py) (introduced, exact, detail) for finite float16/float32 data reduced
     over its last axis, or None (the rule's whole-tensor evaluation then applies)."""
     layout = _softmax_layout(data)
@@ -160,7 +195,7 @@ def softmax(data) -> tuple[np.ndarray, bool, str] | None:
     return introduced.reshape(data.expected.shape), False, f" with n = {rows_x.shape[1]}"
 
 
-def softmax_deferred(data) -> DeferredRule | None:
+def softmax_deferred(data: NodeFacts) -> DeferredRule | None:
     """_softmax's deferred form (DeferredRule) for the data ``softmax`` applies to: its values at
     given elements come from their rows alone.
 
@@ -201,7 +236,7 @@ def softmax_deferred(data) -> DeferredRule | None:
 
 
 # -- BatchNormalization --------------------------------------------------------------------------------------
-def _batch_normalization_layout(data):
+def _batch_normalization_layout(data: NodeFacts) -> _Layout | None:
     """(X as rows of one channel of one batch item each, Y likewise, the channel of each row, and per
     channel k, |k mean|, |B|) when the fast evaluation applies, else None."""
     if len(data.inputs) < 5 or any(a is None for a in data.inputs[:5]):
@@ -226,7 +261,16 @@ def _batch_normalization_layout(data):
     return rows_x, rows_e, channel_of_row, k, fixed, absolute_bias
 
 
-def _batch_normalization_values(x, e, c, k, fixed, absolute_bias, fmt, out) -> None:
+def _batch_normalization_values(
+    x: np.ndarray,
+    e: np.ndarray,
+    c: np.ndarray,
+    k: np.ndarray,
+    fixed: np.ndarray,
+    absolute_bias: np.ndarray,
+    fmt: FloatFormat,
+    out: np.ndarray,
+) -> None:
     """The introduced error of elements ``x`` (float16/float32), ``e`` (their references) of channels ``c``
     (an index array broadcastable to them), into ``out``: the same operations on every element however the
     elements are grouped."""
@@ -242,7 +286,7 @@ def _batch_normalization_values(x, e, c, k, fixed, absolute_bias, fmt, out) -> N
     out += 7 * u * fmt.min_normal
 
 
-def batch_normalization(data) -> tuple[np.ndarray, bool, str] | None:
+def batch_normalization(data: NodeFacts) -> tuple[np.ndarray, bool, str] | None:
     """_batch_normalization's (compare/ops/batchnormalization.py) (introduced, exact, detail) for
     float16/float32 data, or None."""
     layout = _batch_normalization_layout(data)
@@ -261,7 +305,7 @@ def batch_normalization(data) -> tuple[np.ndarray, bool, str] | None:
     return introduced.reshape(data.expected.shape), False, ""
 
 
-def batch_normalization_deferred(data) -> DeferredRule | None:
+def batch_normalization_deferred(data: NodeFacts) -> DeferredRule | None:
     """_batch_normalization's deferred form (DeferredRule): its values at given elements, element by
     element (the same operations as ``batch_normalization``'s blocks).
 
@@ -319,7 +363,7 @@ def batch_normalization_deferred(data) -> DeferredRule | None:
     return DeferredRule(floor, introduced_at, "", inner)
 
 
-def _magnitude(e: np.ndarray, fmt) -> np.ndarray:
+def _magnitude(e: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """NodeData.magnitude of a float16/float32 block (float64 values): |e| + ulp(|e|)/2, the largest finite
     value of the format where e is infinite (NaN stays NaN)."""
     a = np.abs(e)

@@ -114,20 +114,30 @@ def gemm(
     """alpha (A' x B') + beta C: correctly rounded when alpha = beta = 1 (module docstring otherwise)."""
     a, b, c = _checked(a, b, c, max_elements, attrs)
     if attrs.alpha == 1.0 and (c is None or attrs.beta == 1.0):
-        wide = [None if m is None else m[None].astype(np.float64) for m in (a, b, c)]
-        return Products(*wide, a.dtype).rounded()[0]
+        return Products(*_wide(a, b, c), a.dtype).rounded()[0]
     return _scaled(a, b, c, attrs)
+
+
+def _wide(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A, B and C as one stacked float64 product's operands."""
+    return (
+        a[None].astype(np.float64),
+        b[None].astype(np.float64),
+        None if c is None else c[None].astype(np.float64),
+    )
 
 
 def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttributes) -> np.ndarray:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     s = Products(a64[None], b64[None], None, F64).rounded()[0]  # sum a'b' correctly rounded to float64
     with np.errstate(all="ignore"):
-        y = attrs.alpha * s
+        y: np.ndarray = attrs.alpha * s
         if c is not None:
             y = y + attrs.beta * c.astype(np.float64)
     # float64 evaluation beyond its range where the element's operands are all finite: exactly, in integers
-    finite = np.isfinite(a64).all(axis=1)[:, None] & np.isfinite(b64).all(axis=0)[None, :]
+    finite = np.isfinite(a64).all(axis=1, keepdims=True) & np.isfinite(b64).all(axis=0, keepdims=True)
     if c is not None:
         finite &= np.isfinite(c)
     redo = np.argwhere(finite & ~np.isfinite(y))
@@ -223,8 +233,7 @@ def gemm_with_abs(
     magnitude = _abs(a, b, c, attrs)
     if attrs.scaled:
         return _scaled(a, b, c, attrs), magnitude
-    wide = [None if m is None else m[None].astype(np.float64) for m in (a, b, c)]
-    return Products(*wide, a.dtype, magnitude=magnitude[None]).rounded()[0], magnitude
+    return Products(*_wide(a, b, c), a.dtype, magnitude=magnitude[None]).rounded()[0], magnitude
 
 
 def run_with_abs(

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import onnx
@@ -45,6 +46,8 @@ from sonnx_check.reference.products_common import Products
 from sonnx_check.reference.relu import relu
 from sonnx_check.reference.sigmoid import sigmoid
 from sonnx_check.reference.tanh import tanh
+
+_T = TypeVar("_T")
 
 _ACTIVATIONS = {"Sigmoid": (sigmoid, 0.25, 1.0), "Tanh": (tanh, 1.0, 2.0), "Relu": (relu, 1.0, np.inf)}
 _DEFAULT = ("Sigmoid", "Tanh", "Tanh")
@@ -188,14 +191,14 @@ def lstm(
                     np.where(active[:, None], new_bounds.c, bounds.c),
                 )
             rows = np.flatnonzero(active)
-            times = np.full(batch, tau) if direction == "forward" else t
+            times = np.full(batch, tau) if direction == "forward" else np.asarray(t)
             y[times[rows], k, rows] = new_h[rows]
             if y_bound is not None:
                 y_bound[times[rows], k, rows] = new_bounds.h[rows]
         y_h[k], y_c[k] = hidden, cell
         h_bound[k], c_bound[k] = bounds.h, bounds.c
-    outputs = [y, y_h, y_c]
-    bounds_out = [y_bound, h_bound, c_bound] if with_bound else None
+    outputs: list[np.ndarray] = [y, y_h, y_c]
+    bounds_out: list[np.ndarray] | None = [y_bound, h_bound, c_bound] if y_bound is not None else None
     if params.layout == 1:
         outputs = [y.transpose(2, 0, 1, 3), y_h.transpose(1, 0, 2), y_c.transpose(1, 0, 2)]
         if bounds_out is not None:
@@ -343,7 +346,7 @@ def run_bounds(
     return _named(node, pairs)
 
 
-def _named(node: onnx.NodeProto, values: list) -> list:
+def _named(node: onnx.NodeProto, values: list[_T]) -> list[_T]:
     """ONNX's outputs are positional; the kernel returns the ones the node names (empty names skipped at the
     end only: a gap keeps its place)."""
     count = len(node.output)

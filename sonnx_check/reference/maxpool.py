@@ -58,7 +58,7 @@ class PoolParams:
                     f"MaxPool with {name}={_shown(attrs[name])}: SONNX specifies only {_shown(expected)}"
                 )
         params = cls(
-            kernel=kernel,  # type: ignore[arg-type]
+            kernel=kernel,
             strides=tuple(int(v) for v in attrs.get("strides", (1, 1))),  # type: ignore[arg-type]
             dilations=tuple(int(v) for v in attrs.get("dilations", (1, 1))),  # type: ignore[arg-type]
             pads=tuple(int(v) for v in attrs.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
@@ -211,7 +211,7 @@ def _maximum_only(
 
     # The maximum does not depend on the order of the offsets (zeros are settled apart): an offset that every
     # window reads goes first and starts the fold without a fill.
-    def reads_everywhere(step: tuple) -> bool:
+    def reads_everywhere(step: _Step) -> bool:
         _, (out_rows, _), (out_cols, _) = step
         return (out_rows.start, out_rows.stop, out_cols.start, out_cols.stop) == (0, out_h, 0, out_w)
 
@@ -236,7 +236,7 @@ def _maximum_only(
         filled: set[tuple[int, int]] = set()
 
         def read(
-            x_rows: slice, x_cols: slice, source: np.ndarray = source, filled: set = filled
+            x_rows: slice, x_cols: slice, source: np.ndarray = source, filled: set[tuple[int, int]] = filled
         ) -> np.ndarray:
             """source[:, x_rows, x_cols] through its stride phase."""
             key = (x_rows.start % strides[0], x_cols.start % strides[1])
@@ -279,10 +279,15 @@ def _maximum_only(
     return out.reshape(y_shape)
 
 
+_Step = tuple[
+    int, tuple[slice, slice], tuple[slice, slice]
+]  # offset i*kW + j, (out rows, X rows), (out cols, X cols)
+
+
 def _winning_taps(
     best: np.ndarray,
     taps: np.ndarray,
-    ordered: list,
+    ordered: list[_Step],
     read: Callable[[slice, slice], np.ndarray],
     bits: np.dtype,
     absorbing: bool,
@@ -374,7 +379,10 @@ def run(
         max_elements=max_elements,
         nan_reading=readings.maxpool_nan,
     )
-    return [y, indices] if want_indices else [y]
+    if not want_indices:
+        return [y]
+    assert indices is not None  # maxpool computes Indices when asked
+    return [y, indices]
 
 
 def _shown(value: object) -> str:

@@ -89,7 +89,7 @@ def fresh(array: np.ndarray) -> np.ndarray:
 # --- error-free transformations and double-double arithmetic --------------------------------------------
 
 
-def dd_div(ah, al, bh, bl) -> tuple[np.ndarray, np.ndarray]:
+def dd_div(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Double-double division (QD's accurate_div): three quotient digits, each remainder computed in
     double-double."""
     q1 = ah / bh

@@ -86,7 +86,7 @@ def _float_chunk(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndarray:
     x, y = a.astype(np.float64), b.astype(np.float64)
     c = np.empty(a.shape, dtype)
     odd = is_odd_integer(y)
-    rules = [
+    rules: list[tuple[np.ndarray, np.ndarray | float]] = [
         (y == 0, 1.0),
         (x == 1, 1.0),
         (np.isnan(x) | np.isnan(y), np.nan),

@@ -380,14 +380,16 @@ class Products:
             magnitude += np.abs(piece)
         del left_slices, right_slices
         hi, lo = two_sum(hi, lo)
-        bound = k * 2.0 ** (-slices * beta) * (3 + slices * slices) + 4 * len(pairs) ** 2 * U * U * magnitude
+        bound: np.ndarray = (
+            k * 2.0 ** (-slices * beta) * (3 + slices * slices) + 4 * len(pairs) ** 2 * U * U * magnitude
+        )
         exponent = np.broadcast_to(left_scale + right_scale, self.shape)
         with np.errstate(over="ignore", invalid="ignore"):
             hi, lo = np.ldexp(hi, exponent), np.ldexp(lo, exponent)
             bound = np.ldexp(bound, exponent) * (1.0 + 2.0**-40) + 4 * TINY  # + the roundings of subnormals
             if self.bias is not None:
-                hi, t = two_sum(hi, self.bias)
-                lo = lo + t
+                hi, carry = two_sum(hi, self.bias)
+                lo = lo + carry
                 bound += 2 * U * np.abs(lo)
                 hi, lo = two_sum(hi, lo)
         certified = _certify_double(hi, lo, bound)  # never a zero: its sign comes from its terms

@@ -10,6 +10,8 @@ with two matrix products of small integers per operand holding an infinity (``in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from sonnx_check.reference import constant_cache
@@ -36,7 +38,7 @@ def special_values(
         inf_l = np.zeros((1, 1, 1), dtype=bool) if left_finite else np.isinf(block_l)
         inf_r = np.isinf(block_r)
         if inf_l.any() or inf_r.any():
-            counts = [0, 0, 0]  # NaN terms (0 * inf), +inf terms, -inf terms
+            counts: Sequence[np.ndarray | int] = [0, 0, 0]  # NaN terms (0 * inf), +inf terms, -inf terms
             if inf_r.any():
                 signs = _signs(left) if block_l is left else None
                 counts = _add(counts, infinite_terms(block_l, block_r, inf_r, signs))
@@ -104,7 +106,7 @@ def infinite_terms(
     work = count_type(left.shape[2])
     s = _count_signs(left) if signs is None else signs
     with np.errstate(invalid="ignore", over="ignore"):
-        magnitude = inf_r.astype(work)
+        magnitude: np.ndarray = inf_r.astype(work)
         t = np.copysign(magnitude, right, dtype=work)  # +-1 on the infinities (the cast keeps signs)
     b = np.matmul(s, t)
     column_counts = magnitude.sum(axis=1)[:, None, :]
@@ -118,5 +120,5 @@ def infinite_terms(
     return [zeros, a + b, a - b]
 
 
-def _add(total: list, parts: list[np.ndarray]) -> list:
+def _add(total: Sequence[np.ndarray | int], parts: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [t + p for t, p in zip(total, parts, strict=True)]

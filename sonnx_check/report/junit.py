@@ -143,6 +143,6 @@ def _suite(result: ModelResult, fail_on: Severity, identity: ModelIdentity | Non
     if not failing_model:
         ET.SubElement(suite, "testcase", classname=model_class, name=CLEAN_CASE)
         counts["tests"] += 1
-    for key, value in counts.items():
-        suite.set(key, str(value))
+    for key, count in counts.items():
+        suite.set(key, str(count))
     return suite

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sonnx_check.results.models import ComparisonOutcome
+    from sonnx_check.results.edges import ConfigurationResult
+    from sonnx_check.results.models import ComparisonOutcome, NodeResult
 
 
 def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
@@ -32,7 +33,7 @@ COMPARED = ("match", "diverges")  # a node or configuration whose outputs were d
 
 def compared_operators(comparison: ComparisonOutcome) -> set[str]:
     """The operators of the nodes and edge configurations whose outputs were compared."""
-    entries = [*comparison.nodes, *comparison.edge_configurations]
+    entries: list[NodeResult | ConfigurationResult] = [*comparison.nodes, *comparison.edge_configurations]
     return {str(e.op_type) for e in entries if e.status in COMPARED}
 
 

@@ -15,7 +15,7 @@ def json_default(value: object) -> object:
     """``json.dumps(default=...)``: numpy scalars as Python numbers, sets and tuples as lists, anything else
     as its text."""
     if hasattr(value, "item"):
-        return value.item()  # type: ignore[attr-defined]
+        return value.item()
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     return str(value)

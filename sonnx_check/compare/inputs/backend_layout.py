@@ -29,6 +29,7 @@ from enum import Enum
 
 import numpy as np
 import onnx
+from numpy.typing import DTypeLike
 from onnx import numpy_helper
 
 from sonnx_check import sanitise
@@ -441,19 +442,23 @@ def _entries(folder: str) -> list[str]:
         return []
 
 
+# An Expected, or (name, dtype, shape) as a caller that has no Expected gives it
+ExpectedLike = Expected | tuple[str, DTypeLike, tuple[int | None, ...] | None]
+
+
 def _read_numbered(
     folder: str,
     kind: str,
-    expected: Sequence[Expected | tuple[str, object, tuple[int | None, ...] | None]],
+    expected: Sequence[ExpectedLike],
     max_elements: int | None,
     max_bytes: int | None,
 ) -> FolderReading:
     file_name = input_file_name if kind == "input" else output_file_name
-    expected = [e if isinstance(e, Expected) else Expected(e[0], np.dtype(e[1]), e[2]) for e in expected]
-    wanted = {file_name(k) for k in range(len(expected))}
+    wants = [e if isinstance(e, Expected) else Expected(e[0], np.dtype(e[1]), e[2]) for e in expected]
+    wanted = {file_name(k) for k in range(len(wants))}
     values = tuple(
         read_tensor(os.path.join(folder, file_name(k)), want, max_elements, max_bytes)
-        for k, want in enumerate(expected)
+        for k, want in enumerate(wants)
     )
     others = tuple(sanitise.display(e) for e in _entries(folder) if e not in wanted)
     return FolderReading(values, others)
@@ -461,7 +466,7 @@ def _read_numbered(
 
 def read_outputs(
     folder: str,
-    expected: Sequence[Expected | tuple[str, object, tuple[int | None, ...] | None]],
+    expected: Sequence[ExpectedLike],
     max_elements: int | None,
     max_bytes: int | None,
 ) -> FolderReading:
@@ -471,7 +476,7 @@ def read_outputs(
 
 def read_inputs(
     folder: str,
-    expected: Sequence[Expected | tuple[str, object, tuple[int | None, ...] | None]],
+    expected: Sequence[ExpectedLike],
     max_elements: int | None,
     max_bytes: int | None,
 ) -> FolderReading:

@@ -232,11 +232,11 @@ def _specials(dtype: np.dtype) -> np.ndarray:
         ]
         return np.array(values, dtype=dtype)
     if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        values = {info.min, info.max, 0, 1, info.max - 1, info.min + 1} | (
+        ints = np.iinfo(dtype)
+        extremes = {ints.min, ints.max, 0, 1, ints.max - 1, ints.min + 1} | (
             {-1} if dtype.kind == "i" else set()
         )
-        return np.array(sorted(values), dtype=dtype)
+        return np.array(sorted(extremes), dtype=dtype)
     return np.array([False, True], dtype=dtype)
 
 

@@ -15,7 +15,7 @@ from sonnx_check.errors import UsageError
 from sonnx_check.view import tensor_type_of
 
 T = onnx.TensorProto
-GENERATED_TYPES = {
+GENERATED_TYPES: dict[int, type[np.generic]] = {
     T.FLOAT: np.float32,
     T.DOUBLE: np.float64,
     T.FLOAT16: np.float16,

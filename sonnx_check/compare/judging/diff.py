@@ -166,7 +166,7 @@ def compare_arrays(
     its own class): they do not differ."""
     expected = np.asarray(expected)
     actual = np.asarray(actual)
-    base = {
+    base: dict[str, Any] = {
         "expected_dtype": expected.dtype.name,
         "actual_dtype": actual.dtype.name,
         "expected_shape": tuple(int(d) for d in expected.shape),

@@ -253,15 +253,17 @@ def _margin(
                 part = slice(lo, lo + block)
                 d, _ = pair.distance(part)
                 chosen.append(np.flatnonzero(d / _floor(pair, part, deferred) > 0) + lo)
-    flat = np.concatenate(chosen)  # increasing: the first of the largest is the first index
-    d, _ = pair.distance(flat)
-    ratios = _true_ratios(d, deferred.at(flat))
+    candidates = np.concatenate(chosen)  # increasing: the first of the largest is the first index
+    d, _ = pair.distance(candidates)
+    ratios = _true_ratios(d, deferred.at(candidates))
     top = int(np.argmax(ratios))
     if ratios[top] > 0:
-        tally.best, tally.best_at = float(ratios[top]), int(flat[top])
+        tally.best, tally.best_at = float(ratios[top]), int(candidates[top])
 
 
-def _floor(pair: _Pair, where: slice | np.ndarray, deferred: DeferredBound, out: np.ndarray | None = None):
+def _floor(
+    pair: _Pair, where: slice | np.ndarray, deferred: DeferredBound, out: np.ndarray | None = None
+) -> np.ndarray:
     """A deferred bound's floor at some elements: at most allowed, so d / floor is at least d / allowed
     (both rounded: division rounds monotonically)."""
     return deferred.floor(where, out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
@@ -148,7 +149,7 @@ class NodeData:
     inputs: list[np.ndarray | None]
     expected: np.ndarray
     fmt: Format
-    attrs: dict[str, object]
+    attrs: dict[str, Any]  # onnx.helper.get_attribute_value's, by attribute name
     abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) when the caller has it (sum of products)
     overflow: OverflowRoom | None = None  # set by the sum-of-products rule (Tolerance.overflow)
     opposite: OppositeRoom | None = None  # set by the sum-of-products rule (Tolerance.opposite)

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from sonnx_check.compare.judging.tolerance import NodeData
 from sonnx_check.reference import execute
 
 
-def kernel_function(data: NodeData, name: str) -> Callable | None:
+def kernel_function(data: NodeData, name: str) -> Callable[..., Any] | None:
     """A function of the module that holds the operator's declared kernel (reference/conv.py, ...)."""
     return kernel_module_function(data.node.op_type, name)
 
 
-def kernel_module_function(op_type: str, name: str) -> Callable | None:
+def kernel_module_function(op_type: str, name: str) -> Callable[..., Any] | None:
     kernel = execute.kernels().get(op_type)
     return getattr(sys.modules.get(getattr(kernel, "__module__", ""), None), name, None)

@@ -54,7 +54,7 @@ def batchnorm_folded_overflow(case: DivergenceCase) -> np.ndarray:
     values = [input_value(case, k) for k in range(5)]
     if actual.dtype.kind != "f" or any(v is None for v in values):
         return none(case)
-    x, scale, bias, mean, var = (np.asarray(v, dtype=np.float64) for v in values)  # type: ignore[arg-type]
+    x, scale, bias, mean, var = (np.asarray(v, dtype=np.float64) for v in values)
     if x.shape != actual.shape or x.ndim == 0:
         return none(case)
     channels = x.shape[1] if x.ndim > 1 else 1

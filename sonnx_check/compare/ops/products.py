@@ -141,7 +141,9 @@ def _signed_sums(case: DivergenceCase) -> tuple[np.ndarray, np.ndarray, int] | N
     c_pos, c_neg = parts(bias, math.copysign(scale * scale, beta)) if bias is not None else (None, None)
 
     # A cheap upper bound first: n * max|a| * max|b| + max|c| under the threshold rules every element out.
-    def peak(*values: np.ndarray) -> float:  # over the finite operands: a non-finite one explains nothing
+    def peak(
+        *values: np.ndarray | None,
+    ) -> float:  # over the finite operands: a non-finite one explains nothing
         largest = [float(np.max(v, initial=0.0, where=np.isfinite(v))) for v in values if v is not None]
         return max(largest, default=0.0)
 

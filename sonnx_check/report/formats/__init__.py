@@ -32,5 +32,5 @@ class Format(Protocol):
 
 def format_module(name: str) -> Format:
     """The module that renders format ``name`` (KeyError: no such format)."""
-    module: Format = importlib.import_module(f"{__name__}.{FORMATS[name]}")  # type: ignore[assignment]
+    module: Format = importlib.import_module(f"{__name__}.{FORMATS[name]}")
     return module
