@@ -129,7 +129,7 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
     if problem is not None:  # the runtime accepts the model, but what running it costs is unknown
         plain.close()
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
-    run_plan = plan_run(model, view, datasets, sizes, options.max_memory)
+    run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label)
     observed = steps.run(plain, datasets, run_plan)
     return judge.finish(observed)
 

@@ -133,6 +133,7 @@ def plan_run(
     datasets: list[Dataset],
     sizes: dict[str, memory.Size],
     max_memory: int | None,
+    runtime: str = "onnxruntime",
 ) -> RunPlan:
     nodes = plan(view, reference.supported_ops())
     planner = memory.Planner(
@@ -150,7 +151,7 @@ def plan_run(
     fits = planner.end_to_end([o.name for o in model.graph.output])
     if fits.problem is not None:
         return RunPlan(nodes, batches, None, {"compared": False, "reason": fits.problem})
-    records = {o.name: OutputRecord(o.name, i) for i, o in enumerate(model.graph.output)}
+    records = {o.name: OutputRecord(o.name, i, runtime=runtime) for i, o in enumerate(model.graph.output)}
     return RunPlan(nodes, batches, records, {"compared": True}, fits.spare)
 
 

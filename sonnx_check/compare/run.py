@@ -105,7 +105,8 @@ class ComparisonRun:
             )
         try:
             try:
-                progress.step(f"onnxruntime and the reference on {len(datasets)} dataset(s)")
+                label = self.runner.capabilities.label
+                progress.step(f"{label} and the reference on {len(datasets)} dataset(s)")
                 batches = self._plain_pass(plain, observed)
             finally:
                 plain.close()  # one session at a time: the memory budget counts one
@@ -210,6 +211,7 @@ class ComparisonRun:
             spare=batch.spare,
             accuracy=self.options.accuracy,
             readings=self.readings,
+            runtime=self.runner.capabilities.label,
         )
         if observed.edges is not None:
             for entry in batch.entries:

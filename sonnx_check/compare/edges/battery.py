@@ -269,7 +269,7 @@ class NodeEdges:
                 got = actual.get(output_name(number, k))
                 if not name or got is None or k >= len(ready.expected) or ready.expected[k] is None:
                     continue
-                record = config.records.setdefault(k, OutputRecord(name, k))
+                record = config.records.setdefault(k, OutputRecord(name, k, runtime=self.runner.label))
                 override = self.accuracy.get(config.op_type)
                 # describe_received: the dataset's name says what the node was fed
                 merge(record, dataset, config.node, k, ready.expected[k], got, ready.inputs, None, override,

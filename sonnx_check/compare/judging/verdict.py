@@ -52,7 +52,8 @@ class Judge:
         return CompareResult(self.findings, self.outcome)
 
     def refused(self, exc: RunFailure) -> CompareResult:
-        detail = {"stage": exc.stage, "failure": exc.kind, "onnxruntime_error": exc.full.strip()[:4000]}
+        error = exc.full.strip()[:4000]  # "onnxruntime_error": deprecated, for one release
+        detail = {"stage": exc.stage, "failure": exc.kind, "runtime_error": error, "onnxruntime_error": error}
         if exc.over_memory or exc.crashed or exc.bad_output or exc.kind == NOT_SAVED:
             # not a refusal: the reason says what happened
             return self.nothing_compared(exc.reason, detail)

@@ -85,6 +85,30 @@ def parse_command(command: str) -> list[str]:
     return argv
 
 
+_INTERPRETERS = re.compile(r"(?:python|pypy|ruby|perl|node|bash|sh|env)[\d.]*")
+
+
+def program_name(argv: Sequence[str]) -> str:
+    """How the reports name the runtime a command runs: its program's file name, or the script's when the
+    program is an interpreter (``python3 -u run_tract.py`` is run_tract.py, not python3; ``env X=1`` too)."""
+    names = [os.path.basename(a.rstrip("/")) for a in argv if a]
+    for name in names:
+        if name == "-c":  # the program is inline code: the interpreter is the best name there is
+            break
+        if not (_INTERPRETERS.fullmatch(name) or name.startswith("-") or "=" in name):
+            return name
+    return names[0] if names else NAME
+
+
+def command_label(command: str, argv: Sequence[str]) -> str:
+    """``program_name`` of the command as every record shows it (credentials masked, masking.py)."""
+    try:
+        masked = shlex.split(mask_command(command))
+    except ValueError:
+        masked = list(argv)
+    return mask_text(program_name(masked))
+
+
 class CommandRunner(Runner):
     """A runtime run by a command on backend-test folders, one command per model and batch of datasets."""
 
@@ -105,10 +129,12 @@ class CommandRunner(Runner):
 
     @property
     def description(self) -> RunnerDescription:
+        label = command_label(self.command, self.argv)
         return RunnerDescription(
             name=NAME,
-            subject=SUBJECT,
+            subject=f"{SUBJECT} {shown(label)}",
             options={"command": mask_command(self.command), "memory_limit": self.memory_budget},
+            label=label,
         )
 
     def start(self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()) -> None:
