@@ -107,7 +107,7 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
     except InputBudgetExceeded as exc:
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
     judge.outcome = replace(judge.outcome, datasets=tuple(_entry(d) for d in datasets))
-    problem, sizes = over_budget(model, view, datasets, options.max_elements)
+    problem, sizes = over_budget(model, view, datasets, options.max_elements, runner.capabilities.label)
     if problem is not None and not problem.size_unknown:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     deadline = None if options.timeout is None else time.monotonic() + options.timeout

@@ -95,7 +95,11 @@ def _function_name(function: onnx.FunctionProto) -> str:
 
 
 def over_budget(
-    model: onnx.ModelProto, view: ModelView, datasets: list[Dataset], max_elements: int
+    model: onnx.ModelProto,
+    view: ModelView,
+    datasets: list[Dataset],
+    max_elements: int,
+    runtime: str = "onnxruntime",
 ) -> tuple[OverBudget | None, dict[str, memory.Size]]:
     """The first reason the runtime must not run on some dataset (shapes may differ between files), and the
     size of every tensor (the largest over the datasets) for the memory plan."""
@@ -108,7 +112,7 @@ def over_budget(
             _keep_larger(sizes, name, memory.Size(math.prod(shape), dtype.itemsize))
     for signature in sorted(signatures):
         inferred = inferred_sizes(model, dict(signature))
-        problem = run_budget_problem(view, dict(signature), max_elements, inferred)
+        problem = run_budget_problem(view, dict(signature), max_elements, inferred, runtime)
         if problem is not None:
             return problem, sizes
         for name, (elements, itemsize) in inferred.items():

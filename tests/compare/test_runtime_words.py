@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import onnx
 import pytest
 from click.testing import CliRunner
 
@@ -91,3 +92,15 @@ def test_a_command_is_named_by_its_program_or_script(argv: list[str], name: str)
     from sonnx_check.compare.runtimes.command import program_name
 
     assert program_name(argv) == name
+
+
+def test_a_commands_budget_refusal_names_the_command(tmp_path: Path) -> None:
+    from test_run_budget import constant_of_shape
+
+    path = tmp_path / "big.onnx"
+    onnx.save(constant_of_shape([4096, 4096]), path)
+    args = ["--isolated", "--format", "json", "--max-elements", "1000000", "--runtime-command"]
+    result = CliRunner().invoke(main, [*args, corrupting_command(), str(path)])
+    findings = json.loads(result.stdout)["models"][0]["findings"]
+    (finding,) = [f for f in findings if f["rule"] == "RUNTIME.not-compared"]
+    assert finding["message"].startswith("ort_command.py would compute tensor 'zeros'"), finding["message"]
