@@ -131,6 +131,11 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label)
     observed = steps.run(plain, datasets, run_plan)
+    # what a command declared about itself while it ran (its runtime.json: name, version, options)
+    judge.outcome = replace(
+        judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
+    )
+    judge.version = runner.description.version
     return judge.finish(observed)
 
 

@@ -61,6 +61,7 @@ from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import merge
 from sonnx_check.compare.runtimes.base import (
     ONNXRUNTIME_LIKE,
+    REFUSED,
     Capabilities,
     DatasetRun,
     Feeds,
@@ -285,7 +286,9 @@ class NodeEdges:
             if len(suspects) > 1:
                 return False
             for config in wanted:
-                if exc.crashed:
+                if exc.kind == REFUSED:  # it does not load the node alone: not compared, and no finding
+                    config.reason = config.reason or f"{self.subject} refused the node alone: {exc.reason}"
+                elif exc.crashed:
                     config.crashes[dataset] = exc.reason
                 else:
                     config.skipped[dataset] = f"{self.subject} failed: {exc.reason}"

@@ -38,7 +38,7 @@ import onnx
 from sonnx_check import stop
 from sonnx_check.children import LIVE_KEEPERS
 from sonnx_check.compare.inputs import backend_layout
-from sonnx_check.compare.runtimes import bounded, layout, run_folder
+from sonnx_check.compare.runtimes import bounded, declared, layout, run_folder
 from sonnx_check.compare.runtimes.base import (
     DatasetRun,
     Feeds,
@@ -126,14 +126,23 @@ class CommandRunner(Runner):
         self._types: dict[str, onnx.ValueInfoProto] = {}
         self._folder: Path | None = None
         self._count = 0
+        self.declared: declared.Declared | None = None  # what its runtime.json said last
 
     @property
     def description(self) -> RunnerDescription:
         label = command_label(self.command, self.argv)
+        options: dict[str, object] = {
+            "command": mask_command(self.command),
+            "memory_limit": self.memory_budget,
+        }
+        said = self.declared
+        if said is not None:  # runtime.json (declared.py): the runtime's own name and options
+            options.update({"runtime_name": said.name or None, "runtime_options": dict(said.options)})
         return RunnerDescription(
             name=NAME,
             subject=f"{SUBJECT} {shown(label)}",
-            options={"command": mask_command(self.command), "memory_limit": self.memory_budget},
+            version=said.version if said is not None else None,
+            options=options,
             label=label,
         )
 
@@ -304,12 +313,19 @@ class CommandSession(Session):
             limit = runner.memory_budget + 3 * model.stat().st_size
         with tempfile.TemporaryFile() as printed:
             ended = _run_kept(argv, printed, limit, runner.deadline)
+            said = declared.read_declared(str(output_dir))
+            if said is not None:
+                runner.declared = said
             if isinstance(ended, RunFailure):
                 return ended
             if ended == 0:
                 return None
             code = ended
-            last = _last_words(printed)
+            tail = _printed_tail(printed)
+        chosen = declared.chosen_reason(str(output_dir), tail)
+        last = trim_reason(mask_text(chosen)) if chosen else _last_words(tail)
+        if code == declared.REFUSED_STATUS:  # the contract's "this runtime does not load this model"
+            return RunFailure("session", f"exit status {code} (refused): {last}" if last else "refused")
         if code < 0:
             try:
                 how = f"killed by signal {signal.Signals(-code).name}"
@@ -436,12 +452,17 @@ def _read_back(
     return values
 
 
-def _last_words(printed: IO[bytes]) -> str:
-    """The last non-empty line the command printed, trimmed to one line of reason."""
+def _printed_tail(printed: IO[bytes]) -> str:
+    """The end of what the command printed (its reason is there)."""
     printed.seek(0, os.SEEK_END)
     size = printed.tell()
     printed.seek(max(size - _OUTPUT_TAIL, 0))
-    lines = [line.strip() for line in printed.read().decode("utf-8", "replace").splitlines()]
+    return printed.read().decode("utf-8", "replace")
+
+
+def _last_words(tail: str) -> str:
+    """The last non-empty line the command printed, trimmed to one line of reason."""
+    lines = [line.strip() for line in tail.splitlines()]
     last = next((line for line in reversed(lines) if line), "")
     return trim_reason(mask_text(last)) if last else ""
 
