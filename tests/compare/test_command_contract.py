@@ -65,3 +65,12 @@ def test_a_reason_line_wins_over_the_file_and_the_last_one_said_counts(tmp_path:
     assert declared.chosen_reason(str(tmp_path), printed) == "second"
     assert declared.chosen_reason(str(tmp_path), "no reason line") == "from the file"
     assert declared.chosen_reason(str(tmp_path / "absent"), "") is None
+
+
+def test_a_declared_version_reaches_the_terminal_escaped() -> None:
+    said = {"name": "x", "version": "1\u202e2\x1b[31m"}
+    command = shlex.join([sys.executable, str(SCRIPT), "--declare", json.dumps(said)])
+    args = ["--isolated", "--no-node-edges", "--color", "never", "--runtime-command", command, str(MAXPOOL)]
+    output = CliRunner().invoke(main, args).stdout
+    assert "ort_command.py 1\\u202e2\\x1b[31m (command;" in output
+    assert "\u202e" not in output and "\x1b" not in output
