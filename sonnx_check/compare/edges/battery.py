@@ -286,8 +286,10 @@ class NodeEdges:
             if len(suspects) > 1:
                 return False
             for config in wanted:
-                if exc.kind == REFUSED:  # it does not load the node alone: not compared, and no finding
+                if exc.kind == REFUSED and not config.records:  # not compared, for itself alone
                     config.reason = config.reason or f"{self.subject} refused the node alone: {exc.reason}"
+                elif exc.kind == REFUSED:  # it ran on other datasets: this one is skipped, not a crash
+                    config.skipped[dataset] = f"{self.subject} refused it: {exc.reason}"
                 elif exc.crashed:
                     config.crashes[dataset] = exc.reason
                 else:
