@@ -111,7 +111,7 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
     except InputBudgetExceeded as exc:
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
     judge.outcome = replace(judge.outcome, datasets=tuple(_entry(d) for d in datasets))
-    problem, sizes = over_budget(model, view, datasets, options.max_elements)
+    problem, sizes = over_budget(model, view, datasets, options.max_elements, runner.capabilities.label)
     if problem is not None and not problem.size_unknown:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
@@ -133,8 +133,13 @@ def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) ->
     if problem is not None:  # the runtime accepts the model, but what running it costs is unknown
         plain.close()
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
-    run_plan = plan_run(model, view, datasets, sizes, options.max_memory)
+    run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label)
     observed = steps.run(plain, datasets, run_plan)
+    # what a command declared about itself while it ran (its runtime.json: name, version, options)
+    judge.outcome = replace(
+        judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
+    )
+    judge.version = runner.description.version
     return judge.finish(observed)
 
 

@@ -120,8 +120,9 @@ def compare_nodes(
     spare: Mapping[int, int | None] | None = None,
     accuracy: Mapping[str, str] | None = None,
     readings: reference.Readings = reference.DEFAULT_READINGS,
+    runtime: str = "onnxruntime",
 ) -> None:
-    """Run every node that has a kernel on onnxruntime's values for one dataset and merge the comparison
+    """Run every node that has a kernel on the runtime's values for one dataset and merge the comparison
     of each of its outputs into that node's records. ``spare``: memory left per node for explaining a
     divergence (memory.Batch)."""
     for entry in nodes:
@@ -130,7 +131,7 @@ def compare_nodes(
         node = view.nodes[entry.index]
         inputs, missing = node_inputs(node, values)
         if missing:
-            entry.failures.setdefault(dataset, f"onnxruntime did not expose input '{missing}'")
+            entry.failures.setdefault(dataset, f"{runtime} did not expose input '{missing}'")
             continue
         try:
             expected, abs_sum = reference.run_node_with_abs(
@@ -146,7 +147,7 @@ def compare_nodes(
         for position, name in enumerate(node.output):
             if not name or position >= len(expected) or expected[position] is None or name not in values:
                 continue
-            record = entry.records.setdefault(position, OutputRecord(name, position))
+            record = entry.records.setdefault(position, OutputRecord(name, position, runtime=runtime))
             room = (spare or {}).get(entry.index)
             override = (accuracy or {}).get(node.op_type)
             merge(record, dataset, node, position, expected[position], values[name], inputs, room, override,

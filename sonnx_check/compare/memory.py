@@ -193,7 +193,7 @@ class Planner:
     def _too_large(self, what: str, need: int) -> str:
         assert self.budget is not None and self.own is not None
         return (
-            f"{what} would hold {text(need)} at once (the dataset, onnxruntime's tensors, the reference's "
+            f"{what} would hold {text(need)} at once (the dataset, the runtime's tensors, the reference's "
             f"outputs and the diff), more than the {text(self.own)} --max-memory {text(self.budget)} leaves "
-            "sonnx-check (the other half bounds onnxruntime); raise --max-memory to compare it"
+            "sonnx-check (the other half bounds the runtime under test); raise --max-memory to compare it"
         )

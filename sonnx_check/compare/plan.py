@@ -95,7 +95,11 @@ def _function_name(function: onnx.FunctionProto) -> str:
 
 
 def over_budget(
-    model: onnx.ModelProto, view: ModelView, datasets: list[Dataset], max_elements: int
+    model: onnx.ModelProto,
+    view: ModelView,
+    datasets: list[Dataset],
+    max_elements: int,
+    runtime: str = "onnxruntime",
 ) -> tuple[OverBudget | None, dict[str, memory.Size]]:
     """The first reason the runtime must not run on some dataset (shapes may differ between files), and the
     size of every tensor (the largest over the datasets) for the memory plan."""
@@ -108,7 +112,7 @@ def over_budget(
             _keep_larger(sizes, name, memory.Size(math.prod(shape), dtype.itemsize))
     for signature in sorted(signatures):
         inferred = inferred_sizes(model, dict(signature))
-        problem = run_budget_problem(view, dict(signature), max_elements, inferred)
+        problem = run_budget_problem(view, dict(signature), max_elements, inferred, runtime)
         if problem is not None:
             return problem, sizes
         for name, (elements, itemsize) in inferred.items():
@@ -133,6 +137,7 @@ def plan_run(
     datasets: list[Dataset],
     sizes: dict[str, memory.Size],
     max_memory: int | None,
+    runtime: str = "onnxruntime",
 ) -> RunPlan:
     nodes = plan(view, reference.supported_ops())
     planner = memory.Planner(
@@ -150,7 +155,7 @@ def plan_run(
     fits = planner.end_to_end([o.name for o in model.graph.output])
     if fits.problem is not None:
         return RunPlan(nodes, batches, None, {"compared": False, "reason": fits.problem})
-    records = {o.name: OutputRecord(o.name, i) for i, o in enumerate(model.graph.output)}
+    records = {o.name: OutputRecord(o.name, i, runtime=runtime) for i, o in enumerate(model.graph.output)}
     return RunPlan(nodes, batches, records, {"compared": True}, fits.spare)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -105,7 +106,8 @@ class ComparisonRun:
             )
         try:
             try:
-                progress.step(f"onnxruntime and the reference on {len(datasets)} dataset(s)")
+                label = self.runner.capabilities.label
+                progress.step(f"{label} and the reference on {len(datasets)} dataset(s)")
                 batches = self._plain_pass(plain, observed)
             finally:
                 plain.close()  # one session at a time: the memory budget counts one
@@ -114,11 +116,55 @@ class ComparisonRun:
                 self._batch_pass(batch, observed)
             if observed.edges is not None:
                 edges = observed.edges
+                self._observe_by_reference(observed, edges)
                 self.battery_size = len(edges.configurations) + len(edges.operator_configurations)
                 edges.run(self.open_configurations, _check_stopped)
         except Stopped as exc:
             observed.stopped = exc
         return observed
+
+    def _observe_by_reference(self, observed: Observed, edges: NodeEdges) -> None:
+        """The configurations of the nodes the runtime's run never reached (it failed on the datasets),
+        from the reference's values on the first dataset it failed on: the battery's models are models of
+        their own, which the runtime may well run, so the battery still runs."""
+        missing = {
+            n.index
+            for n in observed.run_plan.nodes
+            if n.has_kernel and not n.reason and not edges.observed.seen(n.index)
+        }
+        dataset = next((d for d in observed.datasets if d.name in observed.failed), None)
+        if not missing or dataset is None:
+            return
+        # a tensor is produced once (SSA): its name says which node computed it
+        index_of = {name: i for i, node in enumerate(self.view.nodes) for name in node.output if name}
+        # node -> its inputs and its outputs so far; each output as a stand-in of its type and size (a
+        # broadcast zero holds no memory): observe reads only their sizes
+        pending: dict[int, tuple[Any, list[Any]]] = {}
+
+        def sink(node: onnx.NodeProto, position: int, value: Any, inputs: Any) -> None:
+            index = index_of.get(node.output[position])
+            if index not in missing:
+                return
+            _, outputs = pending.setdefault(index, (inputs, [None] * len(node.output)))
+            outputs[position] = np.broadcast_to(np.zeros((), value.dtype), value.shape)
+            if all(o is not None for o, name in zip(outputs, node.output, strict=True) if name):
+                edges.observe(index, inputs, outputs)
+                del pending[index]
+
+        wanted = {name for i in missing for name in self.view.nodes[i].output if name}
+        try:
+            run_graph(
+                self.model,
+                dataset.feeds,
+                wanted,
+                sink,
+                max_elements=self.options.max_elements,
+                readings=self.readings,
+            )
+        except reference.ReferenceError:
+            pass  # the nodes after the one the reference refuses keep no configuration
+        for index, (inputs, outputs) in pending.items():  # a node that computes fewer outputs than named
+            edges.observe(index, inputs, outputs)
 
     def _plain_pass(self, plain: Session, observed: Observed) -> list[memory.Batch]:
         """Run the unmodified model on every dataset, one dataset in memory at a time: the end-to-end
@@ -210,6 +256,7 @@ class ComparisonRun:
             spare=batch.spare,
             accuracy=self.options.accuracy,
             readings=self.readings,
+            runtime=self.runner.capabilities.label,
         )
         if observed.edges is not None:
             for entry in batch.entries:

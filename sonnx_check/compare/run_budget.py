@@ -39,14 +39,15 @@ def run_budget_problem(
     input_shapes: Mapping[str, Sequence[int]],
     max_elements: int,
     inferred: Mapping[str, tuple[int, int]] | None = None,
+    runtime: str = "onnxruntime",
 ) -> OverBudget | None:
-    """None when every tensor onnxruntime will compute has a known size within ``max_elements``; otherwise
-    the first problem, control flow first, then sizes over the budget, then sizes not known. ``inferred``:
-    ``inferred_sizes`` of the same shapes, when the caller has it already."""
+    """None when every tensor the runtime (``runtime``, as sentences name it) will compute has a known size
+    within ``max_elements``; otherwise the first problem, control flow first, then sizes over the budget, then
+    sizes not known. ``inferred``: ``inferred_sizes`` of the same shapes, when the caller has it already."""
     for index, node in enumerate(view.nodes):
         if is_control_flow(node):
             return OverBudget(
-                f"{view.refs[index].label()} is control flow: the work onnxruntime would do depends on input "
+                f"{view.refs[index].label()} is control flow: the work {runtime} would do depends on input "
                 "values, which --max-elements cannot bound, so the model is not run",
                 index,
             )
@@ -58,7 +59,7 @@ def run_budget_problem(
         size = sizes.get(name)
         if size is not None and size > max_elements:
             return OverBudget(
-                f"onnxruntime would compute tensor '{name}' ({view.refs[index].label()}) with {size} "
+                f"{runtime} would compute tensor '{name}' ({view.refs[index].label()}) with {size} "
                 f"elements, more than --max-elements {max_elements}; raise --max-elements to compare it",
                 index,
             )
@@ -66,7 +67,7 @@ def run_budget_problem(
         if name not in sizes:
             return OverBudget(
                 f"the size of tensor '{name}' ({view.refs[index].label()}) is not known before running, "
-                "so onnxruntime's memory use cannot be bounded by --max-elements; the model is not run "
+                f"so {runtime}'s memory use cannot be bounded by --max-elements; the model is not run "
                 "(declare static shapes, or give --shape for every dynamic input)",
                 index,
                 size_unknown=True,

@@ -75,7 +75,7 @@ def render_comparison(
     table.add_column("status", no_wrap=True)
     table.add_column("differ", no_wrap=True)
     table.add_column("error/bound", no_wrap=True, justify="right")
-    table.add_column("first mismatch: onnxruntime vs SONNX", **folded, min_width=22)
+    table.add_column(f"first mismatch: {comparison.runtime.shown} vs SONNX", **folded, min_width=22)
     table.add_column("known divergence", **folded, min_width=24)  # the longest id fits
     for row in _rows(comparison):
         table.add_row(*_cells(*row))
@@ -156,16 +156,16 @@ def _key(output: OutputResult) -> tuple[Any, ...]:
 
 
 def _runtime_name(comparison: ComparisonOutcome) -> str:
-    """The runtime under test as a sentence names it (compare/runners)."""
-    name = comparison.runtime.name or "onnxruntime"
-    return {"command": "the runtime command", "saved-outputs": "the saved outputs"}.get(name, name)
+    """The runtime under test as a sentence names it (compare/runtimes)."""
+    return comparison.runtime.shown
 
 
 def _title(comparison: ComparisonOutcome) -> str:
     runtime = comparison.runtime
     if runtime.name not in (None, "onnxruntime"):
         options = "; ".join(f"{k} {v}" for k, v in runtime.options.items() if v is not None)
-        return f"{runtime.name} ({options}) vs SONNX reference"
+        version = f" {runtime.version}" if runtime.version else ""
+        return f"{runtime.shown}{version} ({runtime.name}; {options}) vs SONNX reference"
     session = comparison.session
     flags = " ".join(session.flags)
     providers = ", ".join(session.providers)
@@ -228,16 +228,14 @@ def _node_label(index: int | None, op_type: str, name: str) -> str:
 def _output_cells(output: OutputResult) -> tuple[Any, ...]:
     status = output.status
     known = "\n".join(output.known_ids)
-    if not output.datasets:  # onnxruntime failed on every dataset: nothing was compared
+    if not output.datasets:  # the runtime failed on every dataset: nothing was compared
         nothing = "no dataset reached the comparison"
         return (output.output, "", _status(status), "", "", nothing, known)
     first = output.first_mismatch
     if first is not None:
         dataset = first.dataset
         where = "[" + ",".join(str(i) for i in first.index) + "]"
-        first_text = (
-            f"{where} {first.onnxruntime} ({first.onnxruntime_bits}) vs {first.sonnx} ({first.sonnx_bits})"
-        )
+        first_text = f"{where} {first.runtime} ({first.runtime_bits}) vs {first.sonnx} ({first.sonnx_bits})"
     else:
         dataset = ", ".join(d.name for d in output.datasets if d.status != "match")
         if not dataset:
@@ -249,7 +247,7 @@ def _output_cells(output: OutputResult) -> tuple[Any, ...]:
 
 
 def _margin(output: OutputResult) -> str:
-    """The largest |onnxruntime - reference| / allowed of an output judged against an accuracy bound (at most
+    """The largest |runtime - reference| / allowed of an output judged against an accuracy bound (at most
     1 when nothing is beyond it): how close a correct runtime comes to the bound."""
     if output.accuracy is None:
         return ""

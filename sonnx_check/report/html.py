@@ -226,7 +226,10 @@ def fix_text(declared: str, finding: Mapping[str, Any]) -> str:
     data = finding.get("data") or {}
     met = [(e["ids"], int(e["elements"])) for e in data.get("explained_by", []) if e.get("ids")]
     unexplained = int(data.get("unexplained") or 0)
-    conform = "Use an onnxruntime version, graph optimisation level or provider that conforms"
+    conform = (
+        "Use a runtime version or configuration (for onnxruntime: graph optimisation level or provider) "
+        "that conforms"
+    )
     if not met:
         return (
             f"{conform}, or report the divergence: no known departure explains it, so no waiver by a "

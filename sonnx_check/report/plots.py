@@ -84,7 +84,7 @@ def margin_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
     axes.text(1.0, -0.6, " bound", va="bottom", fontsize=8, parse_math=False)
     _labels(axes, [label for label, _ in shown])
     axes.set_xlabel(
-        "margin = largest |onnxruntime − reference| / allowed error (log scale; ≤ 1 holds)", parse_math=False
+        "margin = largest |runtime − reference| / allowed error (log scale; ≤ 1 holds)", parse_math=False
     )
     axes.set_xlim(floor, cap)
     return _svg(figure), len(shown)

@@ -21,6 +21,10 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
     out = {
         "onnxruntime": str(comparison.session.version or "not installed"),
         "runtime": str(comparison.runtime.name or "onnxruntime"),
+        # the runtime under test by its name and version (for a command: what its runtime.json declares);
+        # "onnxruntime" above is onnxruntime's version whatever ran (deprecated, kept for one release)
+        "runtime_label": comparison.runtime.shown,
+        "runtime_version": str(comparison.runtime.version or ""),
         "providers": ", ".join(comparison.runtime.providers),
         "maxpool_nan": str(comparison.reference.maxpool_nan),
         "node_edges": _node_edges(comparison),

@@ -21,10 +21,17 @@ class RuntimeRecord:
     version: str | None = None
     providers: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
+    # how the reports name the runtime under test (a command: its program or the name it declares)
+    label: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "label": self.shown,
             "version": self.version,
             "providers": list(self.providers),
             "options": dict(self.options),

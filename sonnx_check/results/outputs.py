@@ -20,8 +20,8 @@ class FirstMismatch:
 
     dataset: str
     index: tuple[int, ...]
-    onnxruntime: str  # the runtime's value, as text that round-trips
-    onnxruntime_bits: str
+    runtime: str  # the runtime under test's value, as text that round-trips
+    runtime_bits: str
     sonnx: str  # the reference's value
     sonnx_bits: str
     kind: str  # the mismatch class ("value", "nan-position", "signed-zero", ...)
@@ -31,8 +31,11 @@ class FirstMismatch:
         out: dict[str, Any] = {
             "dataset": self.dataset,
             "index": list(self.index),
-            "onnxruntime": self.onnxruntime,
-            "onnxruntime_bits": self.onnxruntime_bits,
+            "runtime": self.runtime,
+            "runtime_bits": self.runtime_bits,
+            # deprecated, for one release: the runtime under test's value whatever the runtime
+            "onnxruntime": self.runtime,
+            "onnxruntime_bits": self.runtime_bits,
             "sonnx": self.sonnx,
             "sonnx_bits": self.sonnx_bits,
             "class": self.kind,

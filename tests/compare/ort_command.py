@@ -1,12 +1,18 @@
 """A runtime command for the tests: runs MODEL with onnxruntime on every INPUT_DIR/test_data_set_N and writes
 OUTPUT_DIR/test_data_set_N/output_K.pb in graph-output order (the --runtime-command contract).
 
-Usage: python ort_command.py [--corrupt NAME] [--when-input NAME] [--record FILE]
+Usage: python ort_command.py [--corrupt NAME] [--when-input NAME] [--record FILE] [--starts FILE]
+                             [--refuse-op OP [--spare-input NAME]]
                              [--crash|--hang|--garbage|--wrong-shape|--nothing|
                              --tamper-inputs] MODEL IN OUT
 
 --corrupt NAME: add 1 to the first element of the output named NAME; --when-input NAME: misbehave only for a
-model with a graph input NAME; --record FILE: append the folders it was given and their modes to FILE.
+model with a graph input NAME; --record FILE: append the folders it was given and their modes to FILE;
+--starts FILE: append one line per start to FILE; --refuse-op OP: exit 3 on a model holding an OP node (a
+runtime that cannot load one configuration), unless the model has a graph input --spare-input NAME, with its
+reason on a "sonnx-check-reason: " line (--reason-file: in OUTPUT_DIR/reason.txt), a backtrace's frame last;
+--refuse-exit CODE: exit CODE there instead (1: a crash, not a refusal); --declare JSON: write JSON to
+OUTPUT_DIR/runtime.json.
 """
 
 import sys
@@ -21,6 +27,7 @@ from onnx import numpy_helper
 
 def main(argv: list[str]) -> int:
     mode, corrupt, when, record = None, None, None, None
+    starts, refuse, spare, declare, reason_file, refuse_exit = None, None, None, None, False, 3
     while argv and argv[0].startswith("--"):
         flag = argv.pop(0)
         if flag == "--corrupt":
@@ -29,6 +36,18 @@ def main(argv: list[str]) -> int:
             when = argv.pop(0)
         elif flag == "--record":
             record = argv.pop(0)
+        elif flag == "--starts":
+            starts = argv.pop(0)
+        elif flag == "--refuse-op":
+            refuse = argv.pop(0)
+        elif flag == "--spare-input":
+            spare = argv.pop(0)
+        elif flag == "--declare":
+            declare = argv.pop(0)
+        elif flag == "--reason-file":
+            reason_file = True
+        elif flag == "--refuse-exit":
+            refuse_exit = int(argv.pop(0))
         else:
             mode = flag
     model_path, input_dir, output_dir = (Path(a) for a in argv)
@@ -37,11 +56,25 @@ def main(argv: list[str]) -> int:
             for folder in (model_path.parent.parent, model_path.parent, input_dir, output_dir):
                 log.write(f"{folder} {folder.stat().st_mode & 0o777:o}\n")
     model = onnx.load(model_path)
+    if declare is not None:
+        (output_dir / "runtime.json").write_text(declare, encoding="utf-8")
+    if starts:
+        with open(starts, "a", encoding="utf-8") as log:
+            log.write(" ".join(sorted({n.op_type for n in model.graph.node})) + "\n")
+    inputs = [i.name for i in model.graph.input]
+    if refuse in {n.op_type for n in model.graph.node} and spare not in inputs:
+        # the contract: exit status 3 is a refusal, the reason a line of the command's choosing
+        if reason_file:
+            Path(output_dir, "reason.txt").write_text(f"{refuse} is not supported\n", encoding="utf-8")
+        else:
+            print(f"sonnx-check-reason: cannot load {refuse}", file=sys.stderr)
+        print("   at frame 7 in libruntime.so", file=sys.stderr)
+        return refuse_exit
     if when is not None and when not in [i.name for i in model.graph.input]:
         mode = corrupt = None
     if mode == "--crash":
         print("runtime: unsupported operator, giving up", file=sys.stderr)
-        return 3
+        return 1
     if mode == "--hang":
         time.sleep(600)
     if mode == "--nothing":

@@ -102,8 +102,8 @@ def test_a_command_that_corrupts_one_intermediate_element_is_caught_at_that_node
 @pytest.mark.parametrize(
     ("misbehaviour", "kind", "reason"),
     [
-        ("--crash", "crashed", "exit status 3: runtime: unsupported operator, giving up"),
-        ("--hang", None, "the runtime command was stopped at the --timeout of 4 s"),
+        ("--crash", "crashed", "exit status 1: runtime: unsupported operator, giving up"),
+        ("--hang", None, "the runtime command 'ort_command.py' was stopped at the --timeout of 4 s"),
         ("--garbage", "bad-output", "output_0.pb (tensor 'logits'): is not a serialised TensorProto"),
         ("--wrong-shape", "bad-output", "(tensor 'logits'): has shape [1] (rank 1), expected rank 2"),
         ("--nothing", "bad-output", "bad output: test_data_set_0/output_0.pb (tensor 'logits'): missing"),
@@ -175,6 +175,7 @@ def test_the_providers_the_session_used_are_in_every_report():
     assert comparison["onnxruntime"]["providers"] == ["CPUExecutionProvider"]
     assert comparison["runtime"] == {
         "name": "onnxruntime",
+        "label": "onnxruntime",
         "version": comparison["onnxruntime"]["version"],
         "providers": ["CPUExecutionProvider"],
         "options": {

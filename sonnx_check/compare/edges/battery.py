@@ -24,7 +24,12 @@ ones onnxruntime fed the node there.
 
 The configurations are run together, as independent nodes of one small model (one worker and one session
 for as many as the memory budget allows: starting a worker costs more than running the nodes a dataset does
-not concern on zeros); a crash is then pinned by running each configuration of the batch alone.
+not concern on zeros). A batch the runtime refuses, or a dataset it fails on, is isolated within that batch
+by halves: each half is run again on the datasets that failed (one session each), and the half that still
+fails is halved again, down to the configuration that fails alone, which alone carries the failure. A
+configuration is never charged with a failure that a batch shared with another one (a runtime that computes
+every output fails the whole model for one node it refuses), and a runtime refusing one configuration costs
+about 2 log2(n) more sessions for a batch of n, not n per dataset.
 
 Data a configuration must not receive (a zero integer divisor, a negative variance: data constraints of the
 profile) is never sent to onnxruntime: such a dataset is tried with the pattern on the first input only,
@@ -56,6 +61,7 @@ from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import merge
 from sonnx_check.compare.runtimes.base import (
     ONNXRUNTIME_LIKE,
+    REFUSED,
     Capabilities,
     DatasetRun,
     Feeds,
@@ -171,9 +177,10 @@ class NodeEdges:
         batch: list[Configuration],
         open_session: OpenSession,
         run: CheckRun,
-        only: str | None = None,
+        only: Sequence[str] | None = None,
     ) -> None:
-        """Run ``batch`` on its datasets (``only``: that one), in one session."""
+        """Run ``batch`` on its datasets (``only``: those), in one session; what fails there is isolated
+        within the batch by halves (``_isolate``)."""
         shared = self.runner.shares_constants
         try:
             model = configurations_model(self.model, batch, by_reference=shared)
@@ -181,21 +188,43 @@ class NodeEdges:
             del model
         except RunFailure as exc:
             if len(batch) > 1:
-                for config in batch:
-                    self._run_batch([config], open_session, run, only)
+                self._isolate(batch, only, open_session, run)
             else:
                 batch[0].reason = f"{self.subject} refused the node alone: {exc.reason}"
             return
-        names = [only] if only else list(dict.fromkeys(d for c in batch for d in self.datasets(c)))
+        names = list(only) if only is not None else self._names(batch)
         prepared: dict[str, dict[int, _Prepared | None]] = {}  # the reference's side of the datasets sent
+        failed: list[str] = []  # datasets whose failure the batch shared: isolated once the session ends
         self._fillers.clear()
         try:
             for done in session.run_datasets(self._feeds(batch, names, prepared)):
-                self._compare_dataset(batch, done, prepared.pop(done.dataset), open_session, run)
+                if not self._compare_dataset(batch, done, prepared.pop(done.dataset), run):
+                    failed.append(done.dataset)
                 del done
         finally:
             session.close()
             self._fillers.clear()
+        if failed:
+            self._isolate(batch, failed, open_session, run)
+
+    def _names(self, batch: Sequence[Configuration]) -> list[str]:
+        return list(dict.fromkeys(d for c in batch for d in self.datasets(c)))
+
+    def _isolate(
+        self,
+        batch: list[Configuration],
+        only: Sequence[str] | None,
+        open_session: OpenSession,
+        run: CheckRun,
+    ) -> None:
+        """Run each half of ``batch`` again on the datasets that failed (``only``; None: every dataset),
+        each in one session: a half that runs keeps its results, one that fails is halved again."""
+        middle = len(batch) // 2
+        for half in (batch[:middle], batch[middle:]):
+            wanted = self._names(half)
+            names = wanted if only is None else [d for d in only if d in wanted]
+            if names:
+                self._run_batch(half, open_session, run, names)
 
     def _filler(
         self, config: Configuration, shape: tuple[int, ...], dtype: np.dtype, position: int
@@ -242,24 +271,30 @@ class NodeEdges:
         batch: list[Configuration],
         done: DatasetRun,
         prepared: dict[int, _Prepared | None],
-        open_session: OpenSession,
         run: CheckRun,
-    ) -> None:
+    ) -> bool:
+        """Compare one dataset's outputs, or charge its failure to the one configuration that can have
+        caused it. False: the failure is shared by several configurations (the caller isolates it)."""
         dataset = done.dataset
         wanted = [c for c in batch if prepared[id(c)] is not None]
         if done.failure is not None:
             run(done)
             exc = done.failure
-            if (exc.crashed or exc.bad_output) and len(wanted) > 1:
-                for config in wanted:  # pin the crash (or the bad output) to its configuration
-                    self._run_batch([config], open_session, run, only=dataset)
-                return
+            # A runtime that computes every output runs every configuration of the batch on this dataset:
+            # any of them may be the one it fails on, not only those the dataset is for.
+            suspects = wanted if self.runner.prunes_outputs else batch
+            if len(suspects) > 1:
+                return False
             for config in wanted:
-                if exc.crashed:
+                if exc.kind == REFUSED and not config.records:  # not compared, for itself alone
+                    config.reason = config.reason or f"{self.subject} refused the node alone: {exc.reason}"
+                elif exc.kind == REFUSED:  # it ran on other datasets: this one is skipped, not a crash
+                    config.skipped[dataset] = f"{self.subject} refused it: {exc.reason}"
+                elif exc.crashed:
                     config.crashes[dataset] = exc.reason
                 else:
                     config.skipped[dataset] = f"{self.subject} failed: {exc.reason}"
-            return
+            return True
         actual = done.outputs or {}
         for number, config in enumerate(batch):
             ready = prepared[id(config)]
@@ -269,11 +304,12 @@ class NodeEdges:
                 got = actual.get(output_name(number, k))
                 if not name or got is None or k >= len(ready.expected) or ready.expected[k] is None:
                     continue
-                record = config.records.setdefault(k, OutputRecord(name, k))
+                record = config.records.setdefault(k, OutputRecord(name, k, runtime=self.runner.label))
                 override = self.accuracy.get(config.op_type)
                 # describe_received: the dataset's name says what the node was fed
                 merge(record, dataset, config.node, k, ready.expected[k], got, ready.inputs, None, override,
                       describe_received=False, abs_sum=ready.abs_sum if k == 0 else None)  # fmt: skip
+        return True
 
     def _prepare(self, config: Configuration, dataset: str) -> _Prepared | None:
         """The data and the reference's outputs for one configuration and dataset; None when the dataset

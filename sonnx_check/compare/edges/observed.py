@@ -45,10 +45,15 @@ class Observed:
         self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
         self._observed: set[int] = set()
 
+    def seen(self, index: int) -> bool:
+        """Whether node ``index``'s configuration was recorded."""
+        return index in self._observed
+
     def observe(
         self, index: int, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray | None]
     ) -> None:
-        """Record the configuration of node ``index`` from the values onnxruntime fed it in context."""
+        """Record the configuration of node ``index`` from the values the runtime fed it in context (or,
+        where the runtime's run failed, the reference computed for it)."""
         if index in self._observed:
             return
         self._observed.add(index)

@@ -104,16 +104,19 @@ class ElementPair:
     def index_text(self) -> str:
         return "[" + ",".join(str(i) for i in self.index) + "]"
 
-    def describe(self) -> str:
+    def describe(self, runtime: str = "onnxruntime") -> str:
+        """``runtime``: how the runtime under test is named (its description's label)."""
         return (
-            f"first at {self.index_text()}: onnxruntime {self.actual} ({self.actual_bits}), "
+            f"first at {self.index_text()}: {runtime} {self.actual} ({self.actual_bits}), "
             f"SONNX {self.expected} ({self.expected_bits})"
         )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "index": list(self.index),
-            "onnxruntime": self.actual,
+            "runtime": self.actual,
+            "runtime_bits": self.actual_bits,
+            "onnxruntime": self.actual,  # deprecated: "runtime" (kept for one release)
             "onnxruntime_bits": self.actual_bits,
             "sonnx": self.expected,
             "sonnx_bits": self.expected_bits,
@@ -123,7 +126,8 @@ class ElementPair:
 
 @dataclass(frozen=True)
 class TensorDiff:
-    """The comparison of one actual (onnxruntime) tensor with one expected (SONNX reference) tensor."""
+    """The comparison of one actual (the runtime under test's) tensor with one expected (SONNX reference)
+    tensor."""
 
     outcome: Outcome
     total: int
@@ -142,16 +146,27 @@ class TensorDiff:
     def matches(self) -> bool:
         return self.outcome is Outcome.MATCH
 
-    def summary(self) -> str:
+    def detail_for(self, runtime: str) -> str:
+        """The reason for a shape/type mismatch (or an unsupported type), naming the runtime under test."""
+        if self.outcome is Outcome.TYPE_MISMATCH:
+            return f"type differs: {runtime} {self.actual_dtype}, SONNX {self.expected_dtype}"
+        if self.outcome is Outcome.SHAPE_MISMATCH:
+            return (
+                f"shape differs: {runtime} {_shape_text(self.actual_shape)}, "
+                f"SONNX {_shape_text(self.expected_shape)}"
+            )
+        return self.detail
+
+    def summary(self, runtime: str = "onnxruntime") -> str:
         """One line in compare_ortvalue's style: the count, the classes present, the first difference."""
         if self.outcome is not Outcome.DIFFERS:
-            return self.detail or "all elements match"
+            return self.detail_for(runtime) or "all elements match"
         text = f"{self.mismatches} of {self.total} elements differ"
         present = [f"{n} {c.value}" for c, n in self.classes.items() if n]
         if present:
             text += f" ({', '.join(present)})"
         if self.first is not None:
-            text += "; " + self.first.describe()
+            text += "; " + self.first.describe(runtime)
         return text
 
 

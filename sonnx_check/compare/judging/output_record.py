@@ -56,8 +56,9 @@ class OutputRecord:
     unexplained_reason: str = ""  # why the known behaviours were not looked for (the memory budget)
     bound: str = ""  # the accuracy bound an inexact operator's output was judged against
     outcomes: dict[str, int] = field(default_factory=dict)  # elements per accuracy outcome, every dataset
-    margin: float = 0.0  # the largest |onnxruntime - reference| / allowed over the judged elements
+    margin: float = 0.0  # the largest |runtime - reference| / allowed over the judged elements
     received: str = ""  # what the first diverging dataset looked like when it reached this node
+    runtime: str = "onnxruntime"  # how the messages name the runtime under test (its description's label)
 
     def note_accuracy(self, classification: Classification) -> None:
         """Add one dataset's accuracy classification (the margin is the worst over the datasets)."""
@@ -93,7 +94,7 @@ class OutputRecord:
         if diff.first is not None and self.first is None:
             self.first, self.first_dataset = diff.first, dataset
         if diff.detail and not self.detail and diff.outcome is not Outcome.DIFFERS:
-            self.detail, self.detail_dataset = diff.detail, dataset
+            self.detail, self.detail_dataset = diff.detail_for(self.runtime), dataset
         if diff.max_abs_diff is not None:
             self.max_abs_diff = max(self.max_abs_diff or 0.0, diff.max_abs_diff)
         for match in known:
@@ -114,7 +115,7 @@ class OutputRecord:
             parts[0] += f" ({', '.join(present)})"
         if self.first is not None:
             reached = f", which reached this node as {self.received}" if self.received else ""
-            parts.append(f"{self.first.describe()} (dataset {self.first_dataset}{reached})")
+            parts.append(f"{self.first.describe(self.runtime)} (dataset {self.first_dataset}{reached})")
         elif self.detail_dataset:
             parts[0] += f" (dataset {self.detail_dataset})"
         for tally in self.known.values():
@@ -123,7 +124,7 @@ class OutputRecord:
                 if tally.explained == self.mismatches
                 else f" ({tally.explained} of the differing elements)"
             )
-            parts.append(f"known onnxruntime divergence {tally.entry.id}{share}: {tally.entry.summary}")
+            parts.append(f"known {self.runtime} divergence {tally.entry.id}{share}: {tally.entry.summary}")
         if self.known and self.unexplained:
             parts.append(f"{self.unexplained} differing element(s) match no known divergence")
         if self.unexplained_reason:
@@ -144,8 +145,8 @@ class OutputRecord:
             first = FirstMismatch(
                 dataset=self.first_dataset or "",
                 index=tuple(self.first.index),
-                onnxruntime=self.first.actual,
-                onnxruntime_bits=self.first.actual_bits,
+                runtime=self.first.actual,
+                runtime_bits=self.first.actual_bits,
                 sonnx=self.first.expected,
                 sonnx_bits=self.first.expected_bits,
                 kind=self.first.kind.value,
@@ -166,7 +167,7 @@ class OutputRecord:
         return OutputResult(
             output=self.name,
             position=self.position,
-            # no dataset reached the comparison (onnxruntime failed on all): nothing matched, nothing differed
+            # no dataset reached the comparison (the runtime failed on all): nothing matched, nothing differed
             status=self.outcome.value if self.datasets else NOT_COMPARED,
             mismatches=self.mismatches,
             total=self.total,

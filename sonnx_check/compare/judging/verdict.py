@@ -18,7 +18,7 @@ from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import all_exact
 from sonnx_check.compare.run import Observed, Stopped
-from sonnx_check.compare.runtimes.base import NOT_SAVED, STAGES, RunFailure
+from sonnx_check.compare.runtimes.base import NOT_SAVED, REFUSED, STAGES, RunFailure
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.results.models import EndToEnd, NotComparedNode, Stop
 from sonnx_check.results.outputs import OutputResult
@@ -52,7 +52,8 @@ class Judge:
         return CompareResult(self.findings, self.outcome)
 
     def refused(self, exc: RunFailure) -> CompareResult:
-        detail = {"stage": exc.stage, "failure": exc.kind, "onnxruntime_error": exc.full.strip()[:4000]}
+        error = exc.full.strip()[:4000]  # "onnxruntime_error": deprecated, for one release
+        detail = {"stage": exc.stage, "failure": exc.kind, "runtime_error": error, "onnxruntime_error": error}
         if exc.over_memory or exc.crashed or exc.bad_output or exc.kind == NOT_SAVED:
             # not a refusal: the reason says what happened
             return self.nothing_compared(exc.reason, detail)
@@ -175,7 +176,8 @@ class Judge:
         first, reason = next(iter(failed.items()))
         everything = len(failed) == count
         scope = "every dataset" if everything else f"{len(failed)} of {count} datasets"
-        message = f"{self.subject} failed at run time on {scope} (first: {first}): {reason}"
+        what = "refused the model" if kinds.get(first) == REFUSED else "failed at run time"
+        message = f"{self.subject} {what} on {scope} (first: {first}): {reason}"
         if not everything:
             message += "; the other datasets were compared"
         severity = Severity.ERROR if everything or not compared_anything else Severity.WARNING

@@ -105,21 +105,27 @@ class RunnerDescription:
     """What ran the comparison, recorded in every report: needed to reproduce it."""
 
     name: str  # "onnxruntime", "command", "saved-outputs"
-    subject: str  # how a sentence names it: "onnxruntime", "the runtime command"
+    subject: str  # how a sentence names it: "onnxruntime", "the runtime command 'tract-run'"
     version: str | None = None
     providers: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
+    # the runtime under test as tables, first mismatches and labels name it: onnxruntime, the command's
+    # program (or the name it declares), saved-outputs ("": ``name``)
+    label: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return self.record().to_json()
 
     def record(self) -> RuntimeRecord:
         """What the reports carry (``subject`` is for sentences only)."""
-        return RuntimeRecord(self.name, self.version, tuple(self.providers), dict(self.options))
+        return RuntimeRecord(
+            self.name, self.version, tuple(self.providers), dict(self.options), label=self.label or self.name
+        )
 
     def text(self) -> str:
         """One line for the text report's header."""
-        parts = [f"{self.name} {self.version}" if self.version else self.name]
+        shown = self.label or self.name
+        parts = [f"{shown} {self.version}" if self.version else shown]
         if self.providers:
             parts.append("providers " + ", ".join(self.providers))
         parts.extend(f"{key} {value}" for key, value in self.options.items() if value not in (None, ""))
@@ -172,6 +178,7 @@ class Capabilities:
     subject: str = "onnxruntime"  # how a sentence names the runtime under test
     prunes_outputs: bool = True  # see Runner.prunes_outputs
     shares_constants: bool = False  # see Runner.shares_constants
+    label: str = "onnxruntime"  # how a first mismatch names its value (RunnerDescription.label)
 
 
 ONNXRUNTIME_LIKE = Capabilities()  # what a battery run with no runner assumes (the --export-suite cases)
@@ -198,7 +205,13 @@ class Runner(ABC):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(self.description.subject, self.prunes_outputs, self.shares_constants)
+        description = self.description
+        return Capabilities(
+            description.subject,
+            self.prunes_outputs,
+            self.shares_constants,
+            label=description.label or description.name,
+        )
 
     def runtime_record(self) -> dict[str, Any]:
         """The ``onnxruntime`` record of the reports (the machine's CPU and the session options for

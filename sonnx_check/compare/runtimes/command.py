@@ -38,7 +38,7 @@ import onnx
 from sonnx_check import stop
 from sonnx_check.children import LIVE_KEEPERS
 from sonnx_check.compare.inputs import backend_layout
-from sonnx_check.compare.runtimes import bounded, layout, run_folder
+from sonnx_check.compare.runtimes import bounded, declared, layout, run_folder
 from sonnx_check.compare.runtimes.base import (
     DatasetRun,
     Feeds,
@@ -86,6 +86,30 @@ def parse_command(command: str) -> list[str]:
     return argv
 
 
+_INTERPRETERS = re.compile(r"(?:python|pypy|ruby|perl|node|bash|sh|env)[\d.]*")
+
+
+def program_name(argv: Sequence[str]) -> str:
+    """How the reports name the runtime a command runs: its program's file name, or the script's when the
+    program is an interpreter (``python3 -u run_tract.py`` is run_tract.py, not python3; ``env X=1`` too)."""
+    names = [os.path.basename(a.rstrip("/")) for a in argv if a]
+    for name in names:
+        if name == "-c":  # the program is inline code: the interpreter is the best name there is
+            break
+        if not (_INTERPRETERS.fullmatch(name) or name.startswith("-") or "=" in name):
+            return name
+    return names[0] if names else NAME
+
+
+def command_label(command: str, argv: Sequence[str]) -> str:
+    """``program_name`` of the command as every record shows it (credentials masked, masking.py)."""
+    try:
+        masked = shlex.split(mask_command(command))
+    except ValueError:
+        masked = list(argv)
+    return mask_text(program_name(masked))
+
+
 class CommandRunner(Runner):
     """A runtime run by a command on backend-test folders, one command per model and batch of datasets."""
 
@@ -103,13 +127,24 @@ class CommandRunner(Runner):
         self._types: dict[str, onnx.ValueInfoProto] = {}
         self._folder: Path | None = None
         self._count = 0
+        self.declared: declared.Declared | None = None  # what its runtime.json said last
 
     @property
     def description(self) -> RunnerDescription:
+        label = command_label(self.command, self.argv)
+        options: dict[str, object] = {
+            "command": mask_command(self.command),
+            "memory_limit": self.memory_budget,
+        }
+        said = self.declared
+        if said is not None:  # runtime.json (declared.py): the runtime's own name and options
+            options.update({"runtime_name": said.name or None, "runtime_options": dict(said.options)})
         return RunnerDescription(
             name=NAME,
-            subject=SUBJECT,
-            options={"command": mask_command(self.command), "memory_limit": self.memory_budget},
+            subject=f"{SUBJECT} {shown(label)}",
+            version=said.version if said is not None else None,
+            options=options,
+            label=label,
         )
 
     def start(self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()) -> None:
@@ -292,12 +327,19 @@ class CommandSession(Session):
             limit = runner.memory_budget + 3 * model.stat().st_size
         with tempfile.TemporaryFile() as printed:
             ended = _run_kept(argv, printed, limit, runner.deadline)
+            said = declared.read_declared(str(output_dir))
+            if said is not None:
+                runner.declared = said
             if isinstance(ended, RunFailure):
                 return ended
             if ended == 0:
                 return None
             code = ended
-            last = _last_words(printed)
+            tail = _printed_tail(printed)
+        chosen = declared.chosen_reason(str(output_dir), tail)
+        last = trim_reason(mask_text(chosen)) if chosen else _last_words(tail)
+        if code == declared.REFUSED_STATUS:  # the contract's "this runtime does not load this model"
+            return RunFailure("session", f"exit status {code} (refused): {last}" if last else "refused")
         if code < 0:
             try:
                 how = f"killed by signal {signal.Signals(-code).name}"
@@ -424,12 +466,17 @@ def _read_back(
     return values
 
 
-def _last_words(printed: IO[bytes]) -> str:
-    """The last non-empty line the command printed, trimmed to one line of reason."""
+def _printed_tail(printed: IO[bytes]) -> str:
+    """The end of what the command printed (its reason is there)."""
     printed.seek(0, os.SEEK_END)
     size = printed.tell()
     printed.seek(max(size - _OUTPUT_TAIL, 0))
-    lines = [line.strip() for line in printed.read().decode("utf-8", "replace").splitlines()]
+    return printed.read().decode("utf-8", "replace")
+
+
+def _last_words(tail: str) -> str:
+    """The last non-empty line the command printed, trimmed to one line of reason."""
+    lines = [line.strip() for line in tail.splitlines()]
     last = next((line for line in reversed(lines) if line), "")
     return trim_reason(mask_text(last)) if last else ""
 
