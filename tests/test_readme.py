@@ -123,6 +123,7 @@ def _commands(body: str) -> list[tuple[str, int]]:
 RUNNABLE = [b for b in BLOCKS if b[4] is None and b[2] in ("sh", "python", "toml", "json", "yaml")]
 
 
+@pytest.mark.slow  # every block of the docs, each in a fresh copy of the samples: CI runs them all
 @pytest.mark.live_ort
 @pytest.mark.parametrize("block", RUNNABLE, ids=_id)
 def test_every_block_runs_verbatim(block: tuple[str, int, str, str, str | None], tmp_path: Path) -> None:

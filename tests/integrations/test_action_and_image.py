@@ -116,6 +116,7 @@ def test_the_action_passes_a_clean_repository_and_keeps_hostile_paths_as_data(tm
 @pytest.mark.skipif(
     bool(os.environ.get("SONNX_CHECK_OFFLINE")), reason="SONNX_CHECK_OFFLINE: no package index"
 )
+@pytest.mark.slow  # asks the package index to resolve the pinned install
 def test_the_pinned_install_resolves(tmp_path: Path) -> None:
     """What the Action and the image install: this checkout under the constraints (resolved only)."""
     done = subprocess.run(

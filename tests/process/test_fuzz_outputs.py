@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytestmark = [
+    pytest.mark.slow,  # real processes signalled and fuzzed: CI runs them (-m ""), the README command not
     pytest.mark.process,
     pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"),
 ]

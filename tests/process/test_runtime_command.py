@@ -25,6 +25,7 @@ from onnx import TensorProto, helper
 from procs import ROOT, Run, start
 
 pytestmark = [
+    pytest.mark.slow,  # real processes signalled and fuzzed: CI runs them (-m ""), the README command not
     pytest.mark.process,
     pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc"),
 ]
