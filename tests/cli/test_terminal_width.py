@@ -140,5 +140,6 @@ def test_a_long_finding_wraps_between_words_with_a_hanging_indent() -> None:
         continued.append(line)
     assert len(continued) >= 3  # a 400-character finding on several lines, each under the first
     finding = " ".join(" ".join([lines[first], *continued]).split())
-    for word in ("ORT-MAXPOOL-NAN", "(0x7fc00000),", "edge/nan);", "'pool1'"):
+    # which departure comes first depends on the onnxruntime version; these words are in every one
+    for word in ("RUNTIME.divergence", "'pool1'", "elements", "differ"):
         assert word in finding.split(), word

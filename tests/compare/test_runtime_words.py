@@ -4,7 +4,9 @@ new ones for one release (CHANGELOG, Deprecated); onnxruntime's own reports keep
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -24,12 +26,16 @@ def corrupting_command() -> str:
     return shlex.join([sys.executable, str(SCRIPT), "--corrupt", "relu1"])
 
 
+HTML = all(importlib.util.find_spec(m) for m in ("jinja2", "matplotlib"))  # the [report] extra
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """One comparison through ort_command.py (onnxruntime wrapped as a command, one element of relu1
     corrupted), written in JSON, text and HTML."""
     folder = tmp_path_factory.mktemp("words")
-    written = {fmt: folder / f"report.{fmt}" for fmt in ("json", "text", "html")}
+    formats = ("json", "text", "html") if HTML else ("json", "text")
+    written = {fmt: folder / f"report.{fmt}" for fmt in formats}
     args = ["--isolated", "--no-node-edges", "--runtime-command", corrupting_command()]
     for fmt, path in written.items():
         args += ["--output-format", f"{fmt}:{path}"]
@@ -41,12 +47,17 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_a_commands_first_mismatch_names_the_command_not_onnxruntime(reports: dict[str, str]) -> None:
     model = json.loads(reports["json"])["models"][0]
     (finding,) = [f for f in model["findings"] if f["rule"] == "RUNTIME.divergence"]
-    assert "first at [0,0,0,0]: ort_command.py 3.3598146 (0x40570734)" in finding["message"]
+    # the value is onnxruntime's Conv plus one, whose last bits depend on its version
+    assert re.search(
+        r"first at \[0,0,0,0\]: ort_command\.py 3\.35981\d* \(0x4057073[0-9a-f]\)", finding["message"]
+    )
     assert "onnxruntime" not in finding["message"]
     first = finding["data"]["first_mismatch"]
     # the new keys, and the old ones beside them for one release
-    assert first["runtime"] == first["onnxruntime"] == "3.3598146"
-    assert first["runtime_bits"] == first["onnxruntime_bits"] == "0x40570734"
+    assert first["runtime"] == first["onnxruntime"] and first["runtime"].startswith("3.35981")
+    assert first["runtime_bits"] == first["onnxruntime_bits"] and first["runtime_bits"].startswith(
+        "0x4057073"
+    )
     runtime = model["comparison"]["runtime"]
     assert runtime["name"] == "command" and runtime["label"] == "ort_command.py"
 
@@ -55,6 +66,8 @@ def test_a_commands_text_table_and_html_name_the_command(reports: dict[str, str]
     text = " ".join(reports["text"].split())  # the table may fold its header
     assert "first mismatch: ort_command.py vs SONNX" in text
     assert "first mismatch: onnxruntime" not in text
+    if not HTML:
+        pytest.skip("the HTML report needs the [report] extra")
     html = reports["html"]
     assert "Comparison with ort_command.py" in html and "Comparison with onnxruntime" not in html
     assert "|runtime − reference|" in html  # the margin plot's axis
