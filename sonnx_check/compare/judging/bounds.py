@@ -56,6 +56,11 @@ bit; and the exact and correctly rounded classes, whose result is unique (the re
       gets +inf, and NaN. Both are the text's semantics: NaN against a reference +-inf is within where finite
       terms of the other sign can overflow, as a product or a partial sum (``OppositeRoom``), counted apart as
       ``product-overflow``. Under an override too (it is the text's value, not an error).
+  (e) Gemm with alpha or beta other than 1 (issue 29; docs/readings.md#gemm-attributes-in-the-draft): alpha
+      applied to an operand, to each product or to the sum, beta to C or, when 0, C not read; every IEEE
+      evaluation of these is the text's. Where the reference or the runtime is not finite, the runtime's
+      value is accepted where one of them gives it (``Tolerance.alternatives``, compare/ops/
+      gemm_evaluations.py), counted apart as ``alternative-evaluation``. Under an override too.
 - transcendental / composite: one documented formula per operator (its declared bound, ``bound = ...`` in
   the ``[comparison]`` table of rules/<Op>.toml, a ``Rule`` in compare/ops/<op>.py), the annex's own where
   it gives one (Tanh: the most permissive of its reference algorithms), derived where it does not: each
@@ -86,6 +91,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.compare.judging.element_outcomes import (
+    ALTERNATIVE,
     BEYOND,
     DIVERGENT,
     FLUSHED,
@@ -117,7 +123,7 @@ from sonnx_check.compare.ops import facts
 from sonnx_check.profile import profile_operators
 
 __all__ = [  # the API above, wherever its engine lives
-    "BEYOND", "CLASSES", "CORRECTLY_ROUNDED", "DIVERGENT", "EXACT", "FLUSHED", "MATCH", "OUTCOMES",
+    "ALTERNATIVE", "BEYOND", "CLASSES", "CORRECTLY_ROUNDED", "DIVERGENT", "EXACT", "FLUSHED", "MATCH", "OUTCOMES",
     "OVERFLOW", "PRODUCT_OVERFLOW", "SPECIAL", "SUM_OF_PRODUCTS", "TRANSCENDENTAL", "WITHIN",
     "AccuracyError", "Bound", "Classification", "Format", "Instance", "NodeData", "OppositeRoom",
     "OverflowRoom", "Override", "Rule", "RuleResult", "Tolerance", "accuracy_class", "bound_for",
@@ -238,8 +244,13 @@ class Bound:
         # an override bounds |runtime - exact| for every element: an overflowed result is beyond it
         overflow = data.overflow if self.override is None else None
         text = f"{text} + {self.reference_ulps:g} ulp for the reference's rounding"
-        # reading (d) is the text's IEEE semantics, not an error bound: it holds under an override too
-        return Tolerance(allowed, exact, text, overflow, data.opposite)
+        # reading (d) and the alternative evaluations are the text's IEEE semantics, not an error bound: they
+        # hold under an override too (a finite value of an alternative within the smaller bound)
+        alternatives = data.alternatives
+        if alternatives is not None and self.override is not None:
+            override, fmt = self.override, data.fmt
+            alternatives = alternatives.tightened(lambda magnitude: override.introduced(magnitude, fmt))
+        return Tolerance(allowed, exact, text, overflow, data.opposite, alternatives=alternatives)
 
     def _deferred(self, data: NodeData) -> Tolerance | None:
         """The bound as a floor and a way to compute its values where needed (``DeferredBound``), for a rule
@@ -272,7 +283,7 @@ class Bound:
         # allowed = ulp * reference_ulps + introduced >= introduced (adding a non-negative term rounds to no
         # less, and a NaN introduced error is +inf): the rule's floor is a floor of allowed as it is
         deferred = DeferredBound(found.floor, at, found.unit)
-        return Tolerance(None, False, text, data.overflow, data.opposite, deferred)
+        return Tolerance(None, False, text, data.overflow, data.opposite, deferred, data.alternatives)
 
 
 def bound_for(op_type: str, dtype: np.dtype | type | str, override: str | Override | None = None) -> Bound:

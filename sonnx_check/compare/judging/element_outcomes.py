@@ -25,10 +25,14 @@ OVERFLOW = "intermediate-overflow"
 # an IEEE 754 evaluation rounding each product (or a partial sum) to the output type may overflow finite
 # terms of the other sign to the other infinity (inf - inf); also a part of the WITHIN mask, counted apart
 PRODUCT_OVERFLOW = "product-overflow"
+# within by an alternative evaluation of the text (Gemm's alpha and beta applied to an operand, the product or
+# the sum; C not read when beta = 0): a value where the reference or the runtime is not finite that one of
+# them gives (``Tolerance.alternatives``); also a part of the WITHIN mask, counted apart
+ALTERNATIVE = "alternative-evaluation"
 BEYOND = "beyond-bound"
 SPECIAL = "special-value"  # NaN vs number, +-inf mismatch, sign of zero where the text fixes it
 FLUSHED = "flushed-subnormal"  # reference subnormal, runtime +-0, and that is beyond the bound
-OUTCOMES = (MATCH, WITHIN, OVERFLOW, PRODUCT_OVERFLOW, BEYOND, SPECIAL, FLUSHED)
+OUTCOMES = (MATCH, WITHIN, OVERFLOW, PRODUCT_OVERFLOW, ALTERNATIVE, BEYOND, SPECIAL, FLUSHED)
 DIVERGENT = (BEYOND, SPECIAL)  # what RUNTIME.divergence reports
 
 
@@ -119,7 +123,8 @@ def summarise(
 ) -> Classification:
     """The Classification of a float output from ``outcome_masks``'s masks, |a - e| and allowed."""
     fmt = float_format(np.dtype(dtype))
-    skip = masks[MATCH] | masks[SPECIAL] | masks[OVERFLOW] | masks[PRODUCT_OVERFLOW]  # no finite error
+    # no finite error against the reference
+    skip = masks[MATCH] | masks[SPECIAL] | masks[OVERFLOW] | masks[PRODUCT_OVERFLOW] | masks[ALTERNATIVE]
     ratio = _ratio(diff, allowed, skip)
     max_ulps = _max_ulps(diff, expected.astype(np.float64), fmt, skip)
     return _summary(masks, expected, actual, allowed, ratio, max_ulps, text)
@@ -130,8 +135,9 @@ def outcome_masks(
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """The outcome of every element of a float output, as one boolean mask per outcome, with |a - e| and
     the allowed difference (the comparison marks the divergent elements from the masks). The masks are
-    disjoint except OVERFLOW, a part of WITHIN: a caller accepting MATCH | WITHIN | FLUSHED accepts the
-    intermediate overflows reading (c) allows; ``classify`` counts them apart."""
+    disjoint except OVERFLOW, PRODUCT_OVERFLOW and ALTERNATIVE, parts of WITHIN: a caller accepting MATCH |
+    WITHIN | FLUSHED accepts what readings (c) and (d) and the alternative evaluations allow; ``classify``
+    counts them apart."""
     expected, actual = np.asarray(expected), np.asarray(actual)
     if expected.shape != actual.shape:
         raise ValueError(f"shapes differ: expected {list(expected.shape)}, actual {list(actual.shape)}")
@@ -156,9 +162,14 @@ def outcome_masks(
     special &= ~opposite
     within &= ~special
     within |= overflowed | opposite
+    unsettled = ~same & ~within & ~exact & ~(np.isfinite(e) & np.isfinite(a))
+    alternative = _alternative(a, bound, unsettled)
+    special &= ~alternative
+    within |= alternative
     flushed = ~same & ~special & ~within & (e != 0) & (np.abs(e) < fmt.min_normal) & (a == 0)
     beyond = ~same & ~special & ~within & ~flushed
     masks = {MATCH: same, WITHIN: within, OVERFLOW: overflowed, PRODUCT_OVERFLOW: opposite}
+    masks[ALTERNATIVE] = alternative
     masks.update({BEYOND: beyond, SPECIAL: special, FLUSHED: flushed})
     return masks, diff, allowed
 
@@ -191,6 +202,19 @@ def _opposite_overflow(e: np.ndarray, bound: Tolerance, candidates: np.ndarray) 
     flat = np.flatnonzero(candidates)
     if flat.size:
         hit = bound.opposite.reachable(flat, e.reshape(-1)[flat] > 0)
+        reached.reshape(-1)[flat[hit]] = True
+    return reached
+
+
+def _alternative(a: np.ndarray, bound: Tolerance, candidates: np.ndarray) -> np.ndarray:
+    """The candidates (a value not finite on either side, not accepted otherwise) where an alternative
+    evaluation of the text gives the runtime's value (``Tolerance.alternatives``)."""
+    reached = np.zeros(a.shape, dtype=bool)
+    if bound.alternatives is None:
+        return reached
+    flat = np.flatnonzero(candidates)
+    if flat.size:
+        hit = np.asarray(bound.alternatives.admits(flat, a.reshape(-1)[flat]), dtype=bool)
         reached.reshape(-1)[flat[hit]] = True
     return reached
 
@@ -269,7 +293,8 @@ def _summary(
             index, expected[index].item(), actual[index].item(), float(allowed[index]), float(ratio[index]),
         )  # fmt: skip
 
-    masks = {**masks, WITHIN: masks[WITHIN] & ~masks[OVERFLOW] & ~masks[PRODUCT_OVERFLOW]}  # counted apart
+    counted_apart = masks[OVERFLOW] | masks[PRODUCT_OVERFLOW] | masks[ALTERNATIVE]
+    masks = {**masks, WITHIN: masks[WITHIN] & ~counted_apart}
     counts = {o: int(np.count_nonzero(masks[o])) for o in OUTCOMES}
     first = {o: instance(int(np.argmax(masks[o].reshape(-1)))) for o in OUTCOMES if counts[o]}
     worst = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -40,6 +40,8 @@ class Tolerance:
     # of the other sign (evaluated only where the runtime returned NaN against an infinite reference)
     opposite: OppositeRoom | None = None
     deferred: DeferredBound | None = None
+    # other evaluations of the text an operator admits (Gemm's alpha and beta), asked where a value is not finite
+    alternatives: AlternativeRoom | None = None
 
     @functools.cached_property
     def allowed(self) -> np.ndarray | float:
@@ -140,6 +142,29 @@ class OppositeRoom:
             return other * (1 + self.gamma) >= top
 
 
+class AlternativeRoom(Protocol):
+    """Evaluations of the text other than the reference's that an operator admits element by element (Gemm:
+    alpha and beta applied to an operand, to the product or to the sum, and C not read when beta = 0;
+    compare/ops/gemm_evaluations.py). Asked only where the reference or the runtime is not finite and
+    neither the bound nor readings (c) and (d) accept the runtime's value."""
+
+    def admits(self, flat: np.ndarray, actual: np.ndarray) -> np.ndarray:
+        """Per element of ``flat`` (indices into the output), whether ``actual`` (the runtime's values
+        there) is what one of these evaluations gives: the same infinity or NaN, or a finite value within
+        the bound of that evaluation's own exact result."""
+        ...
+
+    def nonfinite(self, flat: np.ndarray) -> np.ndarray:
+        """Per element of ``flat``, the non-finite values these evaluations reach, as int8 bits:
+        OVERFLOW_POS (+inf) | OVERFLOW_NEG (-inf) | 4 (NaN)."""
+        ...
+
+    def tightened(self, introduced: Callable[[np.ndarray], np.ndarray]) -> AlternativeRoom:
+        """The same evaluations under a configured bound: ``introduced(magnitude)`` bounds the error of a
+        finite value, with the annex's bound, the smaller of the two (as ``Bound`` applies an override)."""
+        ...
+
+
 # -- the data a rule sees ---------------------------------------------------------------------------------
 @dataclass
 class NodeData:
@@ -153,6 +178,7 @@ class NodeData:
     abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) when the caller has it (sum of products)
     overflow: OverflowRoom | None = None  # set by the sum-of-products rule (Tolerance.overflow)
     opposite: OppositeRoom | None = None  # set by the sum-of-products rule (Tolerance.opposite)
+    alternatives: AlternativeRoom | None = None  # set by an operator's rule (Tolerance.alternatives)
 
     @functools.cached_property
     def magnitude(self) -> np.ndarray:
