@@ -19,6 +19,7 @@ from sonnx_check.compare.judging.tolerance import (
     Rule,
     RuleResult,
 )
+from sonnx_check.compare.ops import gemm_evaluations
 from sonnx_check.compare.ops import kernel_function as _kernel_function
 from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.reference.errors import ReferenceError
@@ -49,6 +50,8 @@ def _sum_of_products(data: NodeData) -> RuleResult:
         introduced += stated.reference_absolute
         n = stated.roundings
     data.overflow = OverflowRoom(total, data.expected, g, data.fmt)
+    if data.node.op_type == "Gemm":  # its alpha and beta placed where the reference does not place them
+        data.alternatives = gemm_evaluations.evaluations(data, _sum_of_products)
     signed = _kernel_function(data, "run_signed_sums")
     if signed is not None:
         node, inputs = data.node, list(data.inputs)
