@@ -177,7 +177,8 @@ class _Operands:
         each), scaled like the parts."""
         n = self.a.shape[1] + (self.c is not None) + 2
         u = float(np.finfo(self.dtype).eps) / 2
-        return float(np.finfo(self.dtype).max) * self.scale**2 / (1 + float(gamma(n, u)))
+        # scaled twice, not by scale**2 (2^-1080 is below float64's range)
+        return float(np.finfo(self.dtype).max) * self.scale * self.scale / (1 + float(gamma(n, u)))
 
     def variants(self, value: float) -> list[float]:
         """alpha or beta as the type holds it (float16: rounded, maybe to 0 or inf) and as given."""
@@ -230,11 +231,14 @@ def _block(ops: _Operands, flat: np.ndarray) -> np.ndarray:
         if ops.beta == 0:
             c_terms.append(_none(flat.size))
     bits = np.zeros(flat.size, dtype=np.int8)
-    products = ops.rounded(a * b)  # each product rounded to the type (alpha applied to it after)
+    with np.errstate(all="ignore"):  # 0 x inf and overflows are the evaluations' own values
+        products = ops.rounded(a * b)  # each product rounded to the type (alpha applied to it after)
     for alpha in ops.variants(ops.alpha) if ops.alpha != 1.0 else ():  # 1 x anything is itself
+        with np.errstate(all="ignore"):
+            folded_a, folded_b = ops.rounded(alpha * a), ops.rounded(alpha * b)
         placed = (  # alpha folded into A', into B', applied to each rounded product
-            _terms(ops.rounded(alpha * a), b, scale),
-            _terms(a, ops.rounded(alpha * b), scale),
+            _terms(folded_a, b, scale),
+            _terms(a, folded_b, scale),
             _terms(np.full_like(products, alpha), products, scale),
         )
         for terms in placed:
