@@ -284,3 +284,18 @@ def test_the_report_counts_the_alternative_evaluations(monkeypatch, tmp_path: Pa
     result = compare_loaded(model, CompareOptions(datasets=(str(dataset),), node_edges=False))
     text = repr(result.comparison)
     assert "'alternative-evaluation': 1" in text, text
+
+
+# -- the partial-sum overflow departure in float64 ---------------------------------------------------------
+@pytest.mark.parametrize("op", ["MatMul", "Gemm"])
+def test_float64_partial_sum_overflow_explains_only_sums_that_can_overflow(op):
+    """Its float64 threshold was DBL_MAX x 2^-1080, which is 0 in float64: any infinity of small float64
+    terms was explained as an overflowed partial sum."""
+    from test_known_operators import crafted, explained, node_model
+
+    top = float(np.finfo(F64).max)
+    extra = [np.zeros((1, 1))] if op == "Gemm" else []
+    for a, exact, explains in (([[1.0, 2.0]], 0.0, False), ([[top, top]], top / 2, True)):
+        inputs = [np.array(a), np.array([[1.0], [-0.5]]), *extra]
+        case = crafted(node_model(op, inputs), inputs, np.array([[exact]]), np.array([[np.inf]]))
+        assert explained("ORT-SUM-OVERFLOW", case).all() == explains

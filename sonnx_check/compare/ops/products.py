@@ -114,7 +114,8 @@ def _overflow_threshold(dtype: np.dtype, terms: int) -> float:
     value over 1 + gamma_n (the partial sums' own rounding), scaled like the sums."""
     u = float(np.finfo(dtype).eps) / 2
     gamma = terms * u / (1 - terms * u)
-    return float(np.finfo(dtype).max) * _magnitude_scale(dtype) ** 2 / (1 + gamma)
+    scale = _magnitude_scale(dtype)  # twice, not squared: 2^-1080 is below float64's range
+    return float(np.finfo(dtype).max) * scale * scale / (1 + gamma)
 
 
 def _signed_sums(case: DivergenceCase) -> tuple[np.ndarray, np.ndarray, int] | None:
@@ -130,18 +131,20 @@ def _signed_sums(case: DivergenceCase) -> tuple[np.ndarray, np.ndarray, int] | N
     terms = term_count(case.node, inputs)
     scale = _magnitude_scale(dtype)
 
-    def parts(value: np.ndarray, factor: float) -> tuple[np.ndarray, np.ndarray]:
-        wide = value.astype(np.float64) * factor
+    def parts(value: np.ndarray, sign: float, times: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        wide = value.astype(np.float64) * math.copysign(1.0, sign)
+        for _ in range(times):  # the bias twice (as a product's two factors), one factor at a time
+            wide = wide * scale
         with np.errstate(invalid="ignore"):
             return np.maximum(wide, 0.0), np.maximum(-wide, 0.0)  # NaN stays NaN in both
 
     # Gemm's alpha and beta: the helper scales by their magnitudes; a negative one flips its terms' signs
     alpha = float(attribute(case.node, "alpha", 1.0)) if case.node.op_type == "Gemm" else 1.0
     beta = float(attribute(case.node, "beta", 1.0)) if case.node.op_type == "Gemm" else 1.0
-    a_pos, a_neg = parts(inputs[0], math.copysign(scale, alpha))
-    b_pos, b_neg = parts(inputs[1], scale)
+    a_pos, a_neg = parts(inputs[0], alpha)
+    b_pos, b_neg = parts(inputs[1], 1.0)
     bias = inputs[2] if len(inputs) > 2 else None
-    c_pos, c_neg = parts(bias, math.copysign(scale * scale, beta)) if bias is not None else (None, None)
+    c_pos, c_neg = parts(bias, beta, 2) if bias is not None else (None, None)
 
     # A cheap upper bound first: n * max|a| * max|b| + max|c| under the threshold rules every element out.
     def peak(
