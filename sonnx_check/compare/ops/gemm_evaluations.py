@@ -209,12 +209,42 @@ def outcomes(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], flat: np
     ``flat`` (indices into the (m x p) output) of a Gemm on ``inputs``."""
     ops = _operands(node, inputs)
     flat = np.asarray(flat, dtype=np.int64)
-    bits = np.zeros(flat.size, dtype=np.int8)
+    bits = np.full(flat.size, FINITE, dtype=np.int8)
+    where = np.flatnonzero(_open(ops, flat))
     n = max(1, ops.a.shape[1])
     step = max(1, _BLOCK_TERMS // n)
-    for lo in range(0, flat.size, step):
-        bits[lo : lo + step] = _block(ops, flat[lo : lo + step])
+    for lo in range(0, where.size, step):
+        part = where[lo : lo + step]
+        bits[part] = _block(ops, flat[part])
     return bits
+
+
+def _open(ops: _Operands, flat: np.ndarray) -> np.ndarray:
+    """The elements that may have a non-finite outcome: an operand of the element is not finite, or some
+    placement may overflow (alpha x an operand, a product, a sum: n max|a| max|b| max(1, |alpha|) + max(1,
+    |beta|) max|c| against the threshold, every variant of alpha and beta); elsewhere every evaluation is
+    finite, and the terms need not be gathered."""
+    p = ops.b.shape[1]
+    i, j = flat // p, flat % p
+    finite_a, finite_b = np.isfinite(ops.a), np.isfinite(ops.b)
+    needed = ~finite_a.all(axis=1)[i] | ~finite_b.all(axis=0)[j]
+    if ops.c is not None:
+        needed |= ~np.isfinite(ops.c[i, j])
+
+    def largest(values: np.ndarray, finite: np.ndarray) -> float:
+        return float(np.max(np.abs(values.astype(np.float64)), initial=0.0, where=finite))
+
+    scale, top = ops.scale, float(np.finfo(ops.dtype).max)
+    alpha = max([1.0, *(abs(v) for v in ops.variants(ops.alpha))])
+    beta = max([1.0, *(abs(v) for v in ops.variants(ops.beta))])
+    ma, mb = largest(ops.a, finite_a), largest(ops.b, finite_b)
+    mc = 0.0 if ops.c is None else largest(ops.c, np.isfinite(ops.c))
+    with np.errstate(over="ignore", invalid="ignore"):
+        ceiling = ops.a.shape[1] * (ma * scale) * (mb * scale) * alpha + (mc * scale) * scale * beta
+        folded = max(ma, mb) * alpha
+    if not (ceiling < ops.threshold() and folded < top):  # NaN alpha or beta: every element
+        return np.ones(flat.size, dtype=bool)
+    return needed
 
 
 def _block(ops: _Operands, flat: np.ndarray) -> np.ndarray:
