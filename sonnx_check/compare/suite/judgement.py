@@ -9,7 +9,8 @@ written as data a runner without sonnx-check can apply:
   comparison is bit for bit (the sign of zero compared); an infinity counts as 2^(emax+1) of the output type.
 - ``nonfinite`` (int8 bit set, the output's shape): where an infinity or NaN the bound's readings accept
   stands against a different reference value: 1 = +inf, 2 = -inf, 4 = NaN (sum of products, readings (c)
-  intermediate overflow and (d) product overflow).
+  intermediate overflow and (d) product overflow; Gemm's alternative evaluations). A finite value of Gemm
+  with C not read (beta = 0) against a NaN reference is accepted by ``--compare`` only.
 - a subnormal reference flushed to zero by the runtime is accepted for every class but exact (as
   ``outcome_masks`` does).
 """
@@ -35,7 +36,8 @@ _SUM_OF_PRODUCTS_WORDS = (
     "sums of products read as IEEE 754 evaluation in the output type in any order: (b) the sign of a zero "
     "result is not compared; (c) an infinity (NaN where both signs can) is accepted where a partial sum can "
     "overflow (nonfinite bits 1, 2, 4); (d) NaN is accepted against a reference ±inf where finite terms of "
-    "the other sign can overflow (bit 4)"
+    "the other sign can overflow (bit 4); Gemm with alpha or beta other than 1: the infinities and NaN of "
+    "alpha applied to an operand, a product or the sum and of C not read when beta = 0 (bits 1, 2, 4)"
 )
 
 
@@ -129,4 +131,8 @@ def _nonfinite(
         if flat.size:
             reached = tolerance.opposite.reachable(flat, e.reshape(-1)[flat] > 0)
             flat_codes[flat[reached]] |= NAN
+    if tolerance.alternatives is not None:  # Gemm's alpha and beta placed elsewhere (their bits are these)
+        flat = np.flatnonzero(~exact_mask)
+        if flat.size:
+            flat_codes[flat] |= tolerance.alternatives.nonfinite(flat).astype(np.int8)
     return codes if codes.any() else None
