@@ -256,10 +256,11 @@ def _divergences(result) -> list[str]:
     ],
 )
 def test_a_runtime_evaluating_gemm_so_agrees_on_its_data_and_edge_battery(monkeypatch, tmp_path, alpha, beta, how):
-    """The model's dataset holds the three cases of the issue (a subnormal meeting an infinite weight, a
-    product beyond the float32 range, an infinite bias); the edge battery adds subnormal, infinite and NaN
-    data. Nothing diverges; the same runtime with the signs flipped does."""
-    weight = np.array([[np.inf, 1.0, 2.0], [1.0, TOP32, -1.0], [1.0, TOP32, 0.5]], F32)
+    """The model's dataset and weights hold the three cases of the issue (a subnormal weight that 0.25 x
+    flushes to 0, met by the edge battery's infinite data; a product beyond the float32 range; an infinite
+    bias); the edge battery adds subnormal, infinite and NaN data. Nothing diverges; the same runtime with
+    the signs flipped does."""
+    weight = np.array([[np.inf, 1.0, 2.0], [1.0, TOP32, -1.0], [SUBNORMAL32, TOP32, 0.5]], F32)
     bias = np.array([[0.0, 1.0, np.inf]], F32)
     model = gemm_model(alpha, beta, weight, bias)
     path = tmp_path / "gemm.onnx"
@@ -318,3 +319,24 @@ def test_the_exported_suite_carries_the_evaluations_nonfinite_values():
     assert judgement.nonfinite[0, 0] == 1 | 4 and judgement.nonfinite[1, 1] == 1
     assert judgement.nonfinite[2, 1] == 0
     assert any("C not read" in words for words in judgement.readings)
+
+
+@pytest.mark.live_ort
+@pytest.mark.parametrize(
+    "alpha, beta, a, bias",
+    [
+        (0.25, 1.0, [[TOP32, TOP32, 1.0]], [[0.0, 1.0, 2.0]]),  # alpha after a float32 product beyond range
+        (0.5, 0.0, [[1.0, 2.0, 3.0]], [[np.inf, np.nan, -np.inf]]),  # C not read
+    ],
+)
+def test_onnxruntimes_evaluations_agree(tmp_path: Path, alpha, beta, a, bias):
+    """onnxruntime (MLAS: alpha x the float32 A x B, C not read when beta = 0) on the issue's cases and the
+    node's edge battery: no divergence (before, 1 and 2 of its elements were NaN or inf mismatches)."""
+    pytest.importorskip("onnxruntime")
+    weight = np.array([[1.0, 2.0, -1.0], [1.0, 0.5, 1.0], [0.0, 1.0, 1.0]], F32)
+    path = tmp_path / "gemm.onnx"
+    onnx.save(gemm_model(alpha, beta, weight, np.array(bias, F32)), str(path))
+    np.savez(tmp_path / "x.npz", a=np.array(a, F32))
+    result = compare_model(path, CompareOptions(datasets=(str(tmp_path / "x.npz"),)))
+    assert _divergences(result) == []
+    assert result.comparison["status"] == "match"
