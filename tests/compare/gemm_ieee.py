@@ -1,5 +1,6 @@
-"""Gemm's IEEE evaluations written out in numpy, one rounding at a time in the output type: what a runtime that
-places alpha and beta elsewhere than SONNX's reference computes (docs/readings.md#gemm-attributes-in-the-draft).
+"""Gemm's IEEE evaluations written out in numpy, one rounding at a time in the output type: what a runtime
+that places alpha and beta elsewhere than SONNX's reference computes
+(docs/readings.md#gemm-attributes-in-the-draft).
 
 ``evaluate`` is the runtime under test of the Gemm tests: alpha folded into A or B (OpenVINO folds it into a
 weight), applied to each rounded product, or to the sum (onnxruntime's MLAS: alpha x the float32 A x B); beta

@@ -1,7 +1,7 @@
-"""Gemm with alpha or beta other than 1 (issue 29 item 7; docs/readings.md#gemm-attributes-in-the-draft): every
-IEEE evaluation of alpha (A' x B') + beta C, alpha applied to an operand, to each product or to the sum, beta
-to C or, when 0, C not read, is judged as agreeing, element by element; a value none of them gives stays a
-divergence. The runtime under test is ``gemm_ieee.evaluate``: each evaluation written out in numpy."""
+"""Gemm with alpha or beta other than 1 (issue 29 item 7; docs/readings.md#gemm-attributes-in-the-draft):
+every IEEE evaluation of alpha (A' x B') + beta C, alpha applied to an operand, to each product or to the
+sum, beta to C or, when 0, C not read, is judged as agreeing, element by element; a value none of them gives
+stays a divergence. The runtime under test is ``gemm_ieee.evaluate``: each evaluation written out in numpy."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from fake_runtime import FakeOrt
 from gemm_ieee import Evaluation, evaluate, evaluations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import helper
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from sonnx_check.compare import CompareOptions, compare_loaded, compare_model
 from sonnx_check.compare.judging import bounds as acc
@@ -255,7 +254,9 @@ def _divergences(result) -> list[str]:
         (-3.0, 0.0, Evaluation(place="product", read_c=True, order="c-last-backward")),
     ],
 )
-def test_a_runtime_evaluating_gemm_so_agrees_on_its_data_and_edge_battery(monkeypatch, tmp_path, alpha, beta, how):
+def test_a_runtime_evaluating_gemm_so_agrees_on_its_data_and_edge_battery(
+    monkeypatch, tmp_path, alpha, beta, how
+):
     """The model's dataset and weights hold the three cases of the issue (a subnormal weight that 0.25 x
     flushes to 0, met by the edge battery's infinite data; a product beyond the float32 range; an infinite
     bias); the edge battery adds subnormal, infinite and NaN data. Nothing diverges; the same runtime with

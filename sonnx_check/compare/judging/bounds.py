@@ -123,8 +123,8 @@ from sonnx_check.compare.ops import facts
 from sonnx_check.profile import profile_operators
 
 __all__ = [  # the API above, wherever its engine lives
-    "ALTERNATIVE", "BEYOND", "CLASSES", "CORRECTLY_ROUNDED", "DIVERGENT", "EXACT", "FLUSHED", "MATCH", "OUTCOMES",
-    "OVERFLOW", "PRODUCT_OVERFLOW", "SPECIAL", "SUM_OF_PRODUCTS", "TRANSCENDENTAL", "WITHIN",
+    "ALTERNATIVE", "BEYOND", "CLASSES", "CORRECTLY_ROUNDED", "DIVERGENT", "EXACT", "FLUSHED", "MATCH",
+    "OUTCOMES", "OVERFLOW", "PRODUCT_OVERFLOW", "SPECIAL", "SUM_OF_PRODUCTS", "TRANSCENDENTAL", "WITHIN",
     "AccuracyError", "Bound", "Classification", "Format", "Instance", "NodeData", "OppositeRoom",
     "OverflowRoom", "Override", "Rule", "RuleResult", "Tolerance", "accuracy_class", "bound_for",
     "check_override", "classify", "compare_node", "exp_relative_error", "float_format", "gamma", "judge",

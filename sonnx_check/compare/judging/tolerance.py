@@ -40,7 +40,7 @@ class Tolerance:
     # of the other sign (evaluated only where the runtime returned NaN against an infinite reference)
     opposite: OppositeRoom | None = None
     deferred: DeferredBound | None = None
-    # other evaluations of the text an operator admits (Gemm's alpha and beta), asked where a value is not finite
+    # other evaluations of the text an operator admits (Gemm's alpha and beta), asked at non-finite values
     alternatives: AlternativeRoom | None = None
 
     @functools.cached_property

@@ -1,6 +1,6 @@
-"""Gemm's IEEE evaluations (issue 29 item 7; docs/readings.md#gemm-attributes-in-the-draft): the values an IEEE
-754 evaluation of alpha (A' x B') + beta C gives, element by element, when alpha and beta are applied where
-the reference does not apply them.
+"""Gemm's IEEE evaluations (issue 29 item 7; docs/readings.md#gemm-attributes-in-the-draft): the values an
+IEEE 754 evaluation of alpha (A' x B') + beta C gives, element by element, when alpha and beta are applied
+where the reference does not apply them.
 
 The reference computes alpha * S + beta * c from S = sum_k a'_ik b'_kj (reference/gemm.py). ONNX names no
 order, and every IEEE evaluation of the formula is the text's:

@@ -19,9 +19,8 @@ from sonnx_check.compare.judging.tolerance import (
     Rule,
     RuleResult,
 )
-from sonnx_check.compare.ops import gemm_evaluations
+from sonnx_check.compare.ops import gemm_evaluations, kernel_module_function
 from sonnx_check.compare.ops import kernel_function as _kernel_function
-from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.reference.errors import ReferenceError
 
 
