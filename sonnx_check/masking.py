@@ -12,6 +12,9 @@ replaces with ``***``:
 - the password of a URL (``https://user:V@host``), or its user when it has no password
   (``https://V@host``: a token used as the user name);
 - the credentials after ``Bearer``/``Basic``/``Token`` (an ``Authorization`` header given to curl);
+- the passwords of programs whose option names say nothing (``PROGRAM_PASSWORDS``): ``sshpass -p V``
+  (``-pV``), the MySQL and MariaDB clients' ``-pV`` and ``--pass=V``, ``redis-cli -a V``, OpenSSL's
+  ``pass:V``, and the ``SSHPASS=V`` assignment;
 - every occurrence of a value named by ``--mask VALUE`` (repeatable), or by the environment variable
   ``SONNX_CHECK_MASK`` (one value per line), anywhere in the line; and the values given to ``--mask``
   themselves.
@@ -70,6 +73,19 @@ _ASSIGNMENT = re.compile(rf"(?i)(?<![\w-])([A-Za-z_][A-Za-z0-9_]*(?:{_WORDS})[A-
 # scheme://user:password@ or scheme://token@
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@'\"]*)(?::([^/\s@'\"]*))?@")
 _SCHEME_CREDENTIALS = re.compile(r"(?i)(?<![\w-])(Bearer|Basic|Token)(\s+)(?!-)([^\s'\"]+)")
+# OpenSSL's password argument (-passin pass:V, -passout pass:V, -pass pass:V)
+_OPENSSL_PASS = re.compile(r"(?<![\w:-])(pass:)([^\s]+)")
+# sshpass reads SSHPASS (-e); the other clients' variables carry a secret word (MYSQL_PWD, PGPASSWORD)
+_PASSWORD_VARIABLE = re.compile(rf"(?<![\w-])(SSHPASS=)({_VALUE})")
+# a command line's words and its command separators (; & | and their doubles), quotes kept in the word
+_WORD = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|[^\s'";&|])+|[;&|]+""")
+_MYSQL_CLIENTS = frozenset(
+    f"{family}{tool}"
+    for family in ("mysql", "mariadb")
+    for tool in ("", "dump", "admin", "import", "show", "check", "pump", "slap", "binlog")
+) | frozenset(f"mariadb-{tool}" for tool in ("dump", "admin", "import", "show", "check", "slap", "binlog"))
+PROGRAM_PASSWORDS = ("sshpass", *sorted(_MYSQL_CLIENTS), "redis-cli")
+_MYSQL = "a MySQL client"
 
 _given: list[str] = []  # --mask values of this run
 
@@ -95,12 +111,63 @@ def mask_text(text: str) -> str:
         text = text.replace(shlex.quote(value), MASK).replace(value, MASK)  # quoted first (as shlex.join)
     text = _USERINFO.sub(_userinfo, text)
     text = _SCHEME_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _program_passwords(text)
+    text = _OPENSSL_PASS.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    text = _PASSWORD_VARIABLE.sub(lambda m: f"{m.group(1)}{MASK}", text)
     text = _USER_OPTION.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}:{MASK}", text)
     text = _QUERY_SIGNATURE.sub(lambda m: f"{m.group(1)}{MASK}", text)
     text = _JSON.sub(lambda m: f'{m.group(1)}"{MASK}"', text)
     text = _FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}={MASK}", text)
+
+
+def _program_passwords(text: str) -> str:
+    """The password options of ``PROGRAM_PASSWORDS``, read word by word from each program's name to the
+    next command separator: sshpass's options end at the command it runs (``sshpass -p V ssh -p 22 h``
+    keeps ssh's port), a MySQL client's ``-p`` takes its value attached (``-p db`` prompts: db is the
+    database), redis-cli's ``-a`` the next word or attached."""
+    spans: list[tuple[int, int]] = []
+    program, take_next, skip_next = "", False, False
+    for word in _WORD.finditer(text):
+        token = word.group(0)
+        if token[0] in ";&|":
+            program, take_next, skip_next = "", False, False
+            continue
+        if take_next or skip_next:
+            if take_next:
+                spans.append(word.span())
+            take_next = skip_next = False
+            continue
+        name = token.strip("'\"").rsplit("/", 1)[-1]
+        if name in PROGRAM_PASSWORDS and program != _MYSQL:
+            program = _MYSQL if name in _MYSQL_CLIENTS else name
+            continue
+        start = word.start()
+        if program == "sshpass":
+            if token == "-p":
+                take_next = True
+            elif token.startswith("-p"):
+                spans.append((start + 2, word.end()))
+            elif token in ("-f", "-d", "-P"):
+                skip_next = True
+            elif not token.startswith("-"):
+                program = ""  # the command sshpass runs: its own options are its own
+                if name in PROGRAM_PASSWORDS:
+                    program = _MYSQL if name in _MYSQL_CLIENTS else name
+        elif program == _MYSQL:
+            if token.startswith("-p") and len(token) > 2:
+                spans.append((start + 2, word.end()))
+            elif token.startswith("--pass") and "=" in token:
+                spans.append((start + token.index("=") + 1, word.end()))
+        elif program == "redis-cli":
+            if token in ("-a", "--pass", "--user-pass"):
+                take_next = True
+            elif token.startswith("-a") and not token.startswith("--"):
+                spans.append((start + 2, word.end()))
+    for start, end in reversed(spans):
+        text = text[:start] + MASK + text[end:]
+    return text
 
 
 def _userinfo(match: re.Match[str]) -> str:

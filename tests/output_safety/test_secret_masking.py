@@ -54,6 +54,24 @@ def _no_given_values(monkeypatch):
         ("run --token=-AbC123 x", "run --token=*** x"),  # a base64url token may start with '-'
         ('{"api_key": "S3"}', '{"api_key": "***"}'),
         ("run --shape x:1,3 https://example.com/a", "run --shape x:1,3 https://example.com/a"),
+        # programs whose password option names nothing secret (issue 27's forms, completed)
+        ("sshpass -p pw1 ssh -p 22 h run", "sshpass -p *** ssh -p 22 h run"),  # ssh's -p is a port
+        ("sshpass -ppw1 ssh h", "sshpass -p*** ssh h"),
+        ("sshpass -f /tmp/pwfile ssh -p 22 h", "sshpass -f /tmp/pwfile ssh -p 22 h"),
+        ("SSHPASS=pw1 sshpass -e ssh h", "SSHPASS=*** sshpass -e ssh h"),
+        ("mysql -ppw1 -u root db", "mysql -p*** -u root db"),
+        ("/usr/bin/mysqldump -uroot -p'p w' db", "/usr/bin/mysqldump -uroot -p*** db"),
+        ("mysql -u root -p db", "mysql -u root -p db"),  # -p alone prompts: db is the database
+        ("mysql --password=pw1 db", "mysql --password=*** db"),
+        ("mariadb --pass=pw1 db", "mariadb --pass=*** db"),
+        ("PGPASSWORD=pw1 psql -h h", "PGPASSWORD=*** psql -h h"),
+        ("MYSQL_PWD=pw1 mysql db", "MYSQL_PWD=*** mysql db"),
+        ("run --password pw1 x", "run --password *** x"),
+        ("redis-cli -a pw1 -p 6379 ping", "redis-cli -a *** -p 6379 ping"),
+        ("openssl rsa -passin pass:pw1 -in k", "openssl rsa -passin pass:*** -in k"),
+        ("ssh -p 22 h && mysql -ppw1", "ssh -p 22 h && mysql -p***"),
+        ("docker run -p 8080:80 img", "docker run -p 8080:80 img"),  # a port elsewhere
+        ("curl https://me:pw1@h/x", "curl https://me:***@h/x"),
     ],
 )
 def test_secret_looking_values_are_masked(line, expected):
@@ -83,7 +101,20 @@ _SECRET = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789_+.~",
 @given(
     secret=_SECRET,
     name=st.sampled_from(["token", "api-key", "password", "client_secret", "auth", "x-credential"]),
-    form=st.sampled_from(["--{n}={v}", "--{n} {v}", "--{n}='{v}'", "https://user:{v}@host/p"]),
+    form=st.sampled_from(
+        [
+            "--{n}={v}",
+            "--{n} {v}",
+            "--{n}='{v}'",
+            "https://user:{v}@host/p",
+            "sshpass -p {v} ssh host",
+            "sshpass -p{v} ssh host",
+            "mysql -p{v} db",
+            "mysql --password={v} db",
+            "PGPASSWORD={v} psql",
+            "SSHPASS={v} sshpass -e ssh host",
+        ]
+    ),
 )
 def test_a_secret_in_any_recognised_form_never_survives(secret, name, form):
     line = f"runtime {form.format(n=name, v=secret)} model.onnx"
@@ -95,6 +126,7 @@ def test_no_format_and_no_record_carries_a_credential_of_the_runtime_command(tmp
     monkeypatch.setenv(masking.ENVIRONMENT, "SEKRIT5")
     command = shlex.join([sys.executable, "-c", "pass"])
     command += " --token=SEKRIT1 https://u:SEKRIT2@h/x API_KEY=SEKRIT3 --model x-SEKRIT4 SEKRIT5"
+    command += " sshpass -p SEKRIT7 mysql -pSEKRIT8"
     args = ["--isolated", "--no-node-edges", "--mask", "SEKRIT4", "--runtime-command", command]
     for fmt in FORMATS:
         args += ["--output-format", f"{fmt}:{tmp_path / ('report.' + fmt)}"]
