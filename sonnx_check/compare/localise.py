@@ -21,7 +21,7 @@ from sonnx_check import reference
 from sonnx_check.compare.judging import bounds as accuracy
 from sonnx_check.compare.judging.diff import TensorDiff, compare_arrays, diff_of
 from sonnx_check.compare.judging.elements import judge
-from sonnx_check.compare.judging.known_departures import DivergenceCase, explain
+from sonnx_check.compare.judging.known_departures import DivergenceCase, RuntimeSeen, explain
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
@@ -79,7 +79,7 @@ class NodeComparison:
             return f"the reference could not run it (dataset {dataset}): {why}"
         return "no output could be compared"
 
-    def result(self, version: str | None) -> NodeResult:
+    def result(self, version: RuntimeSeen) -> NodeResult:
         return NodeResult(
             index=self.index,
             name=self.name,
