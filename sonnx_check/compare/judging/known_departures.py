@@ -95,7 +95,7 @@ class KnownDivergence:
 
     @property
     def seen_in(self) -> tuple[str, ...]:
-        """"runtime versions (configuration): where", one per observation."""
+        """The observations as lines: "runtime versions (configuration): where"."""
         return tuple(o.text() for o in self.observed)
 
     @property
