@@ -1,5 +1,5 @@
 """Sigmoid's comparison facts (rules/Sigmoid.toml names them): its bound and the predicates of its
-known onnxruntime departures. Its edge pattern is the shared sweep."""
+known runtime departures. Its edge pattern is the shared sweep."""
 
 from __future__ import annotations
 
@@ -53,3 +53,24 @@ def sigmoid_double_cancellation(case: DivergenceCase) -> np.ndarray:
         scaled = a * 2.0**53
         on_grid = np.isfinite(scaled) & (scaled == np.floor(scaled))
         return (e < 0.5) & (a >= 0) & (a <= 0.5) & on_grid & (np.abs(a - e) <= 2.0**-51)
+
+
+# A clamped rational approximation (tract 0.23.9, float32): an absolute error within 2^-21 over the whole
+# range, the input clamped (about +-14.5) so the plateaus are 4.47e-7 and 1 - 4.8e-7, and a NaN clamped to
+# the lower end (a max(x, low) that a NaN fails). Measured: the largest error 4.75e-7 on 400 001 points in
+# [-20, 20].
+RATIONAL_ABSOLUTE = 2.0**-21
+
+
+def sigmoid_clamped_rational(case: DivergenceCase) -> np.ndarray:
+    """float32: a value strictly inside (0, 1) within 2^-21 of SONNX's in absolute terms (its finite and
+    infinite inputs), or, for a NaN of X, the lower plateau (0, 2^-21]: what the approximation gives, not
+    any value."""
+    if case.actual.dtype != np.float32:
+        return none(case)
+    e, a = doubles(case)
+    with np.errstate(invalid="ignore"):
+        inside = (a > 0) & (a < 1)
+        close = inside & (np.abs(a - e) <= RATIONAL_ABSOLUTE)
+        nan_at_plateau = np.isnan(e) & (a > 0) & (a <= RATIONAL_ABSOLUTE)
+    return close | nan_at_plateau
