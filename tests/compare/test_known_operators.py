@@ -574,14 +574,20 @@ def test_new_entries_record_the_versions_they_were_seen_in():
     for divergence_id in NEW_IDS:
         entry = by_id(divergence_id)
         assert entry.seen_in_version("1.21.0") and entry.seen_in_version("1.32.0"), divergence_id
-        assert entry.seen_in and all(line.startswith("onnxruntime 1.") for line in entry.seen_in)
+        assert entry.seen_in and all(
+            line.startswith(("onnxruntime 1.", "openvino ", "tract ")) for line in entry.seen_in
+        )
         assert entry.explanation and "onnxruntime/" in entry.explanation  # the source it comes from
 
 
 def test_no_two_new_entries_claim_the_same_crafted_elements():
+    """Among onnxruntime's entries; a behaviour first measured in another runtime may describe an element
+    of these too (ARGMAX-NAN-IGNORED: [1, NaN, 3] gives 2), and is then listed beside (test_behaviours)."""
     for divergence_id in NEW_IDS:
         case = CRAFTED[divergence_id]()
-        others = [m.entry.id for m in match_known(case) if m.entry.id != divergence_id]
+        others = [
+            m.entry.id for m in match_known(case) if m.entry.id != divergence_id and m.entry.id in NEW_IDS
+        ]
         assert others == [], (divergence_id, others)
 
 
