@@ -6,13 +6,14 @@ emulation. ``BEHAVIOURS`` maps each departure ID to its case; test_known.py's ta
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from models import maxpool
 from test_known_operators import crafted, node_model
 
 from sonnx_check import reference
-from sonnx_check.compare.judging.known_departures import DivergenceCase
+from sonnx_check.compare.judging.known_departures import DivergenceCase, Upstream
 
 F32 = np.finfo(np.float32)
 SUBNORMAL = np.float32(1e-40)
@@ -278,6 +279,44 @@ def _tract_tanh() -> DivergenceCase:
     return case_of(node_model("Tanh", [x]), [x], tract_tanh)
 
 
+def _widened_chain() -> DivergenceCase:
+    """Add(Mul(a, b), c) in float16, the product kept in float32 by the runtime."""
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.uniform(-4, 4, 32).astype(np.float16) for _ in range(3))
+    mul = node_model("Mul", [a, b])
+    product = run(mul, [a, b])
+    add = node_model("Add", [product, c])
+    wide = (a.astype(np.float32) * b.astype(np.float32) + c.astype(np.float32)).astype(np.float16)
+    found = case_of(add, [product, c], lambda *_: wide)
+    producer = Upstream(mul.graph.node[0], 0, [a, b])
+    return replace(found, upstream=lambda k: producer if k == 0 else None)
+
+
+def _batchnorm_folded() -> DivergenceCase:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 1, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 3, 3)).astype(np.float32)
+    params = [np.array([v], np.float32) for v in (3.7, -1.5, 0.3, 0.02)]  # scale, bias, mean, var
+    attrs = {"auto_pad": "NOTSET", "dilations": [1, 1], "group": 1, "kernel_shape": [3, 3], "pads": [0] * 4}
+    conv = node_model("Conv", [x, w], {**attrs, "strides": [1, 1]})
+    c = run(conv, [x, w])
+    bn = node_model(
+        "BatchNormalization", [c, *params], {"epsilon": 1e-5, "momentum": 0.9, "training_mode": 0}
+    )
+    scale, bias, mean, var = (float(p[0]) for p in params)
+    s = scale / np.sqrt(var + float(np.float32(1e-5)))
+    folded_w, folded_b = (w * s).astype(np.float32), np.float32(bias - mean * s)
+    folded = np.zeros((1, 1, 4, 4), np.float32)
+    for i in range(4):
+        for j in range(4):
+            folded[0, 0, i, j] = (
+                np.sum(x[0, 0, i : i + 3, j : j + 3] * folded_w[0, 0], dtype=np.float32) + folded_b
+            )
+    found = case_of(bn, [c, *params], lambda *_: folded)
+    producer = Upstream(conv.graph.node[0], 0, [x, w])
+    return replace(found, upstream=lambda k: producer if k == 0 else None)
+
+
 BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "RELU-NAN-TO-ZERO": _relu_nan,
     "RELU-NEGATIVE-ZERO-TO-POSITIVE": _relu_negative_zero,
@@ -300,4 +339,6 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "SUBNORMAL-OPERANDS-AS-ZERO": _subnormal_matmul,
     "SIGMOID-CLAMPED-RATIONAL": _tract_sigmoid,
     "TANH-CLAMPED-RATIONAL": _tract_tanh,
+    "FLOAT16-WIDENED-CHAIN": _widened_chain,
+    "BATCHNORM-FOLDED-INTO-CONV": _batchnorm_folded,
 }

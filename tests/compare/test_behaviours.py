@@ -28,6 +28,8 @@ from sonnx_check.results.models import RuntimeRecord
 from sonnx_check.waivers import apply_waivers
 
 SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan]
+# the behaviours of one node (those spanning two have their own two-node pipelines below)
+ONE_NODE = sorted(set(BEHAVIOURS) - {"FLOAT16-WIDENED-CHAIN", "BATCHNORM-FOLDED-INTO-CONV"})
 
 
 def _compare(tmp_path: Path, model: onnx.ModelProto, inputs: dict[str, np.ndarray], tamper, monkeypatch):
@@ -70,7 +72,7 @@ def _model_of(case) -> onnx.ModelProto:
     return node_model(case.node.op_type, list(case.inputs), attrs)
 
 
-@pytest.mark.parametrize("divergence_id", sorted(BEHAVIOURS))
+@pytest.mark.parametrize("divergence_id", ONE_NODE)
 def test_the_emulated_behaviour_is_explained_under_its_id(tmp_path: Path, monkeypatch, divergence_id: str):
     finding = _run_behaviour(tmp_path, monkeypatch, divergence_id)
     known = {k["id"]: k for k in finding.data["known_divergence"]}
@@ -80,7 +82,7 @@ def test_the_emulated_behaviour_is_explained_under_its_id(tmp_path: Path, monkey
     assert f"known onnxruntime divergence {divergence_id}" in finding.message
 
 
-@pytest.mark.parametrize("divergence_id", sorted(BEHAVIOURS))
+@pytest.mark.parametrize("divergence_id", ONE_NODE)
 def test_an_element_the_behaviour_does_not_produce_stays_unexplained(
     tmp_path: Path, monkeypatch, divergence_id: str
 ):
@@ -242,3 +244,134 @@ def test_division_by_the_reciprocal_is_explained_and_nothing_else(a: np.ndarray,
     other[0] = np.nextafter(other[0], np.float32(np.inf) if runtime[0] <= other[0] else np.float32(-np.inf))
     odd = _case(model, [a, b], other)
     assert explain(odd).explained == 0  # one ulp the other way: not a * (1 / b)
+
+
+# -- behaviours spanning two nodes ---------------------------------------------------------------------
+
+
+def _mul_add(dtype=np.float16) -> onnx.ModelProto:
+    h = onnx.helper
+    elem = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = h.make_graph(
+        [
+            h.make_node("Mul", ["a", "b"], ["m"], name="mul"),
+            h.make_node("Add", ["m", "c"], ["y"], name="add"),
+        ],
+        "g",
+        [h.make_tensor_value_info(n, elem, [64]) for n in ("a", "b", "c")],
+        [h.make_tensor_value_info("y", elem, [64])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+    model.ir_version = 10
+    return model
+
+
+def _chain_data() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    return {k: rng.uniform(-4, 4, 64).astype(np.float16) for k in ("a", "b", "c")}
+
+
+def _widened(data: dict[str, np.ndarray]):
+    """The runtime's Add output: a * b kept in float32, plus c, rounded to float16 once."""
+    wide = data["a"].astype(np.float32) * data["b"].astype(np.float32) + data["c"].astype(np.float32)
+    return lambda _: wide.astype(np.float16)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["in-context", "end-to-end"])
+def test_a_float16_chain_rounded_once_is_the_widened_chain(tmp_path: Path, monkeypatch, fused: bool):
+    """In context (the Add's actual from the run exposing the Mul) and end to end (the fusion undone when
+    the Mul is exposed: only the model's output shows it)."""
+    data = _chain_data()
+    FakeOrt(tamper={"y": _widened(data)}, plain_only=fused).install(monkeypatch)
+    path = save(_mul_add(), tmp_path)
+    np.savez(tmp_path / "d.npz", **data)
+    result = compare_model(path, CompareOptions(datasets=(str(tmp_path / "d.npz"),), node_edges=False))
+    if fused:  # end to end, correctly rounded operators: the output's record (information, no finding)
+        assert not result.findings
+        [record] = result.comparison["outputs"]
+    else:
+        [finding] = [f for f in result.findings if f.rule == "RUNTIME.divergence"]
+        record = finding.data
+    [known] = record["known_divergence"]
+    assert known["id"] == "FLOAT16-WIDENED-CHAIN" and record["unexplained"] == 0
+    assert known["explained"] > 0
+    assert known["seen_in_this_version"] is True  # the stand-in is onnxruntime 1.31.1
+
+
+def test_a_float16_value_the_chain_does_not_give_stays_unexplained(tmp_path: Path, monkeypatch):
+    data = _chain_data()
+    wide = _widened(data)(None)
+    wrong = wide.copy()
+    wrong[3] = wrong[3] + np.float16(1)
+    FakeOrt(tamper={"y": lambda _: wrong.copy()}).install(monkeypatch)
+    path = save(_mul_add(), tmp_path)
+    np.savez(tmp_path / "d.npz", **data)
+    result = compare_model(path, CompareOptions(datasets=(str(tmp_path / "d.npz"),), node_edges=False))
+    [finding] = [f for f in result.findings if f.rule == "RUNTIME.divergence"]
+    assert finding.data["unexplained"] == 1
+
+
+def test_a_chain_with_no_producer_explains_nothing():
+    """Run alone (no upstream), the Add's float32-on-float16 result is not the chain's."""
+    data = _chain_data()
+    model = node_model("Add", [data["a"], data["c"]])
+    case = _case(model, [data["a"], data["c"]], (data["a"].astype(np.float32) + 1e-3).astype(np.float16))
+    assert "FLOAT16-WIDENED-CHAIN" not in {i for ids in explain(case).by_set for i in ids}
+
+
+def _conv_bn() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    h = onnx.helper
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 1, 6, 6)).astype(np.float32)
+    weights = {
+        "w": rng.standard_normal((1, 1, 3, 3)).astype(np.float32),
+        "b": np.array([0.25], np.float32),
+        "scale": np.array([3.7], np.float32),
+        "bias": np.array([-1.5], np.float32),
+        "mean": np.array([0.3], np.float32),
+        "var": np.array([0.02], np.float32),
+    }
+    conv = h.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", auto_pad="NOTSET", dilations=[1, 1],
+                       group=1, kernel_shape=[3, 3], pads=[0, 0, 0, 0], strides=[1, 1])  # fmt: skip
+    bn = h.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"], name="bn",
+                     epsilon=1e-5, momentum=0.9, training_mode=0)  # fmt: skip
+    graph = h.make_graph(
+        [conv, bn], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 6, 6])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 1, 4, 4])],
+        [onnx.numpy_helper.from_array(v, k) for k, v in weights.items()],
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+    model.ir_version = 10
+    return model, {"x": x, **weights}
+
+
+def _folded(values: dict[str, np.ndarray]) -> np.ndarray:
+    """tract's result: one convolution with the BatchNormalization folded into its weights and bias."""
+    s = values["scale"].astype(np.float64) / np.sqrt(values["var"].astype(np.float64) + np.float32(1e-5))
+    w = (values["w"] * s[0]).astype(np.float32)
+    b = (values["b"] * s + values["bias"] - values["mean"] * s).astype(np.float32)
+    x = values["x"][0, 0]
+    y = np.zeros((4, 4), np.float32)
+    for i in range(4):
+        for j in range(4):
+            y[i, j] = np.float32(np.sum(x[i : i + 3, j : j + 3] * w[0, 0], dtype=np.float32) + b[0])
+    return y.reshape(1, 1, 4, 4)
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_a_batchnorm_folded_into_its_conv_is_explained(tmp_path: Path, monkeypatch, planted: bool):
+    model, values = _conv_bn()
+    runtime = _folded(values)
+    if planted:
+        runtime[0, 0, 1, 1] += 3
+    FakeOrt(tamper={"y": lambda _: runtime.copy()}).install(monkeypatch)
+    path = save(model, tmp_path)
+    np.savez(tmp_path / "d.npz", x=values["x"])
+    # a user bound of 0.5 ulp on the BatchNormalization, so that the folded rounding shows on this small case
+    options = CompareOptions(
+        datasets=(str(tmp_path / "d.npz"),), node_edges=False, accuracy={"BatchNormalization": "0.5 ulp"}
+    )
+    result = compare_model(path, options)
+    [finding] = [f for f in result.findings if f.rule == "RUNTIME.divergence"]
+    assert {k["id"] for k in finding.data["known_divergence"]} == {"BATCHNORM-FOLDED-INTO-CONV"}
+    assert finding.data["unexplained"] == int(planted)

@@ -65,11 +65,24 @@ def runtime_key(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Upstream:
+    """The node that produces one input of a case's node: the node, which of its outputs it is, and its own
+    input values (the runtime's in context, SONNX's end to end)."""
+
+    node: onnx.NodeProto
+    position: int
+    inputs: Sequence[np.ndarray | None]
+
+
+@dataclass(frozen=True)
 class DivergenceCase:
     """Everything a known-divergence predicate may look at for one node output on one dataset.
 
     ``inputs`` are the node's input values as the runtime under test computed them (None when absent or
-    unknown); ``mismatch`` is True where ``actual`` (the runtime) and ``expected`` (SONNX) differ."""
+    unknown); ``mismatch`` is True where ``actual`` (the runtime) and ``expected`` (SONNX) differ.
+    ``upstream(k)``: the producer of input ``k`` and its inputs (judging/upstream.py), for a behaviour that
+    spans two nodes (a float16 intermediate kept in float32, a BatchNormalization folded into its Conv);
+    None where the caller cannot say (an operator run alone), and then such a behaviour explains nothing."""
 
     node: onnx.NodeProto
     output_position: int
@@ -77,6 +90,7 @@ class DivergenceCase:
     actual: np.ndarray
     mismatch: np.ndarray
     inputs: Sequence[np.ndarray | None] = ()
+    upstream: Callable[[int], Upstream | None] | None = None
 
 
 Predicate = Callable[[DivergenceCase], np.ndarray]

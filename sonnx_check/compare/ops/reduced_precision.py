@@ -58,7 +58,7 @@ def _recomputed(
     return np.asarray(result), np.broadcast_to(np.asarray(magnitude, np.float64), case.actual.shape), changed
 
 
-def _special_or_within(actual: np.ndarray, result: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+def special_or_within(actual: np.ndarray, result: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """The same special value (NaN, the same infinity), or both finite within ``allowed``."""
     a, r = actual.astype(np.float64), result.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -82,7 +82,7 @@ def bfloat16_inference(case: DivergenceCase) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         summed = g * magnitude + n * FLOAT32_U * float(np.finfo(np.float32).tiny)
         allowed = summed + BFLOAT16_U * (np.abs(result.astype(np.float64)) + summed)
-    return _special_or_within(case.actual, result, allowed)
+    return special_or_within(case.actual, result, allowed)
 
 
 def subnormal_operands_as_zero(case: DivergenceCase) -> np.ndarray:
@@ -106,4 +106,4 @@ def subnormal_operands_as_zero(case: DivergenceCase) -> np.ndarray:
     u = float(np.finfo(case.actual.dtype).eps) / 2
     with np.errstate(invalid="ignore", over="ignore"):
         allowed = float(gamma(n, u)) * magnitude + n * u * tiny
-    return _special_or_within(case.actual, result, allowed)
+    return special_or_within(case.actual, result, allowed)
