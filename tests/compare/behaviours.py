@@ -161,9 +161,12 @@ def _max_nan_dropped() -> DivergenceCase:
 def _float64_max() -> DivergenceCase:
     a = np.array([1 + 2.0**-40, 1e300, 3.0, -1e300])
     b = np.array([0.5, 2.0, 1.0, -2.0])
-    return case_of(
-        node_model("Max", [a, b]), [a, b], lambda a, b: np.maximum(a.astype(np.float32), b.astype(np.float32))
-    )
+
+    def narrowed(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # a saturating conversion, as OpenVINO's
+        top = float(F32.max)
+        return np.maximum(np.clip(a, -top, top).astype(np.float32), np.clip(b, -top, top).astype(np.float32))
+
+    return case_of(node_model("Max", [a, b]), [a, b], narrowed)
 
 
 def _clip_nan() -> DivergenceCase:
@@ -321,7 +324,7 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "RELU-NAN-TO-ZERO": _relu_nan,
     "RELU-NEGATIVE-ZERO-TO-POSITIVE": _relu_negative_zero,
     "MAXPOOL-INDEX-ZERO-FOR-EMPTY-WINDOW": _maxpool_empty_window,
-    "SIGNED-ZERO-FIRST-WINS": _first_zero_wins,
+    "SIGNED-ZERO-BY-POSITION": _first_zero_wins,
     "MAX-NAN-DROPPED": _max_nan_dropped,
     "FLOAT64-MAX-AS-FLOAT32": _float64_max,
     "CLIP-NAN-TO-LOWER-BOUND": _clip_nan,

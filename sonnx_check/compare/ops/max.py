@@ -7,7 +7,7 @@ import numpy as np
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, as_output, none
 from sonnx_check.compare.ops.div import same_floats
-from sonnx_check.compare.ops.maxpool import first_zero_sign, pooled_first_zero_wins, signed_zero
+from sonnx_check.compare.ops.maxpool import end_zero_signs, pooled_zero_by_position, signed_zero
 
 
 def _operands(case: DivergenceCase) -> np.ndarray | None:
@@ -24,18 +24,20 @@ def _operands(case: DivergenceCase) -> np.ndarray | None:
     return np.stack(stacked, axis=-1) if stacked else None
 
 
-def first_zero_wins(case: DivergenceCase) -> np.ndarray:
-    """Where the maximum is zero, the first operand's zero (Max) or the window's first zero (MaxPool)
-    where SONNX's Max_F gives +0 (+0 > -0)."""
+def zero_by_position(case: DivergenceCase) -> np.ndarray:
+    """Where the maximum is zero, the first or the last operand's zero (Max) or the window's first or last
+    zero (MaxPool) where SONNX's Max_F gives +0 (+0 > -0): a comparison x > best that keeps the first of equal
+    values, or best > x ? best : x that keeps the last."""
     if case.actual.dtype.kind != "f":
         return none(case)
     if case.node.op_type == "MaxPool":
-        return pooled_first_zero_wins(case)
+        return pooled_zero_by_position(case)
     operands = _operands(case)
     if operands is None:
         return none(case)
-    has_zero, sign = first_zero_sign(operands, np.ones(operands.shape, dtype=bool))
-    return has_zero & signed_zero(case) & (np.signbit(case.actual) == sign)
+    has_zero, first, last = end_zero_signs(operands, np.ones(operands.shape, dtype=bool))
+    sign = np.signbit(case.actual)
+    return has_zero & signed_zero(case) & ((sign == first) | (sign == last))
 
 
 def nan_dropped(case: DivergenceCase) -> np.ndarray:
@@ -53,13 +55,16 @@ def nan_dropped(case: DivergenceCase) -> np.ndarray:
 
 
 def double_as_float(case: DivergenceCase) -> np.ndarray:
-    """float64 Max computed in float32: the element equals the maximum of the operands rounded to float32,
-    widened back, where SONNX keeps binary64."""
+    """float64 Max computed in float32: the element equals the maximum of the operands converted to float32
+    (out-of-range values to the largest finite float32), widened back, where SONNX keeps binary64."""
     operands = _operands(case)
     if case.actual.dtype != np.float64 or operands is None:
         return none(case)
+    largest = float(np.finfo(np.float32).max)
     with np.errstate(over="ignore", invalid="ignore"):
-        narrowed = operands.astype(np.float32)
+        # a saturating conversion (OpenVINO measured: 1e300 -> 3.4028235e38, not inf); NaN and inf kept
+        finite = np.isfinite(operands)
+        narrowed = np.where(finite, np.clip(operands, -largest, largest), operands).astype(np.float32)
     from sonnx_check import reference
 
     try:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from sonnx_check.compare.judging.floats import gamma
-from sonnx_check.compare.judging.known_departures import DivergenceCase, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.compare.ops.div import same_floats
 from sonnx_check.compare.ops.products import term_count
@@ -44,7 +44,7 @@ def _recomputed(
     from sonnx_check import reference
 
     operands = [None if v is None else np.asarray(v) for v in case.inputs]
-    if len(operands) < 2 or any(operands[k] is None for k in positions):
+    if len(operands) < 2 or operands[0] is None or operands[1] is None:
         return None
     changed = [convert(v) if k in positions and v is not None else v for k, v in enumerate(operands)]
     magnitude_of = kernel_module_function(case.node.op_type, "run_abs")
@@ -67,9 +67,10 @@ def special_or_within(actual: np.ndarray, result: np.ndarray, allowed: np.ndarra
 
 
 def bfloat16_inference(case: DivergenceCase) -> np.ndarray:
-    """float32: the factors rounded to bfloat16, then the sum in float32 and the result perhaps rounded to
-    bfloat16 again: within gamma_n(2^-24) M' + 2^-8 (|R'| + gamma_n(2^-24) M') + n 2^-24 min-normalized of
-    R', the SONNX result on the rounded factors (M': its sum |terms|)."""
+    """float32: the factors rounded to bfloat16, then the sum in float32 and the sum of products perhaps
+    rounded to bfloat16 again (before the bias is added: OpenVINO's Gemm): within
+    S + 2^-8 (|R'| + |bias| + S), S = gamma_n(2^-24) M' + n 2^-24 min-normalized, of R', the SONNX result
+    on the rounded factors (M': its sum |terms|)."""
     positions = _OPERANDS.get(case.node.op_type)
     if case.actual.dtype != np.float32 or positions is None:
         return none(case)
@@ -81,8 +82,26 @@ def bfloat16_inference(case: DivergenceCase) -> np.ndarray:
     g = float(gamma(n, FLOAT32_U))
     with np.errstate(invalid="ignore", over="ignore"):
         summed = g * magnitude + n * FLOAT32_U * float(np.finfo(np.float32).tiny)
-        allowed = summed + BFLOAT16_U * (np.abs(result.astype(np.float64)) + summed)
+        # the products' sum may be kept in bfloat16 before the bias is added: |R' - bias| <= |R'| + |bias|
+        kept = np.abs(result.astype(np.float64)) + _bias_magnitude(case) + summed
+        allowed = summed + BFLOAT16_U * kept
     return special_or_within(case.actual, result, allowed)
+
+
+def _bias_magnitude(case: DivergenceCase) -> np.ndarray | float:
+    """|bias| per output element (Conv's B, Gemm's beta C), 0 without one."""
+    bias = case.inputs[2] if len(case.inputs) > 2 else None
+    if bias is None:
+        return 0.0
+    magnitude = np.abs(np.asarray(bias, np.float64))
+    if case.node.op_type == "Conv":
+        magnitude = magnitude.reshape(1, -1, *([1] * (case.actual.ndim - 2)))
+    else:
+        magnitude = magnitude * abs(float(attribute(case.node, "beta", 1.0)))
+    try:
+        return np.broadcast_to(magnitude, case.actual.shape)
+    except ValueError:
+        return 0.0
 
 
 def subnormal_operands_as_zero(case: DivergenceCase) -> np.ndarray:

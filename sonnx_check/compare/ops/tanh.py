@@ -66,7 +66,8 @@ RATIONAL_TOP = float(np.array([0x3F7FFFF8], np.uint32).view(np.float32)[0])
 
 def tanh_clamped_rational(case: DivergenceCase) -> np.ndarray:
     """float32: a value within [-0.99999952, 0.99999952] and 2^-20 of SONNX's in absolute terms, or, for a
-    NaN of X, the lower plateau (-0.99999952 up to -1 + 2^-20)."""
+    NaN of X, the lower plateau (-0.99999952 up to -1 + 2^-20). The elements ``float_rational`` explains
+    (near saturation within 2^-21) are left to it: the same kind of approximation, one ID for them."""
     if case.actual.dtype != np.float32:
         return none(case)
     e, a = doubles(case)
@@ -74,4 +75,4 @@ def tanh_clamped_rational(case: DivergenceCase) -> np.ndarray:
         inside = np.abs(a) <= RATIONAL_TOP
         close = inside & (np.abs(a - e) <= RATIONAL_ABSOLUTE)
         nan_at_plateau = np.isnan(e) & (a >= -RATIONAL_TOP) & (a <= -1 + RATIONAL_ABSOLUTE)
-    return close | nan_at_plateau
+    return (close & ~float_rational(case)) | nan_at_plateau
