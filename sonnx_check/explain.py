@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sonnx_check.catalogue import RuleEntry, catalogue, lookup
+from sonnx_check.errors import UsageError
 
 NARROW = 100  # below this many columns the table keeps ID, severity and title (scope and status in --explain)
 
@@ -80,11 +81,45 @@ def rules_json() -> str:
         }
         for entry in catalogue().values()
     ]
-    return json.dumps({"rules": rules}, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps({"rules": rules, "departures": departures_json()}, indent=2, ensure_ascii=False) + "\n"
+
+
+def departures_json() -> list[dict[str, object]]:
+    """The known runtime departures (the IDs a waiver's ``known`` may name), with their aliases and
+    observations, from the declarations; no comparison code is imported."""
+    from sonnx_check.profile import profile_operators
+
+    return [
+        {
+            "id": d.id,
+            "aliases": list(d.aliases),
+            "operators": list(d.operators),
+            "summary": " ".join(d.summary.split()),
+            "explanation": " ".join(d.explanation.split()),
+            "runtimes": list(d.runtimes),
+            "observed": [
+                {
+                    "runtime": o.runtime,
+                    "versions": [list(span) for span in o.versions],
+                    "configuration": o.configuration,
+                    "where": o.where,
+                }
+                for o in d.observed
+            ],
+        }
+        for op in profile_operators().values()
+        for d in op.comparison.departures
+    ]
 
 
 def explain(console: Console, rule_id: str) -> None:
-    entry = lookup(rule_id)
+    """One rule's explanation, or one known runtime departure's (by its ID or an alias)."""
+    try:
+        entry = lookup(rule_id)
+    except UsageError:
+        if _explain_departure(console, rule_id):
+            return
+        raise
     console.print(Text(f"{entry.id}: {entry.title}", style="bold"))
     if entry.aliases:
         console.print(Text(f"Aliases: {', '.join(entry.aliases)}"))
@@ -112,12 +147,49 @@ def _known_departures(console: Console) -> None:
     from sonnx_check.profile import profile_operators
 
     console.print(
-        Text("\nKnown onnxruntime departures (the IDs a waiver's known = ... may name)", style="bold")
+        Text(
+            "\nKnown runtime departures (the IDs a waiver's known = ... may name; an alias is accepted too;"
+            " sonnx-check --explain ID for one)",
+            style="bold",
+        )
     )
     for departure in (d for op in profile_operators().values() for d in op.comparison.departures):
         line = Text(f"  {departure.id}", style="bold cyan")
         line.append(f" ({', '.join(departure.operators)}): {' '.join(departure.summary.split())}")
+        line.append(f" [seen in {', '.join(departure.runtimes)}]")
+        if departure.aliases:
+            line.append(f" (alias {', '.join(departure.aliases)})", style="dim")
         console.print(line)
+
+
+def _explain_departure(console: Console, given: str) -> bool:
+    """--explain for a known runtime departure (its ID or an alias): what the text says, what a runtime
+    does, where it was seen. False when ``given`` names none."""
+    from sonnx_check.config.departures import canonical_departure
+    from sonnx_check.profile import profile_operators
+
+    canonical = canonical_departure(given)
+    found = [d for op in profile_operators().values() for d in op.comparison.departures if d.id == canonical]
+    if not found:
+        return False
+    departure = found[0]
+    console.print(Text(f"{departure.id}: {' '.join(departure.summary.split())}", style="bold"))
+    if departure.aliases:
+        console.print(Text(f"Aliases: {', '.join(departure.aliases)}"))
+    console.print(Text(f"A known runtime departure (RUNTIME.divergence) of {', '.join(departure.operators)}"))
+    console.print(Text("\nWhat the text says and what the runtime does", style="bold"))
+    console.print(Text(" ".join(departure.explanation.split())))
+    console.print(Text("\nObserved in", style="bold"))
+    for observation in departure.observed:
+        console.print(Text(f"  {observation.text()}"))
+    console.print(Text("\nHow to accept it", style="bold"))
+    console.print(
+        Text(
+            f'[[tool.sonnx-check.waivers]] rule = "RUNTIME.divergence", known = "{departure.id}", '
+            'reason = "...": covers only the elements this departure explains.'
+        )
+    )
+    return True
 
 
 def _checked_by(entry: RuleEntry) -> str:

@@ -7,14 +7,15 @@ ONNX order), the element types of each, the ONNX versions it accepts, its accura
 example configuration from which the tests build their models. A profile revision is a data change.
 
 The file's ``[comparison]`` table holds what ``--compare`` needs beyond the kernel (``Comparison``): the
-operator's accuracy bound, its own edge patterns and its known onnxruntime departures, each a reference
-``"module:name"`` into ``sonnx_check`` resolved only when a comparison runs (``resolve_reference``).
+operator's accuracy bound, its own edge patterns and the known runtime departures it declares, each a
+reference ``"module:name"`` into ``sonnx_check`` resolved only when a comparison runs (``resolve_reference``).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,21 +73,50 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Observation:
+    """Where a runtime was seen to show a departure (``[[comparison.departure.observed]]``): the runtime by
+    the name a run reports (``onnxruntime``, ``openvino``, ``tract``, ...), the inclusive version ranges, the
+    configuration it needs when it needs one (an optimisation level, a precision hint) and the cases."""
+
+    runtime: str
+    versions: tuple[tuple[str, str], ...]
+    where: str
+    configuration: str = ""
+
+    def text(self) -> str:
+        """One line: "onnxruntime 1.21.0-1.32.0 (x86-64): the cases"."""
+        spans = ", ".join(lo if lo == hi else f"{lo}-{hi}" for lo, hi in self.versions)
+        configured = f" ({self.configuration})" if self.configuration else ""
+        return f"{self.runtime} {spans}{configured}: {self.where}"
+
+
+@dataclass(frozen=True)
 class Departure:
-    """A known onnxruntime departure from the operator's text (``[[comparison.departure]]``): explained where
-    a divergence is reported, never forgiven. ``operators``: the declaring operator and those that list the
-    ID in ``shared_departures``; ``outputs``: the output positions it concerns (None: every output);
-    ``versions``: inclusive onnxruntime version ranges it was observed in; ``predicate``: the reference of a
-    function (DivergenceCase) -> mask of the elements it explains."""
+    """A known runtime departure from the operator's text (``[[comparison.departure]]``), named by its
+    behaviour, not by a runtime: explained where a divergence is reported, never forgiven. ``aliases``: the
+    IDs it was known by before (``ORT-...``), accepted wherever an ID is; ``operators``: the declaring
+    operator and those that list the ID in ``shared_departures``; ``outputs``: the output positions it
+    concerns (None: every output); ``observed``: the runtimes and versions it was seen in; ``predicate``:
+    the reference of a function (DivergenceCase) -> mask of the elements it explains."""
 
     id: str
     operators: tuple[str, ...]
     outputs: tuple[int, ...] | None
     summary: str
     explanation: str
-    seen_in: tuple[str, ...]
-    versions: tuple[tuple[str, str], ...]
+    observed: tuple[Observation, ...]
     predicate: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def seen_in(self) -> tuple[str, ...]:
+        """The observations as lines (the JSON's ``seen_in``, kept for one release)."""
+        return tuple(o.text() for o in self.observed)
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        """The runtimes it was observed in, in declaration order, each once."""
+        return tuple(dict.fromkeys(o.runtime for o in self.observed))
 
 
 @dataclass(frozen=True)
@@ -165,7 +195,28 @@ def _types(op: str, raw: Mapping[str, Sequence[str]]) -> dict[str, frozenset[int
     return out
 
 
-_DEPARTURE_KEYS = ("id", "summary", "explanation", "seen_in", "versions", "predicate")
+_DEPARTURE_KEYS = ("id", "summary", "explanation", "observed", "predicate")
+_OBSERVATION_KEYS = ("runtime", "versions", "where")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def _observations(op: str, departure: str, raw: Sequence[Mapping[str, Any]]) -> tuple[Observation, ...]:
+    found = []
+    for entry in raw:
+        missing = [k for k in _OBSERVATION_KEYS if k not in entry]
+        versions = tuple((str(low), str(high)) for low, high in entry.get("versions", ()))
+        if missing or not versions or not all(_VERSION.match(v) for span in versions for v in span):
+            what = f"lacks {', '.join(missing)}" if missing else "has a version that is not a release number"
+            raise ValueError(f"{op}.toml: an observation of departure {departure} {what}")
+        found.append(
+            Observation(
+                runtime=str(entry["runtime"]),
+                versions=versions,
+                where=str(entry["where"]),
+                configuration=str(entry.get("configuration", "")),
+            )
+        )
+    return tuple(found)
 
 
 def _comparison(op: str, raw: Mapping[str, Any]) -> Comparison:
@@ -185,9 +236,9 @@ def _comparison(op: str, raw: Mapping[str, Any]) -> Comparison:
                 outputs=None if outputs is None else tuple(int(k) for k in outputs),
                 summary=str(entry["summary"]),
                 explanation=str(entry["explanation"]),
-                seen_in=tuple(str(s) for s in entry["seen_in"]),
-                versions=tuple((str(low), str(high)) for low, high in entry["versions"]),
+                observed=_observations(op, str(entry["id"]), entry["observed"]),
                 predicate=str(entry["predicate"]),
+                aliases=tuple(str(a) for a in entry.get("aliases", ())),
             )
         )
     return Comparison(

@@ -19,10 +19,12 @@ import onnx
 
 from sonnx_check import reference
 from sonnx_check.compare.judging import bounds as accuracy
+from sonnx_check.compare.judging import upstream
 from sonnx_check.compare.judging.diff import TensorDiff, compare_arrays, diff_of
 from sonnx_check.compare.judging.elements import judge
-from sonnx_check.compare.judging.known_departures import DivergenceCase, explain
+from sonnx_check.compare.judging.known_departures import DivergenceCase, RuntimeSeen, explain
 from sonnx_check.compare.judging.output_record import OutputRecord
+from sonnx_check.compare.judging.upstream import UpstreamOf
 from sonnx_check.compare.work_sizes import KNOWN_BYTES_PER_ELEMENT
 from sonnx_check.errors import first_line
 from sonnx_check.profile import profile_operators
@@ -79,7 +81,7 @@ class NodeComparison:
             return f"the reference could not run it (dataset {dataset}): {why}"
         return "no output could be compared"
 
-    def result(self, version: str | None) -> NodeResult:
+    def result(self, version: RuntimeSeen) -> NodeResult:
         return NodeResult(
             index=self.index,
             name=self.name,
@@ -151,7 +153,8 @@ def compare_nodes(
             room = (spare or {}).get(entry.index)
             override = (accuracy or {}).get(node.op_type)
             merge(record, dataset, node, position, expected[position], values[name], inputs, room, override,
-                  abs_sum=abs_sum if position == 0 else None)  # fmt: skip
+                  abs_sum=abs_sum if position == 0 else None,
+                  upstream=upstream.from_values(view, node, values))  # fmt: skip
         del expected, abs_sum
 
 
@@ -194,6 +197,7 @@ def merge(
     *,
     describe_received: bool = True,
     abs_sum: np.ndarray | None = None,
+    upstream: UpstreamOf | None = None,
 ) -> None:
     """Compare one output on one dataset and add it, with the known behaviours it matches, to ``record``.
     ``spare`` (bytes, None: no limit) is the memory the known-behaviour matching may use. The output of an
@@ -201,7 +205,8 @@ def merge(
     elements beyond it, and special-value mismatches, differ. ``describe_received``: say what the data
     looked like when it reached the node (not for data fed to the node directly). ``abs_sum``: sum |a b|
     (+ |c|) of a sum-of-products node when the caller has it from the kernel (its bound then needs no second
-    pass over the data)."""
+    pass over the data). ``upstream``: the producers of the node's inputs (judging/upstream.py), for the
+    known departures that span two nodes."""
     diff = _judged(record, node, expected, actual, inputs, override, abs_sum)
     known, explained, by_set = [], 0, {}
     if diff.mask is not None and diff.mismatches and node is not None:
@@ -213,7 +218,9 @@ def merge(
             return
         if describe_received and record.first is None and not record.received:
             record.received = describe_inputs(node, inputs)
-        case = DivergenceCase(node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs)
+        case = DivergenceCase(
+            node, position, np.asarray(expected), np.asarray(actual), diff.mask, inputs, upstream
+        )
         explanation = explain(case)
         known, explained, by_set = explanation.matches, explanation.explained, explanation.by_set
     record.add(dataset, diff, known, explained, by_set)

@@ -21,6 +21,7 @@ from sonnx_check import progress, reference
 from sonnx_check.compare import memory
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.inputs.specs import Dataset
+from sonnx_check.compare.judging import upstream
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
@@ -278,11 +279,17 @@ class ComparisonRun:
         records = observed.run_plan.end_to_end
         assert records is not None
         spare = observed.run_plan.end_to_end_spare
+        limit = self.options.max_elements
 
         def compare_output(node: onnx.NodeProto, position: int, expected: Any, inputs: Any) -> None:
             name = node.output[position]
             if name in actual:
-                merge(records[name], dataset, node, position, expected, actual[name], inputs, spare)
+                # the producers' inputs, for a departure spanning two nodes: SONNX's, computed if asked
+                before = upstream.from_reference(
+                    self.model, self.view, node, feeds, max_elements=limit, readings=self.readings
+                )
+                merge(records[name], dataset, node, position, expected, actual[name], inputs, spare,
+                      upstream=before)  # fmt: skip
 
         try:
             run_graph(

@@ -1,9 +1,10 @@
-"""The IDs a waiver's ``known`` may name: the known onnxruntime departures the comparison can report.
+"""The IDs a waiver's ``known`` may name: the known runtime departures the comparison can report, by their
+behaviour IDs or by the aliases they were known by before (``ORT-...``).
 
 A waiver naming an ID that no departure has would hide nothing, and the run would fail with no hint why, so an
 unknown ID is a configuration error with the closest ID suggested. IDs are matched case-insensitively and
-kept in their canonical spelling (as ``--explain`` does for rule IDs), so the waiver matches what the
-comparison reports.
+kept in their canonical spelling (as ``--explain`` does for rule IDs), an alias resolved to the behaviour's
+ID, so the waiver matches what the comparison reports.
 """
 
 from __future__ import annotations
@@ -21,16 +22,29 @@ def known_departure_ids() -> tuple[str, ...]:
     return tuple(d.id for op in profile_operators().values() for d in op.comparison.departures)
 
 
+@functools.cache
+def _by_folded() -> dict[str, str]:
+    """Every ID and alias, case-folded -> the behaviour's ID."""
+    from sonnx_check.profile import profile_operators
+
+    found: dict[str, str] = {}
+    for op in profile_operators().values():
+        for d in op.comparison.departures:
+            for name in (d.id, *d.aliases):
+                found[name.casefold()] = d.id
+    return found
+
+
 def canonical_departure(given: str) -> str | None:
-    """The departure ID ``given`` names, compared case-insensitively; None when it names none."""
-    by_folded = {known.casefold(): known for known in known_departure_ids()}
-    return by_folded.get(given.casefold())
+    """The departure ID ``given`` names (its ID or an alias), compared case-insensitively; None when it
+    names none."""
+    return _by_folded().get(given.casefold())
 
 
 def closest_departure(given: str) -> str | None:
     """The known ID closest to ``given`` (difflib, case-insensitively), for a "did you mean" hint."""
     import difflib  # only for this message (start-up time)
 
-    by_folded = {known.casefold(): known for known in known_departure_ids()}
+    by_folded = _by_folded()
     close = difflib.get_close_matches(given.casefold(), list(by_folded), n=1, cutoff=0.6)
     return by_folded[close[0]] if close else None

@@ -46,23 +46,49 @@ class FirstMismatch:
 
 
 @dataclass(frozen=True)
+class ObservedIn:
+    """One observation of a departure: the runtime, its inclusive version ranges, the configuration it needs
+    ("" when any) and the cases."""
+
+    runtime: str
+    versions: tuple[tuple[str, str], ...]
+    configuration: str
+    where: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runtime": self.runtime,
+            "versions": [list(span) for span in self.versions],
+            "configuration": self.configuration,
+            "where": self.where,
+        }
+
+
+@dataclass(frozen=True)
 class KnownDeparture:
-    """A known departure of the runtime that explains some of an output's differing elements."""
+    """A known runtime departure (a behaviour, by its ID) that explains some of an output's differing
+    elements."""
 
     id: str
     operators: tuple[str, ...]
     summary: str
     explanation: str
-    seen_in: tuple[str, ...]
+    seen_in: tuple[str, ...]  # the observations as lines (deprecated: ``observed``)
     explained: int  # differing elements it accounts for
-    seen_in_this_version: bool | None  # None: the runtime's version is not a release number
+    # whether the running runtime, at its version, is among the observations; None: the run names no
+    # runtime or its version is not a release number
+    seen_in_this_version: bool | None
+    aliases: tuple[str, ...] = ()
+    observed: tuple[ObservedIn, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "aliases": list(self.aliases),
             "operators": list(self.operators),
             "summary": self.summary,
             "explanation": self.explanation,
+            "observed": [o.to_json() for o in self.observed],
             "seen_in": list(self.seen_in),
             "explained": self.explained,
             "seen_in_this_version": self.seen_in_this_version,

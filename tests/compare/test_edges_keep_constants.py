@@ -160,7 +160,7 @@ def test_every_node_is_accounted_for(monkeypatch):
 
 
 def test_on_onnxruntime_a_relu6_clip_gets_no_min_over_max_finding():
-    """MobileNet-v2's Clip(0, 6): onnxruntime keeps NaN when min > max (ORT-CLIP-CROSSED-BOUNDS-NAN), which
+    """MobileNet-v2's Clip(0, 6): onnxruntime keeps NaN when min > max (CLIP-CROSSED-BOUNDS-KEEPS-NAN), which
     the model's bounds cannot reach. Before, the lone Clip was run on crossed bounds and flagged."""
     result = compare_loaded(clips([(0.0, 6.0)]), EDGES)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from behaviours import BEHAVIOURS
 from fake_runtime import FakeOrt, set_at
 from models import max_model, maxpool, save
 from test_known_operators import CRAFTED
@@ -80,18 +81,21 @@ def _zero_index_case():
 
 
 CASES = {
-    "ORT-LOWEST-FOR-NEG-INF": _lowest_case,
-    "ORT-INDICES-OUT-OF-RANGE": _indices_case,
-    "ORT-MAXPOOL-NAN": _nan_case,
-    "ORT-SIGNED-ZERO": _signed_zero_case,
-    "ORT-MAXPOOL-ZERO-INDEX": _zero_index_case,
+    "MAXPOOL-LOWEST-INIT": _lowest_case,
+    "MAXPOOL-INDEX-OUTSIDE-PLANE": _indices_case,
+    "MAXPOOL-NAN-POSITIONAL": _nan_case,
+    "SIGNED-ZERO-UNORDERED": _signed_zero_case,
+    "MAXPOOL-INDEX-FIRST-ZERO": _zero_index_case,
 }
 
 
 def crafted_case(divergence_id: str) -> DivergenceCase:
-    """The crafted case of any entry: this file's (MaxPool, Max) or test_known_operators.py's."""
+    """The crafted case of any entry: this file's (MaxPool, Max), test_known_operators.py's or, for the
+    behaviours of issue 29's table, behaviours.py's (a numpy emulation of the runtime)."""
     if divergence_id in CRAFTED:
         return CRAFTED[divergence_id]()
+    if divergence_id in BEHAVIOURS:
+        return BEHAVIOURS[divergence_id]()
     return case(*CASES[divergence_id]())
 
 
@@ -104,11 +108,11 @@ def with_actual(crafted: DivergenceCase, actual: np.ndarray) -> DivergenceCase:
     return DivergenceCase(node, position, crafted.expected, actual, diff, crafted.inputs)
 
 
-ALL_CASES = sorted({*CASES, *CRAFTED})
+ALL_CASES = sorted({*CASES, *CRAFTED, *BEHAVIOURS})
 
 
 def test_every_known_divergence_has_a_crafted_case():
-    assert not set(CASES) & set(CRAFTED)
+    assert not set(CASES) & set(CRAFTED) and not (set(CASES) | set(CRAFTED)) & set(BEHAVIOURS)
     assert set(ALL_CASES) == {entry.id for entry in KNOWN}
 
 
@@ -139,7 +143,7 @@ def test_lowest_is_only_explained_where_sonnx_has_minus_infinity():
     model, position, expected, actual, x = _lowest_case()
     actual[0, 0, 0, 1] = F64_MIN  # lowest where SONNX has 4.5: not this behaviour
     matches = match_known(case(model, position, expected, actual, x))
-    assert [(m.entry.id, m.explained) for m in matches] == [("ORT-LOWEST-FOR-NEG-INF", 1)]
+    assert [(m.entry.id, m.explained) for m in matches] == [("MAXPOOL-LOWEST-INIT", 1)]
 
 
 def test_entries_are_bound_to_their_operators_and_outputs():
@@ -158,11 +162,11 @@ def test_a_zero_index_is_explained_only_where_sonnx_designates_a_positive_zero()
     model, position, expected, actual, x = _zero_index_case()
     actual[0, 0, 0, 1] = 2  # X[0, 0, 0, 2] = -5: an ordinary wrong index
     by = {m.entry.id: m.explained for m in match_known(case(model, position, expected, actual, x))}
-    assert by == {"ORT-MAXPOOL-ZERO-INDEX": 1}
+    assert by == {"MAXPOOL-INDEX-FIRST-ZERO": 1}
 
 
 def test_seen_in_versions():
-    entry = by_id("ORT-INDICES-OUT-OF-RANGE")
+    entry = by_id("MAXPOOL-INDEX-OUTSIDE-PLANE")
     assert entry.seen_in_version("1.23.2") is True
     assert entry.seen_in_version("1.29.0") is False
     assert entry.seen_in_version("1.31.1") is True
@@ -205,9 +209,9 @@ def test_a_known_divergence_is_reported_as_an_error_with_its_explanation(tmp_pat
         "MaxPool 'p' (node #0): output 'Y': 1 of 16 elements differ (1 value); first at [0,0,0,0]: "
         "onnxruntime -3.4028235e+38 (0xff7fffff), SONNX -inf (0xff800000)"
     )
-    assert "known onnxruntime divergence ORT-LOWEST-FOR-NEG-INF: " in finding.message
+    assert "known onnxruntime divergence MAXPOOL-LOWEST-INIT: " in finding.message
     [known] = finding.data["known_divergence"]
-    assert known["id"] == "ORT-LOWEST-FOR-NEG-INF"
+    assert known["id"] == "MAXPOOL-LOWEST-INIT"
     assert known["explained"] == 1 and finding.data["unexplained"] == 0
     assert known["seen_in_this_version"] is True
     assert result.comparison["status"] == "diverges"
@@ -223,6 +227,6 @@ def test_a_partly_explained_divergence_says_how_much_is_new(tmp_path: Path, monk
     path = save(maxpool((1, 1, 4, 4), np.float32, pads=(1, 1, 1, 1), indices=False), tmp_path)
     np.savez(tmp_path / "x.npz", X=np.full((1, 1, 4, 4), -np.inf, np.float32))
     [finding] = compare_model(path, CompareOptions(datasets=(str(tmp_path / "x.npz"),))).findings
-    assert "ORT-LOWEST-FOR-NEG-INF (1 of the differing elements)" in finding.message
+    assert "MAXPOOL-LOWEST-INIT (1 of the differing elements)" in finding.message
     assert "1 differing element(s) match no known divergence" in finding.message
     assert finding.data["unexplained"] == 1

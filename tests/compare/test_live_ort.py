@@ -61,9 +61,9 @@ def test_seed_float_example_3_departure_is_reported_with_its_known_explanation(t
     y, idx = found["Y"], found["Indices"]
     assert y.data["first_mismatch"]["index"] == [0, 0, 0, 0]
     assert y.actual == "-1.7976931348623157e+308" and y.expected == "-inf"  # seed: -1.79769313e+308
-    assert [k["id"] for k in y.data["known_divergence"]] == ["ORT-LOWEST-FOR-NEG-INF"]
+    assert [k["id"] for k in y.data["known_divergence"]] == ["MAXPOOL-LOWEST-INIT"]
     assert idx.actual == "-4" and idx.expected == "0"
-    assert [k["id"] for k in idx.data["known_divergence"]] == ["ORT-INDICES-OUT-OF-RANGE"]
+    assert [k["id"] for k in idx.data["known_divergence"]] == ["MAXPOOL-INDEX-OUTSIDE-PLANE"]
     for finding in (y, idx):
         assert finding.severity is Severity.ERROR  # known, still a divergence
         assert finding.data["mismatches"] == 1 and finding.data["unexplained"] == 0
@@ -76,7 +76,7 @@ def test_seed_int8_example_4_gives_minus_four_at_three_places(tmp_path: Path):
     assert set(found) == {"Indices"}  # Y is right: int8 pads with -128, never selected
     idx = found["Indices"]
     assert idx.data["mismatches"] == 3 and idx.actual == "-4"
-    assert [k["id"] for k in idx.data["known_divergence"]] == ["ORT-INDICES-OUT-OF-RANGE"]
+    assert [k["id"] for k in idx.data["known_divergence"]] == ["MAXPOOL-INDEX-OUTSIDE-PLANE"]
     assert idx.data["unexplained"] == 0
 
 
@@ -120,8 +120,8 @@ def test_nchwc_lowest_value_is_reported_if_and_only_if_onnxruntime_returns_it(tm
         assert finding.severity is Severity.ERROR
         assert finding.actual == "-3.4028235e+38" and finding.expected == "-inf"
         assert finding.data["mismatches"] == int((y == F32_MIN).sum())
-        assert [k["id"] for k in finding.data["known_divergence"]] == ["ORT-LOWEST-FOR-NEG-INF"]
-        assert "known onnxruntime divergence ORT-LOWEST-FOR-NEG-INF" in finding.message
+        assert [k["id"] for k in finding.data["known_divergence"]] == ["MAXPOOL-LOWEST-INIT"]
+        assert "known onnxruntime divergence MAXPOOL-LOWEST-INIT" in finding.message
         assert finding.data["unexplained"] == 0
     else:
         assert found == {}
@@ -162,7 +162,7 @@ def test_max_signed_zeros_are_reported_as_known_if_onnxruntime_departs(tmp_path:
     for finding in result.findings:
         assert finding.rule == "RUNTIME.divergence"
         assert finding.data["classes"]["value"] == 0 and finding.data["classes"]["nan-position"] == 0
-        assert [k["id"] for k in finding.data["known_divergence"]] == ["ORT-SIGNED-ZERO"]
+        assert [k["id"] for k in finding.data["known_divergence"]] == ["SIGNED-ZERO-UNORDERED"]
 
 
 @needs_opset_22

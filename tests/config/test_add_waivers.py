@@ -111,7 +111,7 @@ def test_a_known_departure_is_never_written_as_a_skeleton() -> None:
     from sonnx_check.findings import Finding, ModelResult, NodeRef
 
     node = NodeRef(0, "/pool", "MaxPool")
-    departure = divergence({("ORT-MAXPOOL-NAN",): 1}, node=node)
+    departure = divergence({("MAXPOOL-NAN-POSITIONAL",): 1}, node=node)
     assert departure.verdict_class.value == "known-departure"
     found, _ = skeletons("m.onnx", ModelResult("m.onnx", [departure, Finding("GR4", "x", node=node)]), ".")
     assert [s.rule for s in found] == ["GR4"] and "known" not in found[0].toml()

@@ -280,7 +280,7 @@ def test_the_comparison_records_datasets_margins_and_known_departures(
     assert 0 <= gemm["margin"] <= 1 and sum(gemm["outcomes"].values()) == gemm["total"]
     assert {o["scope"] for o in outputs} == {"node", "end-to-end", "node-edges", "operator-edges"}
     departures = comparison["known_departures"]
-    assert {d["id"] for d in departures} >= {"ORT-MAXPOOL-NAN"}
+    assert {d["id"] for d in departures} >= {"MAXPOOL-NAN-POSITIONAL"}
     assert all(d["disposition"] == "reported" and d["class"] == "known-departure" for d in departures)
     assert record["summary"]["verdict"] == "fails"
     classes = record["summary"]["classes"]["active"]
@@ -302,7 +302,7 @@ def test_a_waived_known_departure_is_dispositioned_waived(tmp_path: Path) -> Non
     )
     _, record = record_of(["--compare", "--no-node-edges", "--inputs", "edge", "small_cnn.onnx"], tmp_path)
     departures = record["models"][0]["comparison"]["known_departures"]
-    maxpool = [d for d in departures if d["id"] == "ORT-MAXPOOL-NAN"]
+    maxpool = [d for d in departures if d["id"] == "MAXPOOL-NAN-POSITIONAL"]
     assert maxpool and all(d["disposition"] == "waived" for d in maxpool)
     assert maxpool[0]["waiver_reason"] == "NaN inputs cannot reach this MaxPool (clamped upstream, HAZ-7)"
     assert record["summary"]["classes"]["waived"]["known-departure"] >= 1

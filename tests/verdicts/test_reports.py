@@ -124,7 +124,9 @@ def test_text_tags_each_runtime_finding_with_its_class() -> None:
     from sonnx_check.findings import Finding, ModelResult, NodeRef
     from sonnx_check.report import text
 
-    known = divergence({("ORT-MAXPOOL-NAN",): 4}, node=NodeRef(1, "p", "MaxPool"), message="output 'y'")
+    known = divergence(
+        {("MAXPOOL-NAN-POSITIONAL",): 4}, node=NodeRef(1, "p", "MaxPool"), message="output 'y'"
+    )
     other = Finding("RUNTIME.divergence", "output 'z'", node=NodeRef(2, "q", "MaxPool"))
     console = Console(file=io.StringIO(), color_system=None, width=500)
     with console.capture() as captured:

@@ -44,17 +44,17 @@ def test_a_misspelt_known_id_stops_the_run_naming_file_key_id_and_the_closest_id
     assert len(lines) == 1, result.stderr
     line = lines[0]
     assert "pyproject.toml" in line and "tool.sonnx-check.waivers[1].known" in line
-    assert "'ORT-MAXPOOL-NAM'" in line and "did you mean 'ORT-MAXPOOL-NAN'?" in line
+    assert "'ORT-MAXPOOL-NAM'" in line and "did you mean 'MAXPOOL-NAN-POSITIONAL'?" in line
     # neither model is reported (as conforming or otherwise) under a configuration that cannot be used
     assert "a.onnx" not in result.stdout and "b.onnx" not in result.stdout
 
 
 def test_an_unknown_id_in_a_list_is_named_and_one_unlike_any_points_to_the_list(tmp_path: Path) -> None:
     save(torchscript_export(), tmp_path / "m.onnx")
-    _waiver_config(tmp_path, '["ORT-MAXPOOL-NAN", "ORT-SIGNED-ZER0"]')
+    _waiver_config(tmp_path, '["MAXPOOL-NAN-POSITIONAL", "ORT-SIGNED-ZER0"]')
     result = run_cli(["m.onnx"], cwd=tmp_path)
     assert result.code == 2
-    assert "'ORT-SIGNED-ZER0'; did you mean 'ORT-SIGNED-ZERO'?" in result.stderr
+    assert "'ORT-SIGNED-ZER0'; did you mean 'SIGNED-ZERO-UNORDERED'?" in result.stderr
 
     _waiver_config(tmp_path, '"NO-SUCH-THING"')
     result = run_cli(["m.onnx"], cwd=tmp_path)
@@ -68,7 +68,7 @@ def test_a_lower_case_id_is_accepted_and_covers_the_departure_it_names(tmp_path:
     assert run_cli(["m.onnx"], cwd=tmp_path).code == 1  # the export's profile findings; not a config error
 
     config = parse_table(_table("ort-maxpool-nan"), str(tmp_path / "pyproject.toml"))
-    finding = divergence({("ORT-MAXPOOL-NAN",): 12})
+    finding = divergence({("MAXPOOL-NAN-POSITIONAL",): 12})
     result = apply_waivers(ModelResult("m.onnx", [finding]), config.waivers)
     assert result.findings[0].waived is not None
 
@@ -106,7 +106,7 @@ finally:
 def test_a_static_run_with_a_known_waiver_imports_no_comparison_code(tmp_path: Path) -> None:
     """The IDs come from the operators' declarations (rules/<Op>.toml), not from the comparison engine."""
     save(torchscript_export(), tmp_path / "m.onnx")
-    _waiver_config(tmp_path, '["ort-maxpool-nan", "ORT-SIGNED-ZERO"]')
+    _waiver_config(tmp_path, '["ort-maxpool-nan", "SIGNED-ZERO-UNORDERED"]')
     source = str(Path(sonnx_check.__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": source, "SONNX_CHECK_CACHE_DIR": ""}
     out = subprocess.run(

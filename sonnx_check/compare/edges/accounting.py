@@ -9,6 +9,7 @@ from dataclasses import replace
 import onnx
 
 from sonnx_check.compare.edges.configuration import Configuration, no_dataset_reason
+from sonnx_check.compare.judging.known_departures import RuntimeSeen
 from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED
 from sonnx_check.results.edges import NOT_RUN, RUN_ALONE, SHARED, Battery, NodeAccounting
 
@@ -37,7 +38,7 @@ class Accounting:
     def operator_diverging(self) -> list[Configuration]:
         return [c for c in self.operator_configurations.values() if c.status == DIVERGES]
 
-    def result(self, version: str | None, in_context: Mapping[int, str]) -> Battery:
+    def result(self, version: RuntimeSeen, in_context: Mapping[int, str]) -> Battery:
         """The battery's record; ``in_context``: for a node the in-context run did not compare, why (the
         battery observes a node's configuration there)."""
         return Battery(

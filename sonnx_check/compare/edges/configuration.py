@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.compare.edges import values as edge_values
+from sonnx_check.compare.judging.known_departures import RuntimeSeen
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, MATCH, NOT_COMPARED
 from sonnx_check.compare.memory import KNOWN_BYTES_PER_ELEMENT, MASK_BYTES_PER_ELEMENT, REFERENCE_WORK
@@ -77,7 +78,7 @@ class Configuration:
             )
         return values
 
-    def result(self, view_nodes: Sequence[onnx.NodeProto], version: str | None) -> ConfigurationResult:
+    def result(self, view_nodes: Sequence[onnx.NodeProto], version: RuntimeSeen) -> ConfigurationResult:
         edge = [{"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed]
         held = [
             {

@@ -10,6 +10,7 @@ from typing import Any
 
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.edges.configuration import OPERATOR_SCOPE, Configuration
+from sonnx_check.compare.judging.known_departures import RuntimeSeen
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import NOT_COMPARED, NodeComparison
 from sonnx_check.findings import DIVERGENCE_RULE as DIVERGENCE
@@ -23,7 +24,7 @@ class DivergenceFindings:
     """The divergence findings of one comparison; ``findings``: those of the battery, in order."""
 
     def __init__(
-        self, view: ModelView, subject: str, onnxruntime: Mapping[str, Any], version: str | None
+        self, view: ModelView, subject: str, onnxruntime: Mapping[str, Any], version: RuntimeSeen
     ) -> None:
         self.view = view
         self.subject = subject  # how a sentence names the runtime under test

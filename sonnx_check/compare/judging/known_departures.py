@@ -1,17 +1,18 @@
-"""onnxruntime behaviours that are already understood, so a divergence can be explained where it is reported.
+"""Runtime behaviours that are already understood, so a divergence can be explained where it is reported.
 
 An explanation is attached to the RUNTIME.divergence finding (message and ``data["known_divergence"]``); it
 never turns the divergence into a pass: a known departure from SONNX is still a departure, and whether it
 matters is the user's decision (a waiver), not the tool's.
 
 Each entry says which mismatching elements it explains (a mask), so a finding can tell "all 12 differing
-elements are the known -FLT_MAX padding" apart from "3 of them are, 9 are something new". Matching is by the
-shape of the data, not by onnxruntime version: ``seen_in`` records where the behaviour was observed, and the
-report says when the running version is not among them (a regression or a new code path worth a look).
+elements are the known -FLT_MAX padding" apart from "3 of them are, 9 are something new". An entry names a
+behaviour, not a runtime, and matching is by the shape of the data, whatever the runtime and version: the
+entry's observations record which runtimes showed it at which versions, and the report says when the running
+runtime at its version is not among them (a regression, a new code path or a new runtime worth a look).
 
-The entries are the operators' declarations (``[[comparison.departure]]`` in rules/<Op>.toml: ID, versions,
-description, the reference of the predicate in compare/ops/<op>.py); this module is the engine that
-resolves and matches them. The helpers below (``none``, ``input_value``, ...) are the predicates' own.
+The entries are the operators' declarations (``[[comparison.departure]]`` in rules/<Op>.toml: ID, aliases,
+observations, description, the reference of the predicate in compare/ops/<op>.py); this module is the engine
+that resolves and matches them. The helpers below (``none``, ``input_value``, ...) are the predicates' own.
 """
 
 from __future__ import annotations
@@ -25,15 +26,63 @@ from typing import Any
 import numpy as np
 import onnx
 
-from sonnx_check.profile import profile_operators, resolve_reference
+from sonnx_check.profile import Observation, profile_operators, resolve_reference
+
+
+@dataclass(frozen=True)
+class RunningRuntime:
+    """The runtime under test as a run reports it, for "seen in this runtime at this version": its name
+    (``onnxruntime``, ``openvino``, ``tract``; a command's name from its runtime.json; None when the run
+    does not say) and its version (None when unknown)."""
+
+    name: str | None
+    version: str | None
+
+    @classmethod
+    def of(cls, record: Any) -> RunningRuntime:
+        """From the run's ``RuntimeRecord``: a runtime command is named by what its runtime.json declared."""
+        name = getattr(record, "name", None)
+        if name == "command":
+            name = (getattr(record, "options", None) or {}).get("runtime_name") or None
+        elif name == "saved-outputs":
+            name = None
+        return cls(name if isinstance(name, str) else None, getattr(record, "version", None))
+
+
+# what the records' ``result`` accepts: the running runtime, or a bare onnxruntime version (older callers)
+RuntimeSeen = RunningRuntime | str | None
+
+
+def running(seen: RuntimeSeen) -> RunningRuntime:
+    if isinstance(seen, RunningRuntime):
+        return seen
+    return RunningRuntime("onnxruntime", seen)
+
+
+def runtime_key(name: str) -> str:
+    """A runtime name compared loosely: "OpenVINO", "openvino" and "open-vino" are one runtime."""
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The node that produces one input of a case's node: the node, which of its outputs it is, and its own
+    input values (the runtime's in context, SONNX's end to end)."""
+
+    node: onnx.NodeProto
+    position: int
+    inputs: Sequence[np.ndarray | None]
 
 
 @dataclass(frozen=True)
 class DivergenceCase:
     """Everything a known-divergence predicate may look at for one node output on one dataset.
 
-    ``inputs`` are the node's input values as onnxruntime computed them (None when absent or unknown);
-    ``mismatch`` is True where ``actual`` (onnxruntime) and ``expected`` (SONNX) differ."""
+    ``inputs`` are the node's input values as the runtime under test computed them (None when absent or
+    unknown); ``mismatch`` is True where ``actual`` (the runtime) and ``expected`` (SONNX) differ.
+    ``upstream(k)``: the producer of input ``k`` and its inputs (judging/upstream.py), for a behaviour that
+    spans two nodes (a float16 intermediate kept in float32, a BatchNormalization folded into its Conv);
+    None where the caller cannot say (an operator run alone), and then such a behaviour explains nothing."""
 
     node: onnx.NodeProto
     output_position: int
@@ -41,6 +90,7 @@ class DivergenceCase:
     actual: np.ndarray
     mismatch: np.ndarray
     inputs: Sequence[np.ndarray | None] = ()
+    upstream: Callable[[int], Upstream | None] | None = None
 
 
 Predicate = Callable[[DivergenceCase], np.ndarray]
@@ -53,9 +103,18 @@ class KnownDivergence:
     outputs: tuple[int, ...] | None  # output positions the behaviour affects; None = every output
     summary: str  # one line, for messages
     explanation: str  # the mechanism, for the report and --explain style reading
-    seen_in: tuple[str, ...]  # "versions: where", one per observation
-    versions: tuple[tuple[str, str], ...]  # inclusive onnxruntime version ranges it was observed in
+    observed: tuple[Observation, ...]  # the runtimes, versions and configurations it was seen in
     predicate: Predicate
+    aliases: tuple[str, ...] = ()  # the IDs it was known by before (ORT-...)
+
+    @property
+    def seen_in(self) -> tuple[str, ...]:
+        """The observations as lines: "runtime versions (configuration): where"."""
+        return tuple(o.text() for o in self.observed)
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.runtime for o in self.observed))
 
     def explains(self, case: DivergenceCase) -> np.ndarray:
         """The mismatching elements this behaviour accounts for (a subset of ``case.mismatch``)."""
@@ -67,12 +126,21 @@ class KnownDivergence:
             return np.zeros(case.mismatch.shape, dtype=bool)
         return self.predicate(case) & case.mismatch
 
-    def seen_in_version(self, version: str | None) -> bool | None:
-        """Whether ``version`` lies in a range where this behaviour was observed (None: not a release)."""
-        parsed = parse_version(version)
-        if parsed is None:
+    def seen_in_version(self, seen: RuntimeSeen) -> bool | None:
+        """Whether this behaviour was observed in the running runtime at its version: an observation of that
+        runtime (by name) whose ranges hold the version. None when the run names no runtime or its version
+        is not a release number; a bare version is onnxruntime's."""
+        runtime = running(seen)
+        parsed = parse_version(runtime.version)
+        if parsed is None or not runtime.name:
             return None
-        return any(_release(lo) <= parsed <= _release(hi) for lo, hi in self.versions)
+        key = runtime_key(runtime.name)
+        return any(
+            _release(lo) <= parsed <= _release(hi)
+            for o in self.observed
+            if runtime_key(o.runtime) == key
+            for lo, hi in o.versions
+        )
 
 
 @dataclass(frozen=True)
@@ -153,9 +221,9 @@ def known_departures() -> tuple[KnownDivergence, ...]:
             outputs=d.outputs,
             summary=d.summary,
             explanation=d.explanation,
-            seen_in=d.seen_in,
-            versions=d.versions,
+            observed=d.observed,
             predicate=_Declared(d.predicate),
+            aliases=d.aliases,
         )
         for op in profile_operators().values()
         for d in op.comparison.departures
@@ -216,7 +284,9 @@ def explained_mask(case: DivergenceCase, table: Sequence[KnownDivergence] | None
 
 
 def by_id(divergence_id: str) -> KnownDivergence:
+    """The entry an ID or one of its aliases names (case-insensitively)."""
+    folded = divergence_id.casefold()
     for entry in known_departures():
-        if entry.id == divergence_id:
+        if folded == entry.id.casefold() or folded in (a.casefold() for a in entry.aliases):
             return entry
     raise KeyError(divergence_id)

@@ -2,7 +2,7 @@
 
 A user wants one finding per output that diverges, not one per dataset: the record adds the datasets up
 (mismatch counts, classes, the largest difference), keeps the first mismatch of the first dataset that showed
-one, and remembers which known onnxruntime behaviours account for how many of the differing elements.
+one, and remembers which known runtime behaviours account for how many of the differing elements.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from sonnx_check.compare.judging.bounds import Classification
 from sonnx_check.compare.judging.diff import ElementPair, MismatchClass, Outcome, TensorDiff
-from sonnx_check.compare.judging.known_departures import KnownDivergence, KnownMatch
+from sonnx_check.compare.judging.known_departures import KnownDivergence, KnownMatch, RuntimeSeen
 from sonnx_check.results.outputs import (
     NOT_COMPARED,
     Accuracy,
@@ -21,6 +21,7 @@ from sonnx_check.results.outputs import (
     ExplainedBy,
     FirstMismatch,
     KnownDeparture,
+    ObservedIn,
     OutputResult,
 )
 
@@ -138,8 +139,9 @@ class OutputRecord:
         counts = ", ".join(f"{n} {o}" for o, n in self.outcomes.items() if n)
         return f"{counts}; largest error/bound {_ratio_text(self.margin)}"
 
-    def result(self, version: str | None = None) -> OutputResult:
-        """The typed record every report reads (``version``: the runtime's, for the known departures)."""
+    def result(self, version: RuntimeSeen = None) -> OutputResult:
+        """The typed record every report reads (``version``: the running runtime, or onnxruntime's bare
+        version, for "seen in this runtime at this version" of the known departures)."""
         first = None
         if self.first is not None:
             first = FirstMismatch(
@@ -160,6 +162,11 @@ class OutputRecord:
                 explanation=tally.entry.explanation,
                 seen_in=tuple(tally.entry.seen_in),
                 explained=tally.explained,
+                aliases=tuple(tally.entry.aliases),
+                observed=tuple(
+                    ObservedIn(o.runtime, tuple(o.versions), o.configuration, o.where)
+                    for o in tally.entry.observed
+                ),
                 seen_in_this_version=tally.entry.seen_in_version(version),
             )
             for tally in self.known.values()
@@ -184,5 +191,5 @@ class OutputRecord:
             accuracy=Accuracy(self.bound, dict(self.outcomes), self.margin) if self.bound else None,
         )
 
-    def to_json(self, version: str | None = None) -> dict[str, Any]:
+    def to_json(self, version: RuntimeSeen = None) -> dict[str, Any]:
         return self.result(version).to_json()

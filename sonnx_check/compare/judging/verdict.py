@@ -12,6 +12,7 @@ from typing import Any
 
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.judging.divergence_findings import DivergenceFindings
+from sonnx_check.compare.judging.known_departures import RunningRuntime
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED, NodeComparison, ancestors
 from sonnx_check.compare.options import CompareOptions
@@ -77,7 +78,9 @@ class Judge:
             bool(info["compared"]), str(info.get("reason", "")), dict(observed.end_to_end_failures)
         )
         edges = observed.edges
-        divergences = DivergenceFindings(self.view, self.subject, self.outcome.onnxruntime, self.version)
+        # "seen in this runtime at this version": the runtime as the run reported it (its runtime.json)
+        seen = RunningRuntime.of(self.outcome.runtime)
+        divergences = DivergenceFindings(self.view, self.subject, self.outcome.onnxruntime, seen)
         compared_anything = (
             any(n.records for n in nodes)
             or any(r.datasets for r in (end_to_end or {}).values())
@@ -99,7 +102,7 @@ class Judge:
         self.findings += divergences.findings
         outputs: tuple[OutputResult, ...] = ()
         if end_to_end is not None:
-            outputs = tuple(r.result(self.version) for r in end_to_end.values())
+            outputs = tuple(r.result(seen) for r in end_to_end.values())
             for name, record in end_to_end.items():
                 upstream = ancestors(self.view, name)
                 # End to end, rounding differences of inexact operators add up with no bound defined for the
@@ -116,7 +119,7 @@ class Judge:
             for entry in nodes:
                 if entry.has_kernel and not entry.reason:
                     entry.reason = f"{self.subject} failed at run time on every dataset"
-        results = tuple(n.result(self.version) for n in nodes)
+        results = tuple(n.result(seen) for n in nodes)
         silent = set(failed) == {d.name for d in datasets}
         not_compared = self._not_compared_nodes(nodes, compared_anything, silent)
         self._data_violations(nodes)

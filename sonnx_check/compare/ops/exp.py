@@ -1,4 +1,5 @@
-"""Exp's comparison facts (rules/Exp.toml names them): its bound. Its edge pattern is the shared sweep."""
+"""Exp's comparison facts (rules/Exp.toml names them): its bound and the predicate of its known runtime
+departure. Its edge pattern is the shared sweep."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import numpy as np
 
 from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_error
+from sonnx_check.compare.judging.known_departures import DivergenceCase, none
 from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 
 
@@ -23,3 +25,10 @@ def _exp(data: NodeData) -> RuleResult:
 
 
 BOUND = Rule("err_rel(exp(x))·max(|Y|, min-normalized)", EXP_HYPOTHESIS, _exp)
+
+
+def nan_to_infinity(case: DivergenceCase) -> np.ndarray:
+    """+inf where SONNX's Exp is NaN (a NaN of X)."""
+    if case.actual.dtype.kind != "f":
+        return none(case)
+    return np.isnan(case.expected) & np.isposinf(case.actual)

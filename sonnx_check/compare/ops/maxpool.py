@@ -1,5 +1,5 @@
-"""MaxPool's comparison facts (rules/MaxPool.toml names them): the predicates of its known onnxruntime
-departures (one of them, ORT-SIGNED-ZERO, Max shares)."""
+"""MaxPool's comparison facts (rules/MaxPool.toml names them): the predicates of its known runtime
+departures (SIGNED-ZERO-UNORDERED and SIGNED-ZERO-BY-POSITION, Max shares: compare/ops/max.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
-from sonnx_check.compare.judging.known_departures import DivergenceCase, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 
 
 def lowest_instead_of_neg_inf(case: DivergenceCase) -> np.ndarray:
@@ -96,3 +96,76 @@ def windows_any(mask: np.ndarray, node: onnx.NodeProto, out_shape: Sequence[int]
                 w0 : w0 + (out_w - 1) * strides[1] + 1 : strides[1],
             ]
     return result
+
+
+def window_values(
+    x: np.ndarray, node: onnx.NodeProto, out_shape: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For every output position of a 2-D pooling node, its window's elements in row-major order (an array
+    N x C x H_out x W_out x K) and which of them are real elements of X rather than padding (same shape).
+    Windows follow the node's explicit attributes (auto_pad NOTSET), as ``windows_any``."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    kernel = list(attrs.get("kernel_shape", [1, 1]))
+    strides = list(attrs.get("strides", [1, 1]))
+    dilations = list(attrs.get("dilations", [1, 1]))
+    pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    out_h, out_w = int(out_shape[2]), int(out_shape[3])
+    need_h = (out_h - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1
+    need_w = (out_w - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1
+    end_h = max(0, need_h - pads[0] - x.shape[2])
+    end_w = max(0, need_w - pads[1] - x.shape[3])
+    widths = ((0, 0), (0, 0), (pads[0], end_h), (pads[1], end_w))
+    padded = np.pad(x, widths, constant_values=0)
+    real = np.pad(np.ones(x.shape, dtype=bool), widths, constant_values=False)
+    values, valid = [], []
+    for kh in range(kernel[0]):
+        for kw in range(kernel[1]):
+            rows = slice(kh * dilations[0], kh * dilations[0] + (out_h - 1) * strides[0] + 1, strides[0])
+            cols = slice(kw * dilations[1], kw * dilations[1] + (out_w - 1) * strides[1] + 1, strides[1])
+            values.append(padded[:, :, rows, cols])
+            valid.append(real[:, :, rows, cols])
+    return np.stack(values, axis=-1), np.stack(valid, axis=-1)
+
+
+def _pooling_x(case: DivergenceCase) -> np.ndarray | None:
+    x = case.inputs[0] if case.inputs else None
+    if x is None or x.ndim != 4 or case.actual.ndim != 4 or case.actual.shape[:2] != x.shape[:2]:
+        return None
+    attrs = {a.name for a in case.node.attribute}
+    if "auto_pad" in attrs and attribute(case.node, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        return None
+    return x
+
+
+def index_zero_for_empty_window(case: DivergenceCase) -> np.ndarray:
+    """Indices: 0 for a window none of whose real elements is above -inf (all -inf or NaN, or padding
+    only), where SONNX gives the index of the window's first real element; 0 lies outside most windows."""
+    x = _pooling_x(case)
+    if x is None or x.dtype.kind != "f" or case.actual.dtype.kind not in "iu":
+        return none(case)
+    values, valid = window_values(x, case.node, case.actual.shape)
+    with np.errstate(invalid="ignore"):
+        above = valid & (values > -np.inf)
+    return ~above.any(axis=-1) & (case.actual == 0)
+
+
+def end_zero_signs(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Over the last axis: whether some valid element is a zero, and the sign bits of the first and of the
+    last one."""
+    zero = valid & (values == 0)
+    first = np.argmax(zero, axis=-1)
+    last = zero.shape[-1] - 1 - np.argmax(zero[..., ::-1], axis=-1)
+    signs = [np.signbit(np.take_along_axis(values, k[..., None], axis=-1)[..., 0]) for k in (first, last)]
+    return zero.any(axis=-1), signs[0], signs[1]
+
+
+def pooled_zero_by_position(case: DivergenceCase) -> np.ndarray:
+    """Y: the window's first or last zero (row-major) where its maximum is zero and SONNX gives the other
+    zero."""
+    x = _pooling_x(case)
+    if x is None or x.dtype.kind != "f":
+        return none(case)
+    values, valid = window_values(x, case.node, case.actual.shape)
+    has_zero, first, last = end_zero_signs(values, valid)
+    sign = np.signbit(case.actual)
+    return has_zero & signed_zero(case) & ((sign == first) | (sign == last))

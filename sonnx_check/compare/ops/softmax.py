@@ -1,5 +1,5 @@
-"""Softmax's comparison facts (rules/Softmax.toml names them): its bound, the predicate of its known
-onnxruntime departure and its edge patterns (rows holding +inf, rows of -inf, rows spread wide)."""
+"""Softmax's comparison facts (rules/Softmax.toml names them): its bound, the predicates of its known
+runtime departures and its edge patterns (rows holding +inf, rows of -inf, rows spread wide)."""
 
 from __future__ import annotations
 
@@ -118,3 +118,19 @@ def wide_rows(node: onnx.NodeProto, fed: Fed, rng: np.random.Generator) -> dict[
         rows[1::2] = -np.linspace(0.0, reach, rows.shape[1], dtype=np.float64).astype(rows.dtype)
 
     return _with_slices(node, fed, rng, fill)
+
+
+def inf_slice_one_hot(case: DivergenceCase) -> np.ndarray:
+    """+0 at the finite and -inf elements of a slice holding +inf or NaN, where SONNX's slice is NaN
+    everywhere (the runtime gives NaN only at the +inf and NaN elements: exp(x - max) with max = +inf)."""
+    x = input_value(case, 0)
+    if x is None or x.dtype.kind != "f" or x.shape != case.actual.shape or x.ndim == 0:
+        return none(case)
+    axis = int(attribute(case.node, "axis", -1))
+    axis = axis + x.ndim if axis < 0 else axis
+    if not 0 <= axis < x.ndim:
+        return none(case)
+    poisoned = (np.isnan(x) | np.isposinf(x)).any(axis=axis, keepdims=True)
+    ordinary = ~np.isnan(x) & ~np.isposinf(x)
+    actual = case.actual
+    return np.broadcast_to(poisoned, x.shape) & ordinary & (actual == 0) & ~np.signbit(actual)
