@@ -58,7 +58,9 @@ def test_the_plan_covers_what_the_gemm_kernel_holds() -> None:
     assert planned >= held
 
 
-def test_a_gemm_whose_kernel_needs_more_than_the_budget_is_not_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_gemm_whose_kernel_needs_more_than_the_budget_is_not_compared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Under --max-memory 400 MiB (200 for sonnx-check), the weight (64 MiB) and the kernel's work (its
     bound's magnitudes of the weight, the float64 blocks) do not fit: the node is not compared, with the
     reason, instead of the comparison going past the budget (planned at 2x its output, it was compared)."""
