@@ -35,6 +35,7 @@ def networks() -> dict[str, tuple[Callable[[], object], tuple[int, ...]]]:
             (1, 3, 299, 299),
         ),
         "vgg16": (lambda: models.vgg16(weights=None), STANDARD),
+        "vgg11": (lambda: models.vgg11(weights=None), STANDARD),
     }
 
 
@@ -52,14 +53,19 @@ def export(out: Path, nets: list[str]) -> None:
             continue
         torch.manual_seed(0)
         model = build().eval()
+        # Written under a temporary name and renamed when complete: others may read the folder meanwhile.
+        partial = folder / "model.onnx.partial"
         torch.onnx.export(
-            model, (torch.zeros(*shape),), str(target), dynamo=False, opset_version=OPSET,
+            model, (torch.zeros(*shape),), str(partial), dynamo=False, opset_version=OPSET,
             input_names=["image"], output_names=["logits"],
         )  # fmt: skip
+        partial.replace(target)
         print(f"{target}: input {'x'.join(map(str, shape))}, opset {OPSET}", flush=True)
 
 
-NETS = ("resnet18", "shufflenet_v2", "efficientnet_b0", "densenet121", "inception_v3", "vgg16")
+NETS = (
+    "resnet18", "shufflenet_v2", "efficientnet_b0", "densenet121", "inception_v3", "vgg16", "vgg11",
+)  # fmt: skip
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(

@@ -18,6 +18,7 @@ size is known, so the plan is exact up to the small objects around the tensors.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from sonnx_check.compare.work_sizes import (  # noqa: F401 - KNOWN_BYTES_PER_ELE
     KNOWN_BYTES_PER_ELEMENT,
     MASK_BYTES_PER_ELEMENT,
     REFERENCE_WORK,
+    products_work,
 )
 
 if TYPE_CHECKING:
@@ -95,6 +97,7 @@ class Planner:
         self.budget = budget
         self.own = halves(budget)[1]
         self.initializers = {t.name for t in view.model.graph.initializer}
+        self.dims = {t.name: tuple(t.dims) for t in view.model.graph.initializer}
 
     def _bytes(self, names: Iterable[str]) -> int:
         return sum(self.sizes[n].nbytes for n in set(names) if n in self.sizes)
@@ -118,7 +121,21 @@ class Planner:
         outputs = [self.sizes[n] for n in node.output if n in self.sizes]
         produced = sum(s.nbytes for s in outputs)
         masks = sum(s.elements for s in outputs) * MASK_BYTES_PER_ELEMENT
-        return produced * (1 + REFERENCE_WORK) + masks + CHUNK_WORK
+        return produced + self._kernel_work(entry.index) + masks + CHUNK_WORK
+
+    def _kernel_work(self, index: int) -> int:
+        """What the node's reference kernel (and its bound) hold beyond its outputs: measured figures per
+        operator (work_sizes)."""
+        node = self.view.nodes[index]
+        outputs = [self.sizes[n] for n in node.output if n in self.sizes]
+        produced = sum(s.nbytes for s in outputs)
+        operands = [self.sizes[n].elements if n in self.sizes else 0 for n in node.input]
+        conv_k = None
+        if node.op_type == "Conv" and len(node.input) > 1 and node.input[1] in self.dims:
+            dims = self.dims[node.input[1]]
+            conv_k = math.prod(dims[1:]) if len(dims) > 1 else None
+        work = products_work(node.op_type, operands, sum(s.elements for s in outputs), conv_k)
+        return max(produced * REFERENCE_WORK, work or 0)
 
     def batches(self, entries: Sequence[NodeComparison]) -> list[Batch]:
         """Group the nodes to compare, in graph order, so that each group's tensors fit the budget together;
@@ -185,7 +202,7 @@ class Planner:
                 if name:
                     live[name] = self._bytes([name])
                     produced += live[name]
-            peak = max(peak, sum(live.values()) + produced * REFERENCE_WORK)
+            peak = max(peak, sum(live.values()) + self._kernel_work(index))
             for name in [n for n in live if last_use.get(n, -1) <= index]:
                 del live[name]
         return peak

@@ -26,6 +26,7 @@ from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import RunPlan, all_exact
+from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
 from sonnx_check.compare.stream import run_graph
 from sonnx_check.errors import first_line
@@ -74,11 +75,15 @@ class ComparisonRun:
         self.subject = runner.description.subject
         self.battery_size = 0  # the node battery's configurations, for the progress line
         self.readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)  # the texts' readings chosen
+        # --timeout bounds the runtime's time: its deadline moves past sonnx-check's own work
+        self.clock = RuntimeClock(runner)
 
     def open(self, model: onnx.ModelProto | None, outputs: list[str] | None = None) -> Session:
         """A session on ``model``, or (None) on the model under comparison with ``outputs`` as its graph
         outputs; the time limit running out stops the comparison."""
-        return _stopping_on_timeout(lambda: self.runner.open(model, outputs))
+        with self.clock.runtime():
+            session = _stopping_on_timeout(lambda: self.runner.open(model, outputs))
+        return self.clock.session(session)
 
     def open_configurations(
         self, model: onnx.ModelProto, constants: Mapping[str, str] | None = None
@@ -88,7 +93,9 @@ class ComparisonRun:
         progress.battery(len(model.graph.node), self.battery_size)  # one node per configuration
         if constants is None:
             return self.open(model)
-        return _stopping_on_timeout(lambda: self.runner.open_sharing(model, constants))
+        with self.clock.runtime():
+            session = _stopping_on_timeout(lambda: self.runner.open_sharing(model, constants))
+        return self.clock.session(session)
 
     def run(self, plain: Session, datasets: list[Dataset], run_plan: RunPlan) -> Observed:
         """Every run of the plan, the unmodified model's session (``plain``) first; a time limit that runs

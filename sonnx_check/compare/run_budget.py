@@ -5,7 +5,12 @@ of its own): a tensor sized by input values (a Loop's trip count, Range's limit,
 ConstantOfShape or Expand) can make it allocate without bound or run for ever. So the model must hold no
 control flow, and every node output must have a size known from the input shapes alone, within
 ``--max-elements``. A model inside the profile always passes: its shapes are static and explicit
-(GRAPH.shapes), and it has no control flow."""
+(GRAPH.shapes), and it has no control flow.
+
+A size computed from other shapes (torch exports a channel split as Shape -> Gather -> Div -> Slice) is
+known before running too: those small values are computed from the input shapes and the constants
+(``_fold_shape_values``) and shape inference runs again on them. Only a size that depends on the input
+data's values (Range's limit read from an input) stays unknown, and the model is then not run."""
 
 from __future__ import annotations
 
@@ -15,13 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from sonnx_check.view import ModelView, is_control_flow, tensor_type_of
 
 # Initializers up to this size are kept for shape inference (shape and axis tensors are small); larger ones
 # only contribute their declared shape, so no weight is copied.
 _SHAPE_TENSOR_LIMIT = 1024
+# The most a node's folded inputs may hold together, as the product of their sizes (see _small_outputs).
+_FOLD_WORK = 2**20
 
 
 @dataclass(frozen=True)
@@ -66,9 +73,10 @@ def run_budget_problem(
     for index, name in outputs:
         if name not in sizes:
             return OverBudget(
-                f"the size of tensor '{name}' ({view.refs[index].label()}) is not known before running, "
-                f"so {runtime}'s memory use cannot be bounded by --max-elements; the model is not run "
-                "(declare static shapes, or give --shape for every dynamic input)",
+                f"the size of tensor '{name}' ({view.refs[index].label()}) is not known before running "
+                "(it depends on values the model computes from its inputs' data, not only on their shapes "
+                f"and the model's constants), so {runtime}'s memory use cannot be bounded by "
+                "--max-elements; the model is not run",
                 index,
                 size_unknown=True,
             )
@@ -84,16 +92,99 @@ def inferred_sizes(
     Declared intermediate shapes are not trusted (a hostile model can declare small shapes and compute huge
     ones): inference starts from the graph inputs and initializers only."""
     probe = _shape_probe(model, input_shapes)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=False, data_prop=True)
-    except Exception:  # noqa: BLE001 - inference gives up on broken graphs: then no size is known
-        return {}
-    sizes: dict[str, tuple[int, int]] = {}
-    for value_info in (*inferred.graph.value_info, *inferred.graph.output):
-        declared = tensor_type_of(value_info)
-        if declared is not None and declared.static_shape is not None:
-            sizes[value_info.name] = (math.prod(declared.static_shape), _itemsize(declared.elem_type))
+    folded: dict[str, np.ndarray] = {}
+    shapes: dict[str, tuple[tuple[int, ...], int]] = {}
+    # A size computed from other shapes (Shape -> Gather -> Div -> Slice's ends, as torch exports a channel
+    # split) is known once those small values are: they are computed here and inferred again, as long as
+    # that reveals more (each round at least one node more, so at most one round per node).
+    for _ in range(len(model.graph.node) + 1):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - inference gives up on broken graphs: what it knew stays
+            break
+        for value_info in (*inferred.graph.value_info, *inferred.graph.output):
+            declared = tensor_type_of(value_info)
+            if declared is not None and declared.static_shape is not None:
+                shapes[value_info.name] = (tuple(declared.static_shape), declared.elem_type)
+        if not _fold_shape_values(probe, shapes, folded):
+            break
+    sizes = {name: (math.prod(shape), _itemsize(elem)) for name, (shape, elem) in shapes.items()}
+    sizes.update({name: (value.size, value.dtype.itemsize) for name, value in folded.items()})
     return sizes
+
+
+def _fold_shape_values(
+    probe: onnx.ModelProto, shapes: Mapping[str, tuple[tuple[int, ...], int]], folded: dict[str, np.ndarray]
+) -> bool:
+    """Replace, in ``probe``, every node whose outputs follow from the known shapes and small constants alone
+    by those outputs as initializers (``folded`` gets them); whether any was. Only small tensors are
+    computed (at most _SHAPE_TENSOR_LIMIT elements each), by onnx's own evaluator: these values only size
+    the plan, they are not compared."""
+    graph = probe.graph
+    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    kept: list[onnx.NodeProto] = []
+    for node in graph.node:
+        outputs = _small_outputs(node, values, shapes)
+        if outputs is None:
+            kept.append(node)
+            continue
+        for name, value in outputs.items():
+            values[name] = folded[name] = value
+            graph.initializer.append(numpy_helper.from_array(value, name))
+    if len(kept) == len(graph.node):
+        return False
+    del graph.node[:]
+    graph.node.extend(kept)
+    return True
+
+
+# Operators whose outputs follow from their inputs' values alone (nothing random, no subgraph): the ones a
+# shape computation is made of. None makes an output larger than the product of its inputs' sizes (Range,
+# Expand, Tile, ConstantOfShape would: their size is what is being bounded), so _FOLD_WORK bounds it.
+_FOLDABLE = frozenset(
+    {"Constant", "Shape", "Size", "Gather", "Add", "Sub", "Mul", "Div", "Cast", "Concat", "Unsqueeze",
+     "Squeeze", "Slice", "Reshape", "Floor", "Ceil", "Min", "Max", "Neg", "Abs", "Identity", "Equal",
+     "Where", "ReduceProd", "Mod", "Sqrt"}
+)  # fmt: skip
+
+
+def _small_outputs(
+    node: onnx.NodeProto,
+    values: Mapping[str, np.ndarray],
+    shapes: Mapping[str, tuple[tuple[int, ...], int]],
+) -> dict[str, np.ndarray] | None:
+    """The node's outputs by name when they follow from known values (a Shape or Size from a known shape)
+    and are all small; None otherwise."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in _FOLDABLE:
+        return None
+    feeds: dict[str, np.ndarray] = {}
+    for name in node.input:
+        if not name:
+            continue
+        if name in values:
+            feeds[name] = values[name]
+        elif node.op_type in ("Shape", "Size") and name in shapes:
+            shape, elem = shapes[name]  # only the shape is read: a broadcast zero holds no memory
+            dtype = helper.tensor_dtype_to_np_dtype(elem) if elem else np.dtype(np.float32)
+            feeds[name] = np.broadcast_to(np.zeros((), dtype), shape)
+        else:
+            return None
+    if node.op_type not in ("Shape", "Size") and math.prod(v.size for v in feeds.values()) > _FOLD_WORK:
+        return None  # broadcasting small inputs against each other can still make a large output
+    from onnx.reference import ReferenceEvaluator  # only for models that need it: it is slow to import
+
+    try:
+        computed = ReferenceEvaluator(node).run(None, feeds)
+    except Exception:  # noqa: BLE001 - what onnx's evaluator cannot compute stays unknown
+        return None
+    outputs = {}
+    for name, value in zip(node.output, computed, strict=False):
+        value = np.asarray(value)
+        if value.size > _SHAPE_TENSOR_LIMIT or value.dtype == object:
+            return None
+        if name:
+            outputs[name] = value
+    return outputs
 
 
 def _itemsize(elem_type: int) -> int:

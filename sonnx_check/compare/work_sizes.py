@@ -11,3 +11,33 @@ REFERENCE_WORK = 2
 # Matching a diverging output against the known onnxruntime behaviours: measured up to 22 bytes per element
 # (Indices of a MaxPool), done only when the output diverges.
 KNOWN_BYTES_PER_ELEMENT = 24
+
+# The sums of products work on their operands, not their outputs (measured with tracemalloc, the kernel and
+# its bound together, float32; benchmarks/bench_memory.py measures the whole comparison):
+# - Conv: its float64 im2col and the bound's magnitudes, up to 1.4x K x P float64 words (K = C/group x
+#   kernel, P = N x output positions: 64 -> 64 channels on 224 x 224, 312 MiB for an im2col of 231 MiB),
+#   and its weight's float64 forms, up to 12x its float64 size (512 -> 512 on 14 x 14: 113 MiB for 18 MiB);
+# - Gemm: B' by blocks of 32 MiB of float64 (gemm._BLOCK_BYTES), and the bound's float32 magnitudes of the
+#   whole B' (1.25x B' in float32: 490 MiB for VGG's 392 MiB weight);
+# - MatMul: both operands in float64 and their magnitudes.
+CONV_IM2COL_WORK = 3  # times K x P float64 words
+CONV_WEIGHT_WORK = 12  # times the weight's float64 size
+GEMM_WEIGHT_WORK = 1.5  # times B' in float32, beyond the blocks
+GEMM_BLOCKS = 3 * 32 * 2**20
+MATMUL_OPERAND_WORK = 3  # times both operands in float64
+
+
+def products_work(op_type: str, operands: list[int], output: int, conv_k: int | None) -> int | None:
+    """The working memory of a sum-of-products kernel (bytes) from its operands' and output's element
+    counts; ``conv_k``: a Conv's K (C/group x kernel positions) when its weight's shape is known. None for
+    another operator (REFERENCE_WORK times its outputs then)."""
+    if op_type == "Conv" and len(operands) >= 2:
+        weight = operands[1]
+        k = conv_k if conv_k is not None else weight  # unknown shape: K at most the weight's size
+        positions = output // max(1, weight // max(1, k))  # output / C_out
+        return CONV_IM2COL_WORK * 8 * k * positions + CONV_WEIGHT_WORK * 8 * weight + 6 * 4 * output
+    if op_type == "Gemm" and len(operands) >= 2:
+        return int(GEMM_WEIGHT_WORK * 4 * operands[1]) + GEMM_BLOCKS + 6 * 8 * output
+    if op_type == "MatMul" and len(operands) >= 2:
+        return MATMUL_OPERAND_WORK * 8 * (operands[0] + operands[1]) + 6 * 8 * output
+    return None

@@ -225,6 +225,11 @@ class Runner(ABC):
         ``open(None, outputs)`` runs it with those outputs; ``deadline`` (time.monotonic()) ends every call
         after it."""
 
+    def postpone(self, seconds: float) -> None:  # noqa: B027 - a runner without a deadline ignores it
+        """Move the deadline given to ``start`` ``seconds`` later, for the sessions already open too:
+        sonnx-check worked that long on its own between two calls (compare/runtime_clock.py: --timeout
+        bounds the runtime's time, not the comparison's)."""
+
     @abstractmethod
     def open(self, model: onnx.ModelProto | None, outputs: Sequence[str] | None = None) -> Session:
         """Load ``model`` (None: the model given to ``start``, with ``outputs`` as its graph outputs).

@@ -152,6 +152,10 @@ class CommandRunner(Runner):
         self.deadline = deadline
         self._types = value_types(model)
 
+    def postpone(self, seconds: float) -> None:
+        if self.deadline is not None:  # read by each run of the command
+            self.deadline += seconds
+
     def folder(self) -> Path:
         """The runner's private temporary folder (0700), removed by ``close``."""
         if self._folder is None:

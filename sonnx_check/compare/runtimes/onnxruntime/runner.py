@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -81,6 +82,7 @@ class OrtRunner(Runner):
         self.deadline: float | None = None
         self.host = runtime.SessionHost(memory_budget, providers=self.providers)  # worker started on demand
         self.info: runtime.RuntimeInfo | None = None  # from the first session: what onnxruntime applied
+        self._sessions: weakref.WeakSet[runtime.OrtSession] = weakref.WeakSet()  # open: postpone moves them
 
     @property
     def description(self) -> RunnerDescription:
@@ -120,9 +122,18 @@ class OrtRunner(Runner):
             outputs=None if outputs is None else list(outputs),
             constants=constants,
         )
+        self._sessions.add(session)
         if self.info is None and model is None:
             self.info = session.info
         return OrtRunnerSession(session)
+
+    def postpone(self, seconds: float) -> None:
+        if self.deadline is None:
+            return
+        self.deadline += seconds
+        for session in list(self._sessions):  # each session ends its calls at its own copy of the deadline
+            if getattr(session, "deadline", None) is not None:  # (tests stand in sessions without one)
+                session.deadline += seconds
 
     def open_sharing(self, model: onnx.ModelProto, constants: Mapping[str, str]) -> OrtRunnerSession:
         return self.open(model, constants=constants)
