@@ -175,9 +175,41 @@ def compared_outputs(comparison: ComparisonOutcome) -> list[ComparedOutput]:
     return out
 
 
-def known_departures(findings: Sequence[Finding]) -> list[dict[str, Any]]:
-    """Each known onnxruntime departure a finding met, and its disposition: waived (with the reason), or
-    reported (a known departure still fails the run until a waiver accepts it)."""
+@dataclass(frozen=True)
+class DepartureMet:
+    """A known departure of the runtime that a finding met, and its disposition: waived (with the reason),
+    or reported (a known departure still fails the run until a waiver accepts it)."""
+
+    id: str
+    summary: str
+    finding: int  # the finding's position in the model's findings
+    node: int | None
+    output: str
+    explained: int  # the differing elements it explains
+    unexplained: int  # the output's differing elements no known departure explains
+    seen_in_this_version: bool | None
+    verdict_class: str
+    disposition: str  # waived or reported
+    waiver_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "finding": self.finding,
+            "node": self.node,
+            "output": self.output,
+            "explained": self.explained,
+            "unexplained": self.unexplained,
+            "seen_in_this_version": self.seen_in_this_version,
+            "class": self.verdict_class,
+            "disposition": self.disposition,
+            "waiver_reason": self.waiver_reason,
+        }
+
+
+def known_departures(findings: Sequence[Finding]) -> list[DepartureMet]:
+    """Each known departure of the runtime a finding met, with its disposition."""
     out = []
     for k, finding in enumerate(findings):
         record = finding.record
@@ -185,18 +217,18 @@ def known_departures(findings: Sequence[Finding]) -> list[dict[str, Any]]:
             continue
         for known in record.output.known:
             out.append(
-                {
-                    "id": known.id,
-                    "summary": known.summary,
-                    "finding": k,
-                    "node": finding.node.index if finding.node is not None else None,
-                    "output": record.output.output,
-                    "explained": known.explained,
-                    "unexplained": record.output.unexplained,
-                    "seen_in_this_version": known.seen_in_this_version,
-                    "class": verdict_class(finding),
-                    "disposition": "waived" if finding.waived is not None else "reported",
-                    "waiver_reason": finding.waived,
-                }
+                DepartureMet(
+                    id=known.id,
+                    summary=known.summary,
+                    finding=k,
+                    node=finding.node.index if finding.node is not None else None,
+                    output=record.output.output,
+                    explained=known.explained,
+                    unexplained=record.output.unexplained,
+                    seen_in_this_version=known.seen_in_this_version,
+                    verdict_class=verdict_class(finding),
+                    disposition="waived" if finding.waived is not None else "reported",
+                    waiver_reason=finding.waived,
+                )
             )
     return out

@@ -50,6 +50,7 @@ class ModelEvidence:
     identity: ModelIdentity
     rules: tuple[RuleVerdict, ...]
     outputs: tuple[compared.ComparedOutput, ...]
+    departures: tuple[compared.DepartureMet, ...]  # the known departures the findings met
     entry: dict[str, Any]
 
 
@@ -201,14 +202,18 @@ def _model(
     entry["rules"] = [r.summary_json() for r in rules]
     entry["verdicts"] = [r.verdict_json() for r in rules]
     outputs = compared.compared_outputs(result.comparison) if result.comparison is not None else []
+    departures = compared.known_departures(result.findings)
     compares = settings.compare.enabled
-    entry["comparison"] = _finite(_comparison(result, settings, outputs)) if compares else None
+    entry["comparison"] = _finite(_comparison(result, settings, outputs, departures)) if compares else None
     entry["classes"] = class_totals(result.findings)
-    return ModelEvidence(result, identity, tuple(rules), tuple(outputs), entry)
+    return ModelEvidence(result, identity, tuple(rules), tuple(outputs), tuple(departures), entry)
 
 
 def _comparison(
-    result: ModelResult, settings: Settings, outputs: Sequence[compared.ComparedOutput]
+    result: ModelResult,
+    settings: Settings,
+    outputs: Sequence[compared.ComparedOutput],
+    departures: Sequence[compared.DepartureMet],
 ) -> dict[str, Any] | None:
     comparison = result.comparison
     if comparison is None:
@@ -234,7 +239,7 @@ def _comparison(
         "datasets": compared.datasets_json(model, settings.compare, comparison.datasets),
         "outputs": [o.to_json() for o in outputs],
         "not_compared": [n.to_json() for n in comparison.not_compared],
-        "known_departures": compared.known_departures(result.findings),
+        "known_departures": [d.to_json() for d in departures],
     }
 
 

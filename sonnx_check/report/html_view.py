@@ -31,13 +31,13 @@ IN_MODEL = ("node", "end-to-end")  # the scopes of the model's own run (the othe
 
 
 def shown(value: Any) -> Any:
-    """Every string inside ``value`` display-sanitised: in dicts (their values: keys are the record's or
-    sanitised where the record's strings are), lists, tuples and the typed records (frozen dataclasses,
-    rebuilt field by field). An enum keeps its type."""
+    """Every string inside ``value`` display-sanitised: in dicts (keys too: a model names its inputs and
+    operators), lists, tuples and the typed records (dataclasses, rebuilt field by field). An enum keeps
+    its type."""
     if isinstance(value, str) and not isinstance(value, enum.Enum):
         return sanitise.display(value, LIMIT)
     if isinstance(value, Mapping):
-        return {k: shown(v) for k, v in value.items()}
+        return {shown(k): shown(v) for k, v in value.items()}
     if isinstance(value, list):
         return [shown(v) for v in value]
     if isinstance(value, tuple):
@@ -82,6 +82,8 @@ def model_view(model: Mapping[str, Any], evidence: ModelEvidence, plots: Any) ->
     coverage = shown(evidence.result.coverage)
     return {
         "model": model,
+        "outcome": shown(evidence.result.comparison),
+        "departures": shown(evidence.departures),
         "texts": _matrix(evidence, node_label),
         "not_applicable": [r.rule for r in evidence.rules if r.result == NOT_APPLICABLE],
         "findings": [_finding_row(k, f, node_label) for k, f in enumerate(findings)],
@@ -102,7 +104,8 @@ def _matrix(evidence: ModelEvidence, node_label: Any) -> list[tuple[str, list[di
             continue
         row: dict[str, Any] = shown(verdict.summary_json())
         held = [node_label(n) for n in verdict.held]
-        origin = row["origin"]
+        rule = catalogue().get(verdict.rule)
+        origin = rule.origin if rule else ""
         row.update(
             url=text_url(origin),
             violated_at=[node_label(n) for n in verdict.violated],

@@ -210,3 +210,32 @@ def test_the_difference_plot_counts_what_the_record_counts(rendered: tuple[_Page
         assert re.search(rf"The {len(differing)} output\(s\) that differ", figure)
         plotted += 1
     assert plotted >= 1
+
+
+def test_a_model_named_input_is_display_sanitised_in_the_datasets_table(tmp_path: Path) -> None:
+    """A name the model gives that the record holds as a key (an input of the datasets table) is
+    display-sanitised like every other string of the page: no bidi override reorders the table."""
+    if missing_extra() is not None:
+        pytest.skip("the [report] extra (jinja2, matplotlib) is not installed")
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    name = "x\u202e<b>"
+    graph = h.make_graph(
+        [h.make_node("Relu", [name], ["y"], name="r")],
+        "g",
+        [h.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 22)])
+    model.ir_version = 10
+    onnx.save(model, tmp_path / "m.onnx")
+    result = run_cli(["--isolated", "--compare", "--output-format", "html:r.html", "m.onnx"], cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "\u202e" not in page and "x\u202e<b>" not in page
+    datasets = _Page()
+    datasets.feed(page)
+    inputs = [row[3] for row in datasets.tables["datasets-1"].rows[1:]]
+    assert inputs and all(cell.startswith("x\\u202e<b>: float32[1,4]") for cell in inputs)
