@@ -80,6 +80,24 @@ def check_model(
     initializers the loader's skeleton left unparsed (see ModelView); ``checker_verdict``: onnx's full
     check of the same model, when it was run on its bytes (see checker_verdict_before_parse); ``timeout``:
     seconds onnx's checker may take, and the rules (shape inference included) together."""
+    result, _ = check_model_view(
+        model, path, selected, elided=elided, checker_verdict=checker_verdict, timeout=timeout
+    )
+    return result
+
+
+def check_model_view(
+    model: onnx.ModelProto,
+    path: str,
+    selected: frozenset[str] | None = None,
+    *,
+    elided: frozenset[str] = frozenset(),
+    checker_verdict: CheckerVerdict | None = None,
+    timeout: float | None = None,
+) -> tuple[ModelResult, ModelView | None]:
+    """``check_model``, and the view it built, for the comparison of the same model (one view per model and
+    run; None when the model cannot be read as ONNX). The view's time limit was the static check's: it is
+    lifted once the rules are done."""
     # The cyclic collector rescans the whole protobuf graph again and again on large models (quadratic in
     # practice); rules create no reference cycles, so reference counting alone frees what they allocate.
     gc_was_enabled = gc.isenabled()
@@ -88,10 +106,12 @@ def check_model(
         view = ModelView(model, path, elided, checker_verdict)
         not_text = _operator_not_text(view)
         if not_text is not None:
-            return load_failure(path, not_text)
+            return load_failure(path, not_text), None
         if timeout is not None and math.isfinite(timeout):
             view.time_limit, view.deadline = timeout, time.monotonic() + timeout
-        return ModelResult(path=path, findings=run_checks(view, selected), coverage=coverage(view))
+        result = ModelResult(path=path, findings=run_checks(view, selected), coverage=coverage(view))
+        view.time_limit = view.deadline = None
+        return result, view
     finally:
         if gc_was_enabled:
             gc.enable()

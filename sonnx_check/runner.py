@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import onnx
 
     from sonnx_check.fix.outcome import FixOutcome
+    from sonnx_check.view import ModelView
 
 _POOL_GRACE = 3.0  # seconds a pool process has to unwind (remove its temporary files) before it is killed
 _STOPPED_EXIT = 128 + signal.SIGTERM  # how a pool process that was stopped exits
@@ -275,7 +276,7 @@ def _check(
     """The model's result, the file it was read from when ``keep`` (for --fix), and the reason its
     comparison could not start (a user error, e.g. a dynamic input without --shape), which must not hide
     the static findings."""
-    from sonnx_check.engine import InternalError, check_model, checker_verdict_before_parse, load_failure
+    from sonnx_check.engine import InternalError, check_model_view, checker_verdict_before_parse, load_failure
 
     try:
         source = read_model_file(path)
@@ -285,7 +286,8 @@ def _check(
         whole = source.model() if settings.compare.enabled or keep else None
         source.release()  # every parse this model needs is done: the file's bytes go
         stop.check()
-        result = check_model(
+        # the comparison reads the static check's view of the model (one view per model and run)
+        result, view = check_model_view(
             skeleton,
             path,
             rules,
@@ -300,7 +302,7 @@ def _check(
             return result, None, None
         if settings.compare.enabled:
             try:
-                _compare_into(result, whole, settings, rules)
+                _compare_into(result, whole, settings, rules, view)
             except UserError as exc:
                 reason = str(exc).removeprefix(f"{path}: ")
                 if NOT_COMPARED in rules:
@@ -339,7 +341,11 @@ def _unchanged(source: ModelFile) -> None:
 
 
 def _compare_into(
-    result: ModelResult, model: onnx.ModelProto, settings: Settings, rules: frozenset[str]
+    result: ModelResult,
+    model: onnx.ModelProto,
+    settings: Settings,
+    rules: frozenset[str],
+    view: ModelView | None = None,
 ) -> None:
     from sonnx_check.compare import CompareOptions, compare_loaded, refusal
     from sonnx_check.settings import compare_arguments
@@ -356,13 +362,13 @@ def _compare_into(
             f"external data of tensor '{issue.tensor}' ({shown(issue.location)}) {issue.problem}; "
             "the model was not compared"
         )
-    refused = refusal(model, options, sum(s.size for s in segments))
+    refused = refusal(model, options, sum(s.size for s in segments), view)
     if refused is not None:
         outcome = refused
     else:
         try:
             with external_weights_loaded(model, result.path):
-                outcome = compare_loaded(model, options, name=result.path)
+                outcome = compare_loaded(model, options, name=result.path, view=view)
         except ModelLoadError as exc:
             raise UserError(f"{exc.cause}; the model was not compared") from None
     result.findings.extend(f for f in outcome.findings if f.rule in rules)

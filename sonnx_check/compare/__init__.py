@@ -59,27 +59,33 @@ def compare_model(path: Path, options: CompareOptions) -> CompareResult:
     return compare_loaded(model, options)
 
 
-def compare_loaded(model: onnx.ModelProto, options: CompareOptions, name: str = "") -> CompareResult:
+def compare_loaded(
+    model: onnx.ModelProto, options: CompareOptions, name: str = "", view: ModelView | None = None
+) -> CompareResult:
     """Compare a model already in memory (with its weights); ``name``: the model file's stem, which
-    --outputs uses to find the model's folder."""
-    refused = refusal(model, options)
+    --outputs uses to find the model's folder; ``view``: the static check's view of the same model (one
+    view per model and run; None: built here). Its skeleton may declare the large initializers as graph
+    inputs: the comparison reads the graph's structure from the view, the weights from ``model``."""
+    refused = refusal(model, options, view=view)
     if refused is not None:
         return refused
     runner = make_runner(options, memory.halves(options.max_memory)[0], name)
     try:
-        return _compare(model, options, runner)
+        return _compare(model, options, runner, view if view is not None else ModelView(model))
     finally:
         runner.close()
 
 
-def refusal(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0) -> CompareResult | None:
+def refusal(
+    model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0, view: ModelView | None = None
+) -> CompareResult | None:
     """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
-    them) are read: None when it may be (plan.refusal_reason)."""
+    them) are read: None when it may be (plan.refusal_reason). ``view``: as for ``compare_loaded``."""
     reason = refusal_reason(model, options, weight_bytes)
     if reason is None:
         return None
     runner = make_runner(options, None)
-    return _judge(model, options, runner).nothing_compared(reason.reason, {"stage": reason.stage})
+    return _judge(model, options, runner, view).nothing_compared(reason.reason, {"stage": reason.stage})
 
 
 def _outcome(options: CompareOptions, runner: Runner) -> ComparisonOutcome:
@@ -101,8 +107,9 @@ def _judge(
     return Judge(view or ModelView(model), options, _outcome(options, runner), runner.description.subject)
 
 
-def _compare(model: onnx.ModelProto, options: CompareOptions, runner: Runner) -> CompareResult:
-    view = ModelView(model)
+def _compare(
+    model: onnx.ModelProto, options: CompareOptions, runner: Runner, view: ModelView
+) -> CompareResult:
     judge = _judge(model, options, runner, view)
     try:
         datasets = model_datasets(

@@ -96,8 +96,8 @@ class Planner:
         self.feeds_bytes = feeds_bytes
         self.budget = budget
         self.own = halves(budget)[1]
-        self.initializers = {t.name for t in view.model.graph.initializer}
-        self.dims = {t.name: tuple(t.dims) for t in view.model.graph.initializer}
+        self.initializers = set(view.initializers)  # the static check's view counts elided ones too
+        self.dims = {name: tuple(t.dims) for name, t in view.initializers.items()}
 
     def _bytes(self, names: Iterable[str]) -> int:
         return sum(self.sizes[n].nbytes for n in set(names) if n in self.sizes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sonnx_check.errors import UserError
@@ -101,44 +102,114 @@ def accuracy_class(op_type: str | None) -> str | None:
     return getattr(operator, "accuracy", None) or None
 
 
-def compared_outputs(comparison: ComparisonOutcome) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ComparedOutput:
+    """One compared tensor as the record states it: where it was compared (``scope``, the nodes, their
+    operator), its accuracy class and bound, and its result. The HTML report and its plots read these
+    attributes; ``to_json()`` is the record's row."""
+
+    scope: str  # node, end-to-end, node-edges or operator-edges
+    nodes: tuple[int, ...]  # the node (or the nodes sharing an edge configuration); () end to end
+    op_type: str | None
+    output: str  # the tensor's name
+    status: str
+    accuracy_class: str | None
+    bound: str | None
+    margin: float | None
+    outcomes: Mapping[str, int]  # elements per accuracy outcome ({} for an exact operator)
+    mismatches: int
+    total: int
+    known_departures: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls, scope: str, nodes: Sequence[int], op_type: str | None, result: OutputResult
+    ) -> ComparedOutput:
+        accuracy = result.accuracy
+        return cls(
+            scope=scope,
+            nodes=tuple(nodes),
+            op_type=op_type,
+            output=result.output,
+            status=result.status,
+            accuracy_class=accuracy_class(op_type),
+            bound=accuracy.bound if accuracy is not None else None,
+            margin=accuracy.margin if accuracy is not None else None,
+            outcomes=dict(accuracy.outcomes) if accuracy is not None else {},
+            mismatches=result.mismatches,
+            total=result.total,
+            known_departures=result.known_ids,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "nodes": list(self.nodes),
+            "op_type": self.op_type,
+            "output": self.output,
+            "status": self.status,
+            "accuracy_class": self.accuracy_class,
+            "bound": self.bound,
+            "margin": self.margin,
+            "outcomes": dict(self.outcomes),
+            "mismatches": self.mismatches,
+            "total": self.total,
+            "known_departures": list(self.known_departures),
+        }
+
+
+def compared_outputs(comparison: ComparisonOutcome) -> list[ComparedOutput]:
     """Every compared tensor: node outputs inside the model, graph outputs end to end, each node
     configuration of the edge battery, and the operator-level edge runs (evidence about the runtime's
     operator on the profile's edge parameters, which never fails a run)."""
     out = []
     for node in comparison.nodes:
         for output in node.outputs:
-            out.append(_output("node", [node.index], node.op_type, output))
+            out.append(ComparedOutput.of("node", [node.index], node.op_type, output))
     for output in comparison.outputs:
-        out.append(_output("end-to-end", [], None, output))
+        out.append(ComparedOutput.of("end-to-end", [], None, output))
     for config in comparison.edge_configurations:
         nodes = [n.index for n in config.nodes]
         for output in config.outputs:
-            out.append(_output(config.scope, nodes, config.op_type, output))
+            out.append(ComparedOutput.of(config.scope, nodes, config.op_type, output))
     return out
 
 
-def _output(scope: str, nodes: list[int], op_type: str | None, output: OutputResult) -> dict[str, Any]:
-    accuracy = output.accuracy
-    return {
-        "scope": scope,
-        "nodes": list(nodes),
-        "op_type": op_type,
-        "output": output.output,
-        "status": output.status,
-        "accuracy_class": accuracy_class(op_type),
-        "bound": accuracy.bound if accuracy is not None else None,
-        "margin": accuracy.margin if accuracy is not None else None,
-        "outcomes": dict(accuracy.outcomes) if accuracy is not None else {},
-        "mismatches": output.mismatches,
-        "total": output.total,
-        "known_departures": list(output.known_ids),
-    }
+@dataclass(frozen=True)
+class DepartureMet:
+    """A known departure of the runtime that a finding met, and its disposition: waived (with the reason),
+    or reported (a known departure still fails the run until a waiver accepts it)."""
+
+    id: str
+    summary: str
+    finding: int  # the finding's position in the model's findings
+    node: int | None
+    output: str
+    explained: int  # the differing elements it explains
+    unexplained: int  # the output's differing elements no known departure explains
+    seen_in_this_version: bool | None
+    verdict_class: str
+    disposition: str  # waived or reported
+    waiver_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "finding": self.finding,
+            "node": self.node,
+            "output": self.output,
+            "explained": self.explained,
+            "unexplained": self.unexplained,
+            "seen_in_this_version": self.seen_in_this_version,
+            "class": self.verdict_class,
+            "disposition": self.disposition,
+            "waiver_reason": self.waiver_reason,
+        }
 
 
-def known_departures(findings: Sequence[Finding]) -> list[dict[str, Any]]:
-    """Each known onnxruntime departure a finding met, and its disposition: waived (with the reason), or
-    reported (a known departure still fails the run until a waiver accepts it)."""
+def known_departures(findings: Sequence[Finding]) -> list[DepartureMet]:
+    """Each known departure of the runtime a finding met, with its disposition."""
     out = []
     for k, finding in enumerate(findings):
         record = finding.record
@@ -146,18 +217,18 @@ def known_departures(findings: Sequence[Finding]) -> list[dict[str, Any]]:
             continue
         for known in record.output.known:
             out.append(
-                {
-                    "id": known.id,
-                    "summary": known.summary,
-                    "finding": k,
-                    "node": finding.node.index if finding.node is not None else None,
-                    "output": record.output.output,
-                    "explained": known.explained,
-                    "unexplained": record.output.unexplained,
-                    "seen_in_this_version": known.seen_in_this_version,
-                    "class": verdict_class(finding),
-                    "disposition": "waived" if finding.waived is not None else "reported",
-                    "waiver_reason": finding.waived,
-                }
+                DepartureMet(
+                    id=known.id,
+                    summary=known.summary,
+                    finding=k,
+                    node=finding.node.index if finding.node is not None else None,
+                    output=record.output.output,
+                    explained=known.explained,
+                    unexplained=record.output.unexplained,
+                    seen_in_this_version=known.seen_in_this_version,
+                    verdict_class=verdict_class(finding),
+                    disposition="waived" if finding.waived is not None else "reported",
+                    waiver_reason=finding.waived,
+                )
             )
     return out

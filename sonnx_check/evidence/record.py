@@ -25,7 +25,7 @@ from sonnx_check.evidence.classes import CLASSES, class_totals, verdict_class
 from sonnx_check.evidence.environment import environment
 from sonnx_check.evidence.identity import ModelIdentity, file_sha256, model_identity
 from sonnx_check.evidence.revision import revision
-from sonnx_check.evidence.verdicts import verdicts
+from sonnx_check.evidence.verdicts import RuleVerdict, verdicts
 from sonnx_check.findings import ModelResult, Severity
 from sonnx_check.masking import mask_arguments
 from sonnx_check.report.summary import in_verdict
@@ -33,12 +33,33 @@ from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings, Waiver
-    from sonnx_check.evidence.verdicts import RuleVerdict
 
 FORMAT = "sonnx-check-evidence"
 FORMAT_VERSION = 1
 SCHEMA_NAME = "evidence.schema.json"
 VOLATILE = ("timestamp", "seconds")  # the keys of ``run`` that differ between two identical runs
+
+
+@dataclass(frozen=True)
+class ModelEvidence:
+    """One model's part of the record as typed values, for the readers that render it (the HTML report):
+    its results as the record states them (``sanitise.for_data``), its identity, every selected rule's
+    verdict and every compared tensor. ``entry`` is the record's JSON of the model."""
+
+    result: ModelResult
+    identity: ModelIdentity
+    rules: tuple[RuleVerdict, ...]
+    outputs: tuple[compared.ComparedOutput, ...]
+    departures: tuple[compared.DepartureMet, ...]  # the known departures the findings met
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The record (``document``, the JSON of ``--evidence``) with each model's typed part beside it."""
+
+    document: dict[str, Any]
+    models: tuple[ModelEvidence, ...]
 
 
 @dataclass(frozen=True)
@@ -54,9 +75,10 @@ def build(
     facts: RunFacts,
     identities: dict[str, ModelIdentity] | None = None,
     sources: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """The record. ``results``: as checked (not yet sanitised); ``per_model[i]``: results[i]'s settings;
-    ``identities``: models already identified (by path), filled in as models are identified;
+) -> Evidence:
+    """The record, and each model's typed part. ``results``: as checked (not yet sanitised);
+    ``per_model[i]``: results[i]'s settings; ``identities``: models already identified (by path), filled
+    in as models are identified;
     ``sources[i]``: the model results[i] stands for (with --fix, the original of a fixed model), whose path
     the configuration's rules and waivers were matched against."""
     identities = identities if identities is not None else {}
@@ -68,12 +90,12 @@ def build(
         if identity is None or not identity.structured:
             identity = model_identity(result.path, timeout=settings.compare.timeout)
             identities[result.path] = identity
-        entry = _model(shown, settings, identity, settings.rules_for(source))
+        model = _model(shown, settings, identity, settings.rules_for(source))
         if source != result.path:
-            entry["source"] = sanitise.data(source)
-        models.append(entry)
+            model.entry["source"] = sanitise.data(source)
+        models.append(model)
     totals = class_totals(f for r in results for f in r.findings)
-    return {
+    document = {
         "record": {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_NAME},
         "tool": {"name": "sonnx-check", "version": __version__},
         "specification": revision(),
@@ -85,7 +107,7 @@ def build(
             "arguments": mask_arguments(facts.argv),
         },
         "configuration": _configuration(results, per_model),
-        "models": models,
+        "models": [m.entry for m in models],
         "summary": {
             "models": len(results),
             "unreadable": sum(r.load_error for r in results),
@@ -94,6 +116,7 @@ def build(
             "verdict": _verdict(results, per_model[0].fail_on if per_model else None),
         },
     }
+    return Evidence(document, tuple(models))
 
 
 def render(record: dict[str, Any]) -> str:
@@ -145,7 +168,7 @@ def _verdict(results: Sequence[ModelResult], fail_on: Severity | None) -> str:
 
 def _model(
     result: ModelResult, settings: Settings, identity: ModelIdentity, selected: frozenset[str]
-) -> dict[str, Any]:
+) -> ModelEvidence:
     d = sanitise.data
     # Only a finding's values and the comparison's statistics can hold a non-finite or a numpy number.
     findings = []
@@ -178,12 +201,20 @@ def _model(
         rules = verdicts(identity.nodes, selected, result.findings, result.comparison)
     entry["rules"] = [r.summary_json() for r in rules]
     entry["verdicts"] = [r.verdict_json() for r in rules]
-    entry["comparison"] = _finite(_comparison(result, settings)) if settings.compare.enabled else None
+    outputs = compared.compared_outputs(result.comparison) if result.comparison is not None else []
+    departures = compared.known_departures(result.findings)
+    compares = settings.compare.enabled
+    entry["comparison"] = _finite(_comparison(result, settings, outputs, departures)) if compares else None
     entry["classes"] = class_totals(result.findings)
-    return entry
+    return ModelEvidence(result, identity, tuple(rules), tuple(outputs), tuple(departures), entry)
 
 
-def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | None:
+def _comparison(
+    result: ModelResult,
+    settings: Settings,
+    outputs: Sequence[compared.ComparedOutput],
+    departures: Sequence[compared.DepartureMet],
+) -> dict[str, Any] | None:
     comparison = result.comparison
     if comparison is None:
         return None
@@ -206,9 +237,9 @@ def _comparison(result: ModelResult, settings: Settings) -> dict[str, Any] | Non
             "maxpool_nan_reading": comparison.reference.maxpool_nan_reading,
         },
         "datasets": compared.datasets_json(model, settings.compare, comparison.datasets),
-        "outputs": compared.compared_outputs(comparison),
+        "outputs": [o.to_json() for o in outputs],
         "not_compared": [n.to_json() for n in comparison.not_compared],
-        "known_departures": compared.known_departures(result.findings),
+        "known_departures": [d.to_json() for d in departures],
     }
 
 
@@ -284,4 +315,4 @@ def _covering(waivers: Sequence[Waiver], finding: Any) -> Waiver | None:
     return next((w for w in waivers if covers(w, bare)), None)
 
 
-__all__ = ["CLASSES", "RunFacts", "build", "render"]
+__all__ = ["CLASSES", "Evidence", "ModelEvidence", "RunFacts", "build", "render"]

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sonnx_check.sanitise import display
+
+if TYPE_CHECKING:
+    from sonnx_check.evidence.comparison import ComparedOutput
+    from sonnx_check.findings import Coverage
+    from sonnx_check.report.html_view import Differing
 
 MAX_BARS = 60  # a plot a person can read; the tables below it hold every row
 LABEL_LIMIT = 48
@@ -62,11 +67,11 @@ def _labels(axes: Any, labels: Sequence[str]) -> None:
     axes.invert_yaxis()
 
 
-def margin_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
+def margin_plot(outputs: Sequence[ComparedOutput]) -> tuple[str, int] | None:
     """Bars of error/bound per compared output with a bound (the largest MAX_BARS), on a log scale (margins
     of a correct runtime lie orders of magnitude below the bound), the bound at 1. An exact match (margin 0)
     is drawn at the axis' floor. Returns (svg, outputs plotted) or None when no output has a bound."""
-    rows = [(_output_label(o), _number(o.get("margin"))) for o in outputs if o.get("bound")]
+    rows = [(_output_label(o), _number(o.margin)) for o in outputs if o.bound]
     if not rows:
         return None
     rows.sort(key=lambda r: -r[1])
@@ -90,19 +95,19 @@ def margin_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
     return _svg(figure), len(shown)
 
 
-def distribution_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
+def distribution_plot(outputs: Sequence[ComparedOutput]) -> tuple[str, int] | None:
     """For each inexact output (one with a bound), the share of its elements in each accuracy outcome."""
-    rows = [(o, sum(int(v) for v in (o.get("outcomes") or {}).values())) for o in outputs if o.get("bound")]
+    rows = [(o, sum(int(v) for v in o.outcomes.values())) for o in outputs if o.bound]
     rows = [(o, total) for o, total in rows if total]
     if not rows:
         return None
-    rows.sort(key=lambda r: -_number(r[0].get("margin")))
+    rows.sort(key=lambda r: -_number(r[0].margin))
     shown = rows[:MAX_BARS]
     figure = _figure(len(shown) + 1)
     axes = figure.add_subplot()
     left = [0.0] * len(shown)
     for outcome, colour in OUTCOME_COLOURS.items():
-        shares = [int((o.get("outcomes") or {}).get(outcome, 0)) / total for o, total in shown]
+        shares = [int(o.outcomes.get(outcome, 0)) / total for o, total in shown]
         if any(shares):
             axes.barh(range(len(shown)), shares, left=left, color=colour, label=outcome)
             left = [a + b for a, b in zip(left, shares, strict=True)]
@@ -115,13 +120,14 @@ def distribution_plot(outputs: Sequence[Mapping[str, Any]]) -> tuple[str, int] |
     return _svg(figure), len(shown)
 
 
-def coverage_plot(coverage: Mapping[str, Any] | None) -> str | None:
+def coverage_plot(coverage: Coverage | None) -> str | None:
     """Nodes per operator, coloured by how deeply the profile's rules checked them."""
-    if not coverage:
+    if coverage is None:
         return None
     rows = []
     for key, (name, colour) in COVERAGE_COLOURS.items():
-        for op, count in (coverage.get(key) or {}).items():
+        counts: Mapping[str, int] = getattr(coverage, key)
+        for op, count in sorted(counts.items()):
             rows.append((op, int(count), name, colour))
     if not rows:
         return None
@@ -142,37 +148,35 @@ def coverage_plot(coverage: Mapping[str, Any] | None) -> str | None:
 SCOPE_LABELS = {"node-edges": " (alone, edge values)", "operator-edges": " (operator edges)"}
 
 
-def _output_label(output: Mapping[str, Any]) -> str:
-    scope = output.get("scope")
-    name = str(output.get("output", ""))
-    if scope == "end-to-end":
-        return f"graph output {name}"
-    return f"{output.get('op_type') or ''} {name}".strip() + SCOPE_LABELS.get(str(scope), "")
+def _output_label(output: ComparedOutput) -> str:
+    if output.scope == "end-to-end":
+        return f"graph output {output.output}"
+    return f"{output.op_type or ''} {output.output}".strip() + SCOPE_LABELS.get(output.scope, "")
 
 
-def difference_plot(rows: Sequence[Mapping[str, Any]]) -> tuple[str, int] | None:
+def difference_plot(rows: Sequence[Differing]) -> tuple[str, int] | None:
     """For each output that differs (exact ones too: they have no margin), its differing elements as one bar
     split by the known departure that explains them (``departures``: (ID, elements) pairs), unexplained ones
     in red, with "differing of total" at the bar's end. Returns (svg, outputs plotted) or None."""
     if not rows:
         return None
-    shown = sorted(rows, key=lambda o: -int(o.get("mismatches") or 0))[:MAX_BARS]
-    names = sorted({d for o in shown for d, _ in o["departures"] if d != "unexplained"})
+    shown = sorted(rows, key=lambda o: -o.output.mismatches)[:MAX_BARS]
+    names = sorted({d for o in shown for d, _ in o.departures if d != "unexplained"})
     colours = {d: DEPARTURE_COLOURS[i % len(DEPARTURE_COLOURS)] for i, d in enumerate(names)}
     colours["unexplained"] = "#c62828"
     figure = _figure(len(shown) + 1)
     axes = figure.add_subplot()
     left = [0] * len(shown)
-    widest = max(int(o.get("mismatches") or 0) for o in shown)
+    widest = max(o.output.mismatches for o in shown)
     for departure in [*names, "unexplained"]:
-        counts = [dict(o["departures"]).get(departure, 0) for o in shown]
+        counts = [dict(o.departures).get(departure, 0) for o in shown]
         if any(counts):
             axes.barh(range(len(shown)), counts, left=left, color=colours[departure], label=_label(departure))
             left = [a + b for a, b in zip(left, counts, strict=True)]
     for i, o in enumerate(shown):
-        share = f" {int(o.get('mismatches') or 0)} of {int(o.get('total') or 0)}"
+        share = f" {o.output.mismatches} of {o.output.total}"
         axes.text(left[i], i, share, va="center", fontsize=8, parse_math=False)
-    _labels(axes, [_output_label(o) for o in shown])
+    _labels(axes, [_output_label(o.output) for o in shown])
     axes.set_xlim(0, widest * 1.3)
     axes.set_xlabel("differing elements, by the known departure that explains them", parse_math=False)
     axes.legend(loc="lower right", fontsize=8)

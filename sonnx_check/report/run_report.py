@@ -14,6 +14,7 @@ from sonnx_check.findings import ModelResult
 if TYPE_CHECKING:
     from sonnx_check.config import Settings
     from sonnx_check.evidence.identity import ModelIdentity
+    from sonnx_check.evidence.record import Evidence
     from sonnx_check.fix.outcome import FixOutcome
 
 
@@ -33,18 +34,23 @@ class RunReport:
     started_utc: datetime.datetime | None = None
     sources: list[str] = field(default_factory=list)  # the model each result stands for (--fix: the original)
     _display: tuple[list[ModelResult], list[FixOutcome | None] | None] | None = None
-    _record: dict[str, Any] | None = None
+    _evidence: Evidence | None = None
     _identities: dict[str, ModelIdentity] = field(default_factory=dict)
 
-    def record(self) -> dict[str, Any]:
-        """The evidence record (built once: --evidence and the HTML report share it)."""
-        if self._record is None:
+    def evidence(self) -> Evidence:
+        """The evidence record with each model's typed part (built once: --evidence and the HTML report
+        share it)."""
+        if self._evidence is None:
             from sonnx_check.evidence.record import RunFacts, build
 
             facts = RunFacts(self.argv, self.started_utc or datetime.datetime.now(datetime.UTC), self.seconds)
             per_model = self.per_model or [self.settings] * len(self.results)
-            self._record = build(self.results, per_model, facts, self._identities, self.sources or None)
-        return self._record
+            self._evidence = build(self.results, per_model, facts, self._identities, self.sources or None)
+        return self._evidence
+
+    def record(self) -> dict[str, Any]:
+        """The evidence record as JSON data (``--evidence``)."""
+        return self.evidence().document
 
     def identities(self) -> dict[str, ModelIdentity]:
         """Each model's identity (its file's and external data's sha256), for SARIF, JUnit and the step

@@ -23,6 +23,7 @@ from sonnx_check.report.summary import in_verdict, is_internal, rule_counts, sum
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text as RichText
 
     from sonnx_check.fix.outcome import FixOutcome
 
@@ -170,11 +171,11 @@ def print_hanging(console: Console | PlainConsole, line: Text) -> None:
     """A finding on a terminal: wrapped between words at the terminal's width, its continuation lines
     indented (a RUNTIME.divergence line runs to 650 characters, which the terminal would cut anywhere).
     Piped, one line, whatever its length (a CI log line is never split)."""
-    if not console.is_terminal:
+    if isinstance(console, PlainConsole) or not console.is_terminal:
         console.print(line)
         return
-    rich_line = line.__rich__()
-    wrapped = rich_line.wrap(console, max(20, console.width - HANGING), overflow="fold")  # type: ignore[arg-type]
+    rich_line: RichText = line.__rich__()
+    wrapped = rich_line.wrap(console, max(20, console.width - HANGING), overflow="fold")
     for i, part in enumerate(wrapped):
         if i:
             part.pad_left(HANGING)

@@ -11,4 +11,4 @@ if TYPE_CHECKING:
 def render(report: RunReport, console: object = None) -> str:
     from sonnx_check.report import html
 
-    return html.render(report.record())
+    return html.render(report)
