@@ -49,7 +49,6 @@ from sonnx_check import reference
 from sonnx_check.compare.edges import values as edge_values
 from sonnx_check.compare.edges.accounting import Accounting
 from sonnx_check.compare.edges.configuration import Configuration
-from sonnx_check.compare.edges.extents import DEFAULT_EXTENT
 from sonnx_check.compare.edges.lone_model import (
     configurations_model,
     input_name,
@@ -103,7 +102,7 @@ class NodeEdges:
         operator_edges: bool = True,
         runner: Capabilities = ONNXRUNTIME_LIKE,
         readings: reference.Readings = reference.DEFAULT_READINGS,
-        extent: str = DEFAULT_EXTENT,
+        extent: str | None = None,
     ) -> None:
         self.nodes = nodes
         self.model = model

@@ -1,4 +1,4 @@
-"""The shapes the edge battery runs a configuration at: reduced spatial extents that keep every position class.
+"""The shapes the edge battery runs a configuration at: reduced extents that keep every position class.
 
 A configuration whose semantics do not depend on where an element sits, away from the borders, needs no
 full-size rerun to meet every edge pattern: each output of a Conv or a MaxPool reads a window, and windows
@@ -161,8 +161,16 @@ def windows(node: onnx.NodeProto, shape: tuple[int, ...], kernel: Sequence[int])
     auto = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
     ceil_mode = bool(_attribute(node, "ceil_mode", 0))
     return [
-        Window(shape[2 + a], int(kernel[a]), int(strides[a]), int(dilations[a]), int(pads[a]),
-               int(pads[a + rank]), auto, ceil_mode)  # fmt: skip
+        Window(
+            shape[2 + a],
+            int(kernel[a]),
+            int(strides[a]),
+            int(dilations[a]),
+            int(pads[a]),
+            int(pads[a + rank]),
+            auto,
+            ceil_mode,
+        )  # fmt: skip
         for a in range(rank)
     ]
 
@@ -188,7 +196,7 @@ def reduced_shapes(
         if rule.kind == "windows":
             reduced = _reduce_windows(node, shapes, held, rule)
         else:
-            reduced = _reduce_elementwise(node, shapes, held, rule)
+            return _reduce_elementwise(node, shapes, held, rule)
     except (ValueError, IndexError, TypeError):  # attributes the checker would refuse: run as the model is
         return shapes
     return _with_enough_elements(shapes, reduced)
@@ -242,13 +250,14 @@ def _reduce_elementwise(
         keep = max(MIN_EXTENT, PATTERN_PERIOD)
         if extent > keep:
             targets[axis] = extent - ((extent - keep) // PATTERN_PERIOD) * PATTERN_PERIOD
-    for p in reduced_positions:
-        shape = shapes[p]
-        offset = rank - len(shape)
-        out[p] = tuple(
-            targets.get(a + offset, d) if d != 1 else 1 for a, d in enumerate(shape)
-        )
-    return out
+    while True:
+        for p in reduced_positions:
+            offset = rank - len(shapes[p])
+            out[p] = tuple(targets.get(a + offset, d) if d != 1 else 1 for a, d in enumerate(shapes[p]))
+        short = any(math.prod(out[p]) < min(math.prod(shapes[p]), MIN_ELEMENTS) for p in reduced_positions)
+        if not short or not targets:
+            return out
+        del targets[max(targets)]  # an axis given back whole, on every input alike (rare: small inputs)
 
 
 def _with_enough_elements(

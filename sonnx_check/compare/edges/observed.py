@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
+from sonnx_check.compare.edges import extents
 from sonnx_check.compare.edges.configuration import (
     _INTEGER_TYPES,  # noqa: F401 - the integer types held_positions keeps
     _VALUE_SHAPED,
@@ -19,7 +20,6 @@ from sonnx_check.compare.edges.configuration import (
     held_positions,
     value_digest,
 )
-from sonnx_check.compare.edges.extents import DEFAULT_EXTENT, reduced_shapes
 from sonnx_check.compare.edges.model_constants import fixed_tensors
 
 
@@ -35,10 +35,11 @@ class Observed:
         max_elements: int,
         budget: int | None,
         operator_edges: bool = True,
-        extent: str = DEFAULT_EXTENT,
+        extent: str | None = None,
     ) -> None:
         self.nodes = nodes
-        self.extent = extent  # the shapes the battery runs at (extents.py): reduced, or the model's
+        # the shapes the battery runs at (extents.py): reduced (the default), or the model's
+        self.extent = extent or extents.DEFAULT_EXTENT
         self.fixed = fixed_tensors(model)
         self.initializers = {t.name: t for t in model.graph.initializer}
         self.operator_edges = operator_edges
@@ -102,7 +103,7 @@ class Observed:
             else:
                 model_fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
         # the key is what the battery runs: nodes whose reduced runs are the same share one configuration
-        shapes = reduced_shapes(node, model_fed, {p: m[1] for p, m in meta.items()}, self.extent)
+        shapes = extents.reduced_shapes(node, model_fed, {p: m[1] for p, m in meta.items()}, self.extent)
         fed = [(position, dtype, shapes[position]) for position, dtype, _ in model_fed]
         run_shapes = {position: shape for position, _, shape in fed}
         for position, value in enumerate(inputs):
@@ -154,7 +155,6 @@ class Observed:
             config.reason = f"not run alone: a tensor is over --max-elements {self.max_elements}"
         elif self.budget is not None and config.nbytes > self.budget:
             config.reason = "not run alone: too large for --max-memory"
-
 
 
 def _scaled(
