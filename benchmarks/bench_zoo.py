@@ -2,7 +2,7 @@
 onnxruntime, all measured in this run.
 
 Run: python benchmarks/bench_zoo.py [--pairs 3] [--exports /work/exports] [--net resnet18 ...]
-         [--model PATH ...] [--option=--no-node-edges ...]
+         [--model PATH ...] [--option=--no-node-edges ...] [--baseline /path/to/other/checkout] [--no-replay]
 
 The models are torchvision's networks exported by benchmarks/zoo_export.py (TorchScript, opset 17, untrained,
 standard input sizes: 224x224, Inception-v3 299x299) into ``--exports``, or any ``--model`` files. Per model,
@@ -14,7 +14,12 @@ four commands run in turn, A B C D A B C D ..., each in a fresh process (``--pai
 - D: onnxruntime replaying every run A asks of a runtime: the model with its intermediate tensors exposed,
   and with the node edges on (the default), the models of the distinct node configurations on their edge
   datasets, captured once before the rounds (bench_processes.captured_runs, whose commands B, C and D
-  are also bench_processes' own).
+  are also bench_processes' own);
+- E: ``sonnx-check --compare --no-node-edges``: A - E is the node battery's share of A;
+- F (``--baseline PATH``): A's command run from another checkout of sonnx-check (``PYTHONPATH=PATH``), for
+  before/after figures measured in the same rounds.
+
+``--no-replay`` leaves D out (capturing the runs costs one more comparison per model).
 
 CPU time is user + system of the process and of its reaped children (wait4), so A includes its onnxruntime
 worker; A's split between its own process and its children is printed too (medians over the rounds), as
@@ -89,9 +94,12 @@ def _pss_kib(pid: int) -> int:
     return 0
 
 
-def measured(command: list[str], cwd: Path, interval: float, record: Path | None = None) -> Run:
+def measured(
+    command: list[str], cwd: Path, interval: float, record: Path | None = None, root: Path = ROOT
+) -> Run:
     """One run of ``command``: its CPU time (wait4), its sampled peak and its ru_maxrss figures."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), SONNX_CHECK_CACHE_DIR=str(cwd / "catalogue-cache"))
+    cache = cwd / f"catalogue-cache-{abs(hash(str(root)))}"  # one per checkout: their catalogues may differ
+    env = dict(os.environ, PYTHONPATH=str(root), SONNX_CHECK_CACHE_DIR=str(cache))
     if record is not None:
         env["SONNX_BENCH_SPLIT"] = str(record)
         env["SONNX_BENCH_MAXRSS"] = str(record) + ".rss"
@@ -139,30 +147,60 @@ def _median(runs: list[Run], field: str) -> float:
     return statistics.median(getattr(r, field) for r in runs)
 
 
-def measure_model(model: Path, options: list[str], rounds: int, interval: float, where: Path) -> list[str]:
-    """The four commands on one model, interleaved; its lines of the table."""
+@dataclass(frozen=True)
+class Plan:
+    options: list[str]
+    rounds: int
+    interval: float
+    baseline: Path | None = None  # another checkout whose --compare runs beside this one's
+    replay: bool = True
+
+
+def measure_model(model: Path, plan: Plan, where: Path) -> list[str]:
+    """The commands on one model, interleaved; its lines of the table."""
     load = os.getloadavg()[0]
-    runs_folder = captured_runs(model, where, options)
-    n_models = len(list(runs_folder.iterdir()))
     record = where / "split.txt"
-    commands = {
-        "sonnx-check --compare": [PYTHON, "-c", SPLIT_RSS, "--compare", *options, str(model)],
-        "onnx.reference, one run": [PYTHON, "-c", EVALUATOR, str(model)],
-        "onnxruntime, one run": [PYTHON, "-c", ORT, str(model)],
-        f"onnxruntime, same runs ({n_models} models)": [PYTHON, "-c", REPLAY, str(runs_folder)],
+    ours_name = "sonnx-check --compare"
+    commands: dict[str, tuple[list[str], Path]] = {
+        ours_name: ([PYTHON, "-c", SPLIT_RSS, "--compare", *plan.options, str(model)], ROOT),
+        "sonnx-check --compare --no-node-edges": (
+            [PYTHON, "-m", "sonnx_check", "--compare", *plan.options, "--no-node-edges", str(model)],
+            ROOT,
+        ),
+        "onnx.reference, one run": ([PYTHON, "-c", EVALUATOR, str(model)], ROOT),
+        "onnxruntime, one run": ([PYTHON, "-c", ORT, str(model)], ROOT),
     }
+    if plan.baseline is not None:
+        commands[f"baseline --compare ({plan.baseline})"] = (
+            [PYTHON, "-m", "sonnx_check", "--compare", *plan.options, str(model)],
+            plan.baseline,
+        )
+    if plan.replay:
+        runs_folder = captured_runs(model, where, plan.options)
+        n_models = len(list(runs_folder.iterdir()))
+        commands[f"onnxruntime, same runs ({n_models} models)"] = (
+            [PYTHON, "-c", REPLAY, str(runs_folder)],
+            ROOT,
+        )
     results: dict[str, list[Run]] = {name: [] for name in commands}
-    for _ in range(rounds):
-        for k, (name, command) in enumerate(commands.items()):
-            results[name].append(measured(command, where, interval, record if k == 0 else None))
-    ours = results["sonnx-check --compare"]
+    for _ in range(plan.rounds):
+        for name, (command, root) in commands.items():
+            mine = record if name == ours_name else None
+            results[name].append(measured(command, where, plan.interval, mine, root))
+    ours = results[ours_name]
     size = model.stat().st_size / 2**20
+    options = plan.options
     lines = [
         f"{model.parent.name}/{model.name} ({size:.0f} MiB){' ' + ' '.join(options) if options else ''}: "
-        f"{rounds} round(s), load {load:.1f} -> {os.getloadavg()[0]:.1f}; sonnx-check exit status "
+        f"{plan.rounds} round(s), load {load:.1f} -> {os.getloadavg()[0]:.1f}; sonnx-check exit status "
         + ", ".join(str(r.status) for r in ours)
         + f"; own CPU {_median(ours, 'own'):.1f} s + worker {_median(ours, 'children'):.1f} s"
     ]
+    off = results["sonnx-check --compare --no-node-edges"]
+    battery = statistics.median(a.cpu - b.cpu for a, b in zip(ours, off, strict=True))
+    lines.append(
+        f"  node battery's share (node edges on - off): {battery:.2f} s of {_median(ours, 'cpu'):.2f} s"
+    )
     said = (where / "split.out").read_text(errors="replace").splitlines()
     lines += [f"  | {line.strip()}" for line in said if line.startswith(("node edges", "end-to-end outputs"))]
     for name, runs in results.items():
@@ -171,7 +209,7 @@ def measure_model(model: Path, options: list[str], rounds: int, interval: float,
             ratio = f"{statistics.median(a.cpu / b.cpu for a, b in zip(ours, runs, strict=True)):7.1f}x"
         peak, largest, bound = (max(getattr(r, f) for r in runs) for f in ("peak", "maxrss", "rss_bound"))
         lines.append(
-            f"  {name:34} CPU {cpu:7.2f} s {ratio:>8} | peak {peak:6.0f} MiB "
+            f"  {name:40} CPU {cpu:7.2f} s {ratio:>8} | peak {peak:6.0f} MiB "
             f"(largest process {largest:6.0f}, sum bound {bound:6.0f})"
         )
     return lines
@@ -185,6 +223,8 @@ def main() -> None:
     parser.add_argument("--model", action="append", type=Path, default=[], help="also (or only) this model")
     parser.add_argument("--option", action="append", default=[], help="an option given to --compare")
     parser.add_argument("--interval", type=float, default=0.05, help="memory sampling period, seconds")
+    parser.add_argument("--baseline", type=Path, help="another sonnx-check checkout to run beside this one")
+    parser.add_argument("--no-replay", action="store_true", help="leave out onnxruntime replaying the runs")
     args = parser.parse_args()
     models = [m.resolve() for m in args.model]
     if args.net or not models:
@@ -194,7 +234,7 @@ def main() -> None:
         raise SystemExit(f"no such model: {', '.join(missing)} (export them with benchmarks/zoo_export.py)")
     compileall.compile_dir(ROOT / "sonnx_check", quiet=1)
     print(
-        f"{os.cpu_count()} CPUs; {args.pairs} round(s) per model, the four commands in turn; CPU = user + "
+        f"{os.cpu_count()} CPUs; {args.pairs} round(s) per model, the commands in turn; CPU = user + "
         "system with children, medians; ratio = sonnx-check's CPU / the peer's, median over the rounds;"
     )
     print(
@@ -203,7 +243,8 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as folder:
         for model in models:
-            for line in measure_model(model, args.option, args.pairs, args.interval, Path(folder)):
+            plan = Plan(args.option, args.pairs, args.interval, args.baseline, not args.no_replay)
+            for line in measure_model(model, plan, Path(folder)):
                 print(line, flush=True)
 
 

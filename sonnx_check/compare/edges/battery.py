@@ -102,12 +102,19 @@ class NodeEdges:
         operator_edges: bool = True,
         runner: Capabilities = ONNXRUNTIME_LIKE,
         readings: reference.Readings = reference.DEFAULT_READINGS,
+        extent: str | None = None,
     ) -> None:
         self.nodes = nodes
         self.model = model
         # the configurations, as the in-context run meets them; what the battery reports of them once run
+        # (``extent``: run at reduced shapes that keep every position class, or at the model's, extents.py)
         self.observed = Observed(
-            nodes, model, max_elements=max_elements, budget=budget, operator_edges=operator_edges
+            nodes,
+            model,
+            max_elements=max_elements,
+            budget=budget,
+            operator_edges=operator_edges,
+            extent=extent,
         )
         self.configurations = self.observed.configurations
         self.operator_configurations = self.observed.operator_configurations

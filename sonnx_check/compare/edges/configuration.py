@@ -35,7 +35,8 @@ class Configuration:
 
     op_type: str
     node: onnx.NodeProto  # the first node with this configuration (its attributes and output names)
-    fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]  # inputs given edge values: position, dtype, shape
+    # inputs given edge values: position, dtype, and the shape the battery runs (extents.py: reduced)
+    fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]
     held: dict[int, np.ndarray]  # inputs kept at the model's values (its constants, integer parameters)
     output_sizes: tuple[tuple[int, int], ...]  # (elements, itemsize) per output, as seen in context
     scope: str = NODE_SCOPE
@@ -46,6 +47,8 @@ class Configuration:
     held_from: dict[int, str] = field(default_factory=dict)
     held_meta: dict[int, tuple[np.dtype, tuple[int, ...], str]] = field(default_factory=dict)
     nodes: list[int] = field(default_factory=list)
+    # the fed inputs' shapes in the model, for every node the configuration stands for (first seen first)
+    model_shapes: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
     records: dict[int, OutputRecord] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why this configuration did not run it
     crashes: dict[str, str] = field(default_factory=dict)  # dataset -> how onnxruntime ended
@@ -79,7 +82,13 @@ class Configuration:
         return values
 
     def result(self, view_nodes: Sequence[onnx.NodeProto], version: RuntimeSeen) -> ConfigurationResult:
-        edge = [{"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed]
+        edge: list[dict[str, object]] = [
+            {"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed
+        ]
+        for entry, (position, _, shape) in zip(edge, self.fed, strict=True):
+            model = self.model_shapes.get(position, [shape])
+            if model != [shape]:  # run at a reduced shape (extents.py): the shapes it stands for
+                entry["model_shapes"] = [list(s) for s in model]
         held = [
             {
                 "position": p,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
+from sonnx_check.compare.edges import extents
 from sonnx_check.compare.edges.configuration import (
     _INTEGER_TYPES,  # noqa: F401 - the integer types held_positions keeps
     _VALUE_SHAPED,
@@ -34,8 +35,11 @@ class Observed:
         max_elements: int,
         budget: int | None,
         operator_edges: bool = True,
+        extent: str | None = None,
     ) -> None:
         self.nodes = nodes
+        # the shapes the battery runs at (extents.py): reduced (the default), or the model's
+        self.extent = extent or extents.DEFAULT_EXTENT
         self.fixed = fixed_tensors(model)
         self.initializers = {t.name: t for t in model.graph.initializer}
         self.operator_edges = operator_edges
@@ -88,34 +92,54 @@ class Observed:
             bare.CopyFrom(attribute)
             bare.doc_string = ""
             key.update(bare.SerializeToString())
-        fed, held, meta = [], {}, {}
+        model_fed, held, meta = [], {}, {}
         for position, value in enumerate(inputs):
             if value is None:
-                key.update(b"|absent")
                 continue
-            key.update(f"|{value.dtype.str}{value.shape}".encode())
             if position in held_positions:
                 held[position] = value
                 sha = value_digest(value)
-                meta[position] = (value.dtype, tuple(int(d) for d in value.shape), sha.hex()[:16])
-                key.update(b"=" + sha)
+                meta[position] = (value.dtype, tuple(int(d) for d in value.shape), sha.hex()[:16], sha)
             else:
-                fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
+                model_fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
+        # the key is what the battery runs: nodes whose reduced runs are the same share one configuration
+        shapes = extents.reduced_shapes(node, model_fed, {p: m[1] for p, m in meta.items()}, self.extent)
+        fed = [(position, dtype, shapes[position]) for position, dtype, _ in model_fed]
+        run_shapes = {position: shape for position, _, shape in fed}
+        for position, value in enumerate(inputs):
+            if value is None:
+                key.update(b"|absent")
+            elif position in meta:
+                key.update(f"|{value.dtype.str}{value.shape}".encode() + b"=" + meta[position][3])
+            else:
+                key.update(f"|{value.dtype.str}{run_shapes[position]}".encode())
         digest = key.digest()
         if digest not in table:
             lazy = {p: node.input[p] for p in held if node.input[p] in self.initializers}
             kept = {p: np.array(v, copy=True) for p, v in held.items() if p not in lazy}
             config = Configuration(
-                node.op_type, node, tuple(fed), kept, sizes, scope, digest=digest.hex()[:16]
-            )
-            config.held_from, config.held_meta = lazy, meta
-            self._check_runnable(config)
+                node.op_type, node, tuple(fed), kept, _scaled(sizes, model_fed, fed), scope,
+                digest=digest.hex()[:16],
+            )  # fmt: skip
+            config.held_from, config.held_meta = lazy, {p: m[:3] for p, m in meta.items()}
+            self._check_runnable(config, model_fed, sizes)
             table[digest] = config
-        return table[digest]
+        config = table[digest]
+        for position, _, shape in model_fed:
+            config.model_shapes.setdefault(position, [])
+            if shape not in config.model_shapes[position]:
+                config.model_shapes[position].append(shape)
+        return config
 
-    def _check_runnable(self, config: Configuration) -> None:
-        """Set ``config.reason`` when it cannot be run alone."""
-        node, fed, sizes = config.node, config.fed, config.output_sizes
+    def _check_runnable(
+        self,
+        config: Configuration,
+        model_fed: Sequence[tuple[int, np.dtype, tuple[int, ...]]],
+        sizes: tuple[tuple[int, int], ...],
+    ) -> None:
+        """Set ``config.reason`` when it cannot be run alone (--max-elements judged on the model's shapes,
+        as in context)."""
+        node, fed = config.node, model_fed
         if node.op_type in _VALUE_SHAPED:
             config.reason = f"not run alone: {_VALUE_SHAPED[node.op_type]}"
         elif not fed:
@@ -132,4 +156,15 @@ class Observed:
         elif self.budget is not None and config.nbytes > self.budget:
             config.reason = "not run alone: too large for --max-memory"
 
-    # -- running ----------------------------------------------------------------------------------------
+
+def _scaled(
+    sizes: tuple[tuple[int, int], ...],
+    model_fed: Sequence[tuple[int, np.dtype, tuple[int, ...]]],
+    fed: Sequence[tuple[int, np.dtype, tuple[int, ...]]],
+) -> tuple[tuple[int, int], ...]:
+    """The output sizes seen in context, scaled as the fed inputs are reduced (the memory plan's figure)."""
+    model = sum(int(np.prod(shape)) for _, _, shape in model_fed)
+    run = sum(int(np.prod(shape)) for _, _, shape in fed)
+    if model == run or model == 0:
+        return sizes
+    return tuple((-(-elements * run // model), itemsize) for elements, itemsize in sizes)
