@@ -120,6 +120,10 @@ def _retyped(op: Operator, tensors: Mapping[str, Any], type_name: str) -> dict[s
 def _array(item: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(TYPE_NAMES[item["type"]]))
     shape = tuple(int(d) for d in item["shape"])
+    if "value" not in item and dtype.kind in "iu":
+        # small positive integers: no division by zero, no negative exponent (data the profile excludes);
+        # the battery replaces them by edge values where they are data
+        return rng.integers(1, 4, size=shape).astype(dtype)
     if "value" not in item:
         return random_array(dtype, shape, rng)
     value = item["value"]

@@ -21,6 +21,7 @@ from sonnx_check import progress, reference
 from sonnx_check.compare import memory
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.edges.configuration import Configuration
+from sonnx_check.compare.inputs.backend_layout import FolderWriter
 from sonnx_check.compare.judging.divergence_findings import DivergenceFindings
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.runtimes import make_runner
@@ -55,7 +56,7 @@ class SurveyRequest:
     """What to survey: the comparison options (runtime, seed, limits) and, optionally, a subset."""
 
     options: CompareOptions
-    output: str  # the survey's folder (the reproducers are written under it)
+    output: FolderWriter  # the survey's new folder (the reproducers are written under it)
     operators: Sequence[str] | None = None  # None: every profile operator with a reference kernel
     types: Sequence[str] | None = None  # None: every type the declarations give
     on_operator: Callable[[str, int, int], None] | None = None  # progress: name, number, total
@@ -199,8 +200,11 @@ def _row(config: Configuration, variant: Variant, subject: str) -> Configuration
         refused_datasets=refused,
     )
     if not config.records and not config.crashes:
-        row.state = REFUSED if config.reason.startswith(f"{subject} refused") else NOT_COMPARED
-        row.reason = config.reason or _no_dataset(config)
+        declined = [why for why in config.skipped.values() if why.startswith((f"{subject} refused", f"{subject} failed"))]
+        # nothing compared and the runtime declined what it was given: a refusal, at load or at run time
+        refused = config.reason.startswith(f"{subject} refused") or (not config.reason and bool(declined))
+        row.state = REFUSED if refused else NOT_COMPARED
+        row.reason = config.reason or (f"on every dataset: {declined[0]}" if refused else _no_dataset(config))
     return row
 
 

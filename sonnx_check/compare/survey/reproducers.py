@@ -20,7 +20,7 @@ from onnx import helper
 
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.edges.configuration import Configuration
-from sonnx_check.compare.inputs.backend_layout import FolderWriter, new_folder
+from sonnx_check.compare.inputs.backend_layout import FolderWriter
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.suite.cases import CONFIGURATION_KIND, Case, CaseDataset
 from sonnx_check.compare.suite.judgement import judge_output
@@ -35,8 +35,8 @@ FOLDER = "reproducers"
 class ReproducerWriter:
     """Writes the reproducers under ``output``/reproducers, created on the first one."""
 
-    def __init__(self, output: str, options: CompareOptions) -> None:
-        self.root_path = os.path.join(output, FOLDER)
+    def __init__(self, output: FolderWriter, options: CompareOptions) -> None:
+        self.output = output
         self.options = options
         self._stack = ExitStack()
         self._root: FolderWriter | None = None
@@ -69,7 +69,7 @@ class ReproducerWriter:
 
     def _operator_folder(self, op_type: str) -> FolderWriter:
         if self._root is None:
-            self._root = self._stack.enter_context(new_folder(self.root_path))
+            self._root = self._stack.enter_context(self.output.folder(FOLDER))
         if self._operator is None or self._operator[0] != op_type:
             if self._operator is not None:
                 self._operator[2].close()
@@ -125,7 +125,8 @@ class ReproducerWriter:
                 self._operator[2].close()
                 self._operator = None
             if self._root is not None:
-                write_root(self._root, self.models, {"maxpool_nan": self.options.maxpool_nan, "seed": self.options.seed})
+                settings = {"maxpool_nan": self.options.maxpool_nan, "seed": self.options.seed}
+                write_root(self._root, self.models, settings)
         finally:
             self._stack.close()
 
