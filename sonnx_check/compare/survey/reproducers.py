@@ -30,6 +30,7 @@ from sonnx_check.compare.survey.configurations import Variant
 from sonnx_check.errors import first_line
 
 FOLDER = "reproducers"
+SOURCE = "sonnx-check --survey"  # what a case says it was made from
 
 
 class ReproducerWriter:
@@ -55,10 +56,15 @@ class ReproducerWriter:
                 CONFIGURATION_KIND,
                 f"{config.op_type}_{variant.label}_{config.digest}",
                 onnx.ModelProto(),
-                about={"op_type": config.op_type, "configuration": config.digest, "survey": variant.label},
+                about={
+                    "op_type": config.op_type,
+                    "scope": config.scope,
+                    "configuration": config.digest,
+                    "nodes": [{"index": i, "name": edges.nodes[i].name} for i in config.nodes],
+                },
             )
             case.datasets = self._datasets(edges, config, case, datasets)
-            entry = write_case(folder, self._cases, case, "survey")
+            entry = write_case(folder, self._cases, case, SOURCE)
         except (OSError, ValueError) as exc:
             return None, f"the reproducer could not be written: {first_line(exc)}"
         self.models[-1]["cases"].append(entry)
@@ -78,7 +84,7 @@ class ReproducerWriter:
             folder = stack.enter_context(self._root.folder(label))
             self._operator = (op_type, folder, stack)
             self._cases = UniqueNames()
-            self.models.append({"model": "survey", "folder": label, "cases": []})
+            self.models.append({"model": SOURCE, "folder": label, "cases": []})
         return self._operator[1]
 
     def _datasets(
