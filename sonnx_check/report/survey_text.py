@@ -44,7 +44,7 @@ def summary_line(survey: Survey, output: str) -> str:
 
 
 def _table(survey: Survey) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for name, width in _WIDTHS.items():
         right = name in ("elements", "unexpl", "explains")
         table.add_column(name, max_width=width, overflow="fold", justify="right" if right else "left")
