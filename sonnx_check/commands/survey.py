@@ -66,7 +66,9 @@ def run_survey_command(
                 folder,
                 operators=operators,
                 types=types,
-                on_operator=lambda name, number, total: progress.step(f"survey: {name} ({number} of {total})"),
+                on_operator=lambda name, number, total: progress.step(
+                    f"survey: {name} ({number} of {total})"
+                ),
                 settings=settings,
             )
             try:
@@ -90,9 +92,8 @@ def _check_names(option: str, given: Sequence[str] | None, known: Sequence[str])
         return
     unknown = [n for n in given if n not in known]
     if unknown:
-        raise UsageError(
-            f"{option}: {', '.join(sanitise.line(n) for n in unknown)} not surveyed (known: {', '.join(known)})"
-        )
+        named = ", ".join(sanitise.line(n) for n in unknown)
+        raise UsageError(f"{option}: {named} not surveyed (known: {', '.join(known)})")
 
 
 def _settings(

@@ -36,8 +36,9 @@ def render_survey(console: Any, survey: Survey, output: str) -> None:
 def summary_line(survey: Survey, output: str) -> str:
     s = survey.summary()
     return (
-        f"survey: {s['operators']} operator(s), {s['configurations']} configuration(s) ({s['compared']} compared, "
-        f"{s['refused']} refused, {s['not_compared']} not compared), {s['elements']} element(s) compared; "
+        f"survey: {s['operators']} operator(s), {s['configurations']} configuration(s) "
+        f"({s['compared']} compared, {s['refused']} refused, {s['not_compared']} not compared), "
+        f"{s['elements']} element(s) compared; "
         f"{s['departures']} departure ID(s); {s['unexplained']} unexplained divergence(s); "
         f"{survey.seconds:.1f} s; written to {sanitise.display(output)}"
     )
@@ -76,7 +77,9 @@ def _unexplained(console: Any, survey: Survey) -> None:
     console.print(Text(""))
     console.print(Text("Unexplained divergences", style="bold"))
     for operator, entry in found:
-        head = Text(f"{sanitise.display(operator.op_type)} {sanitise.display(entry.configuration)}: ", style="bold")
+        head = Text(
+            f"{sanitise.display(operator.op_type)} {sanitise.display(entry.configuration)}: ", style="bold"
+        )
         console.print(head.append(sanitise.display(entry.message), style=""))
         where = entry.reproducer or f"no reproducer: {entry.reproducer_problem}"
         console.print(Text(f"  reproducer: {sanitise.display(where)}"))
@@ -105,8 +108,8 @@ def _left_out(console: Any, operators: Iterable[OperatorSurvey]) -> None:
         by_reason: dict[str, list[str]] = {}
         for what, why in operator.left_out.items():
             by_reason.setdefault(why, []).append(what)
-        for why, what in by_reason.items():
-            named = "" if what == ["*"] else " " + ", ".join(sanitise.display(w) for w in what)
+        for why, items in by_reason.items():
+            named = "" if items == ["*"] else " " + ", ".join(sanitise.display(w) for w in items)
             lines.append(Text(f"  {sanitise.display(operator.op_type)}{named}: {sanitise.display(why)}"))
     if lines:
         console.print(Text(""))

@@ -66,7 +66,9 @@ def test_survey_on_onnxruntime_reports_each_operator_and_its_departures(
 def test_table_fits_80_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _survey(tmp_path, operators=["Sigmoid", "BatchNormalization", "Relu"])
     lines = capsys.readouterr().out.splitlines()
-    end = next(i for i, line in enumerate(lines) if line in ("Refused", "Not compared") or line.startswith("survey:"))
+    end = next(
+        i for i, line in enumerate(lines) if line in ("Refused", "Not compared") or line.startswith("survey:")
+    )
     table = lines[1:end]
     assert any("BatchNormalization" in line for line in table)
     assert any("ORT-SIGMOID-FLOAT-ABSOLUTE-ERROR" in line for line in table)
@@ -131,7 +133,8 @@ def test_a_refusing_runtime_yields_refusals_not_failures(
     assert record["runtime"]["name"] == "command"
 
 
-_HOSTILE = '<img src=x onerror=alert(1)>'
+_HOSTILE = "<img src=x onerror=alert(1)>"
+_LINK = "\x1b]8;;https://evil.example/\x1b\\"
 
 
 def test_html_and_terminal_escape_a_hostile_runtime(
@@ -143,7 +146,7 @@ def test_html_and_terminal_escape_a_hostile_runtime(
         "import json, sys, pathlib\n"
         "out = pathlib.Path(sys.argv[3])\n"
         f"(out / 'runtime.json').write_text(json.dumps({{'name': {_HOSTILE!r}, 'version': '\\x1b[31m9'}}))\n"
-        f"print('sonnx-check-reason: ' + {_HOSTILE!r} + '\\x1b]8;;https://evil.example/\\x1b\\\\', file=sys.stderr)\n"
+        f"print('sonnx-check-reason: ' + {_HOSTILE!r} + {_LINK!r}, file=sys.stderr)\n"
         "sys.exit(3)\n",
         encoding="utf-8",
     )

@@ -129,7 +129,9 @@ def _array(item: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
     value = item["value"]
     with np.errstate(over="ignore", invalid="ignore"):
         if isinstance(value, list):
-            return np.array(value, dtype=np.float64 if dtype.kind == "f" else None).astype(dtype).reshape(shape)
+            return (
+                np.array(value, dtype=np.float64 if dtype.kind == "f" else None).astype(dtype).reshape(shape)
+            )
         return np.full(shape, value).astype(dtype)
 
 
@@ -186,7 +188,9 @@ def _attribute_variants(op: Operator, primary_type: str) -> list[tuple[dict[str,
 
 def _integer_parameter(op: Operator, role: str) -> bool:
     codes = op.types.get(role, frozenset())
-    integers = {TYPE_NAMES[n] for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
+    integers = {
+        TYPE_NAMES[n] for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    }
     return bool(codes) and codes <= integers
 
 
@@ -257,7 +261,9 @@ def _run(
     rng = seeded(seed, "survey", op.op_type, variant.label)
     try:
         _node(op, variant, number, rng)
-        results = reference.run_node(variant.node, variant.inputs, max_elements=max_elements, readings=readings)
+        results = reference.run_node(
+            variant.node, variant.inputs, max_elements=max_elements, readings=readings
+        )
     except reference.ReferenceError as exc:
         variant.node = onnx.NodeProto()
         return first_line(exc)

@@ -136,13 +136,17 @@ def _survey_operator(
     except SurveyStopped as exc:
         result.stopped = exc.reason
     capabilities = runner.capabilities
-    judge = DivergenceFindings(view, capabilities.subject, runner.runtime_record(), runner.description.version)
+    judge = DivergenceFindings(
+        view, capabilities.subject, runner.runtime_record(), runner.description.version
+    )
     judge.battery(edges, [])
     _collect(result, plan, edges, judge.findings, capabilities.subject, writer)
     return result
 
 
-def _opener(runner: Runner, op_type: str, count: int) -> Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]:
+def _opener(
+    runner: Runner, op_type: str, count: int
+) -> Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]:
     def open_session(model: onnx.ModelProto, constants: Mapping[str, str] | None) -> Session:
         progress.step(f"{op_type}: {len(model.graph.node)} of {count} configuration(s)")
         try:
@@ -189,7 +193,7 @@ def _collect(
 
 def _row(config: Configuration, variant: Variant, subject: str) -> ConfigurationRow:
     outputs = [r.result() for r in config.records.values()]
-    refused = {d: why for d, why in config.skipped.items() if why.startswith(f"{subject} refused")}
+    refused_on = {d: why for d, why in config.skipped.items() if why.startswith(f"{subject} refused")}
     row = ConfigurationRow(
         variant.label,
         variant.type_name,
@@ -197,10 +201,14 @@ def _row(config: Configuration, variant: Variant, subject: str) -> Configuration
         COMPARED,
         elements=sum(o.total for o in outputs),
         differing=sum(o.mismatches for o in outputs),
-        refused_datasets=refused,
+        refused_datasets=refused_on,
     )
     if not config.records and not config.crashes:
-        declined = [why for why in config.skipped.values() if why.startswith((f"{subject} refused", f"{subject} failed"))]
+        declined = [
+            why
+            for why in config.skipped.values()
+            if why.startswith((f"{subject} refused", f"{subject} failed"))
+        ]
         # nothing compared and the runtime declined what it was given: a refusal, at load or at run time
         refused = config.reason.startswith(f"{subject} refused") or (not config.reason and bool(declined))
         row.state = REFUSED if refused else NOT_COMPARED

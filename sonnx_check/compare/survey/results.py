@@ -34,7 +34,11 @@ class Unexplained:
             "elements": self.elements,
             "datasets": [sanitise.data(d) for d in self.datasets],
             "reproducer": self.reproducer,
-            **({"reproducer_problem": sanitise.data(self.reproducer_problem)} if self.reproducer_problem else {}),
+            **(
+                {"reproducer_problem": sanitise.data(self.reproducer_problem)}
+                if self.reproducer_problem
+                else {}
+            ),
         }
 
 
@@ -61,13 +65,17 @@ class ConfigurationRow:
             "state": self.state,
             "elements": self.elements,
             "differing": self.differing,
-            "departures": [{"id": sanitise.data(k), "elements": v} for k, v in sorted(self.departures.items())],
+            "departures": [
+                {"id": sanitise.data(k), "elements": v} for k, v in sorted(self.departures.items())
+            ],
             "unexplained": self.unexplained,
         }
         if self.reason:
             out["reason"] = sanitise.data(self.reason)
         if self.refused_datasets:
-            out["refused_datasets"] = {sanitise.data(k): sanitise.data(v) for k, v in self.refused_datasets.items()}
+            out["refused_datasets"] = {
+                sanitise.data(k): sanitise.data(v) for k, v in self.refused_datasets.items()
+            }
         return out
 
 
@@ -112,7 +120,8 @@ class OperatorSurvey:
             "departures": [{"id": sanitise.data(k), "elements": v} for k, v in self.departures.items()],
             "unexplained": [u.to_json() for u in self.unexplained],
             "refusals": [
-                {"configuration": sanitise.data(c.label), "reason": sanitise.data(c.reason)} for c in self.refusals
+                {"configuration": sanitise.data(c.label), "reason": sanitise.data(c.reason)}
+                for c in self.refusals
             ],
             "not_compared": [
                 {"configuration": sanitise.data(c.label), "reason": sanitise.data(c.reason)}
