@@ -25,7 +25,7 @@ def survey_record(survey: Survey, exit_code: int) -> dict[str, Any]:
         "tool": {"name": "sonnx-check", "version": __version__},
         "runtime": _data(survey.runtime),
         "settings": _data(survey.settings),
-        "summary": survey.summary(),
+        "summary": survey.summary().to_json(),
         "seconds": round(survey.seconds, 3),
         "exit_code": exit_code,
         "operators": [o.to_json() for o in survey.operators],

@@ -36,10 +36,9 @@ def render_survey(console: Any, survey: Survey, output: str) -> None:
 def summary_line(survey: Survey, output: str) -> str:
     s = survey.summary()
     return (
-        f"survey: {s['operators']} operator(s), {s['configurations']} configuration(s) "
-        f"({s['compared']} compared, {s['refused']} refused, {s['not_compared']} not compared), "
-        f"{s['elements']} element(s) compared; "
-        f"{s['departures']} departure ID(s); {s['unexplained']} unexplained divergence(s); "
+        f"survey: {s.operators} operator(s), {s.configurations} configuration(s) ({s.compared} compared, "
+        f"{s.refused} refused, {s.not_compared} not compared), {s.elements} element(s) compared; "
+        f"{s.departures} departure ID(s); {s.unexplained} unexplained divergence(s); "
         f"{survey.seconds:.1f} s; written to {sanitise.display(output)}"
     )
 

@@ -147,15 +147,41 @@ class Survey:
     def unexplained(self) -> int:
         return sum(len(o.unexplained) for o in self.operators)
 
-    def summary(self) -> dict[str, int]:
+    def summary(self) -> SurveySummary:
         rows = [c for o in self.operators for c in o.configurations]
+        return SurveySummary(
+            operators=len(self.operators),
+            configurations=len(rows),
+            compared=sum(c.state == COMPARED for c in rows),
+            refused=sum(c.state == REFUSED for c in rows),
+            not_compared=sum(c.state == NOT_COMPARED for c in rows),
+            elements=sum(c.elements for c in rows),
+            departures=len({k for o in self.operators for k in o.departures}),
+            unexplained=self.unexplained,
+        )
+
+
+@dataclass(frozen=True)
+class SurveySummary:
+    """The survey's totals: every report's last line and the JSON's ``summary``."""
+
+    operators: int
+    configurations: int
+    compared: int
+    refused: int
+    not_compared: int
+    elements: int
+    departures: int  # distinct departure IDs seen
+    unexplained: int
+
+    def to_json(self) -> dict[str, int]:
         return {
-            "operators": len(self.operators),
-            "configurations": len(rows),
-            "compared": sum(c.state == COMPARED for c in rows),
-            "refused": sum(c.state == REFUSED for c in rows),
-            "not_compared": sum(c.state == NOT_COMPARED for c in rows),
-            "elements": sum(c.elements for c in rows),
-            "departures": len({k for o in self.operators for k in o.departures}),
+            "operators": self.operators,
+            "configurations": self.configurations,
+            "compared": self.compared,
+            "refused": self.refused,
+            "not_compared": self.not_compared,
+            "elements": self.elements,
+            "departures": self.departures,
             "unexplained": self.unexplained,
         }
