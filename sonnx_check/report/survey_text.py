@@ -39,7 +39,7 @@ def summary_line(survey: Survey, output: str) -> str:
         f"survey: {s.operators} operator(s), {s.configurations} configuration(s) ({s.compared} compared, "
         f"{s.refused} refused, {s.not_compared} not compared), {s.elements} element(s) compared; "
         f"{s.departures} departure ID(s); {s.unexplained} unexplained divergence(s); "
-        f"{survey.seconds:.1f} s; written to {sanitise.display(output)}"
+        f"{s.sessions} runtime session(s), {survey.seconds:.1f} s; written to {sanitise.display(output)}"
     )
 
 
@@ -79,7 +79,7 @@ def _unexplained(console: Any, survey: Survey) -> None:
         head = Text(
             f"{sanitise.display(operator.op_type)} {sanitise.display(entry.configuration)}: ", style="bold"
         )
-        console.print(head.append(sanitise.display(entry.message), style=""))
+        console.print(head.append(sanitise.display(entry.message, sanitise.DISPLAY_MESSAGE_LIMIT), style=""))
         where = entry.reproducer or f"no reproducer: {entry.reproducer_problem}"
         console.print(Text(f"  reproducer: {sanitise.display(where)}"))
 

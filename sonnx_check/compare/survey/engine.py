@@ -132,7 +132,7 @@ def _survey_operator(
     deadline = None if limit is None else time.monotonic() + limit
     runner.start(model, deadline, [])
     try:
-        edges.run(_opener(runner, op_type, len(plan.variants)), _check_run)
+        edges.run(_opener(runner, result, len(plan.variants)), _check_run)
     except SurveyStopped as exc:
         result.stopped = exc.reason
     capabilities = runner.capabilities
@@ -145,10 +145,13 @@ def _survey_operator(
 
 
 def _opener(
-    runner: Runner, op_type: str, count: int
+    runner: Runner, result: OperatorSurvey, count: int
 ) -> Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]:
+    """The battery's session opener: counts the sessions (a command's starts) and stops at the time limit."""
+
     def open_session(model: onnx.ModelProto, constants: Mapping[str, str] | None) -> Session:
-        progress.step(f"{op_type}: {len(model.graph.node)} of {count} configuration(s)")
+        progress.step(f"{result.op_type}: {len(model.graph.node)} of {count} configuration(s)")
+        result.sessions += 1
         try:
             return runner.open(model) if constants is None else runner.open_sharing(model, constants)
         except RunFailure as exc:

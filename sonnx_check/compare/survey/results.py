@@ -88,6 +88,7 @@ class OperatorSurvey:
     unexplained: list[Unexplained] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)  # type or variant -> why not surveyed
     stopped: str = ""  # the time limit or the runtime ended the operator's battery early
+    sessions: int = 0  # sessions the battery opened (a command: one start each)
 
     @property
     def elements(self) -> int:
@@ -116,6 +117,7 @@ class OperatorSurvey:
     def to_json(self) -> dict[str, Any]:
         return {
             "op_type": sanitise.data(self.op_type),
+            "sessions": self.sessions,
             "elements": self.elements,
             "departures": [{"id": sanitise.data(k), "elements": v} for k, v in self.departures.items()],
             "unexplained": [u.to_json() for u in self.unexplained],
@@ -158,6 +160,7 @@ class Survey:
             elements=sum(c.elements for c in rows),
             departures=len({k for o in self.operators for k in o.departures}),
             unexplained=self.unexplained,
+            sessions=sum(o.sessions for o in self.operators),
         )
 
 
@@ -173,6 +176,7 @@ class SurveySummary:
     elements: int
     departures: int  # distinct departure IDs seen
     unexplained: int
+    sessions: int  # the runtime's sessions (a command's starts), every operator
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -184,4 +188,5 @@ class SurveySummary:
             "elements": self.elements,
             "departures": self.departures,
             "unexplained": self.unexplained,
+            "sessions": self.sessions,
         }
