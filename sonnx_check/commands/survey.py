@@ -42,6 +42,7 @@ def run_survey_command(
     operators: Sequence[str] | None = None,
     types: Sequence[str] | None = None,
     console: Any = None,
+    quiet: bool = False,
 ) -> int:
     """Survey the runtime ``options`` name (``--runtime-command``, else onnxruntime; any runtime the runner
     factory builds), print the table, write the files; the exit status."""
@@ -59,6 +60,7 @@ def run_survey_command(
     _check_names("--survey-types", types, list(SURVEYED_TYPES))
     check_survey_target(output)
     settings = _settings(options, operators, types)
+    progress.start(len(surveyed_operators(operators)), quiet=quiet)  # on stderr, when it is a terminal
     try:
         with new_folder(output) as folder:
             request = SurveyRequest(
@@ -66,9 +68,7 @@ def run_survey_command(
                 folder,
                 operators=operators,
                 types=types,
-                on_operator=lambda name, number, total: progress.step(
-                    f"survey: {name} ({number} of {total})"
-                ),
+                on_operator=_progress,
                 settings=settings,
             )
             try:
@@ -76,7 +76,7 @@ def run_survey_command(
             except RunnerUnavailable as exc:
                 raise UsageError(f"--survey: {sanitise.line(str(exc))}") from None
             finally:
-                progress.clear()
+                progress.stop()
             code = EXIT_FINDINGS if survey.unexplained else EXIT_OK
             _write_files(folder, survey, code)
     except TargetNotEmpty as exc:
@@ -85,6 +85,15 @@ def run_survey_command(
         raise UsageError(f"--survey-output {sanitise.line(output)}: {exc.strerror or exc}") from None
     print_rendered(console or stdout_console(), lambda shown: render_survey(shown, survey, output))
     return code
+
+
+def _progress(op_type: str, number: int, total: int) -> None:
+    """``[n/total] survey Op``, and the battery's batches beneath it."""
+    from sonnx_check import progress
+
+    if number > 1:
+        progress.model_done()
+    progress.model(f"survey {op_type}")
 
 
 def _check_names(option: str, given: Sequence[str] | None, known: Sequence[str]) -> None:
