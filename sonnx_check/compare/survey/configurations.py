@@ -1,12 +1,12 @@
 """The survey's configurations, built from the operator declarations (rules/<Op>.toml via profile.py).
 
-For each profile operator: one configuration per element type it declares for its first input (its output
-for an operator without inputs), on the declaration's example (``[operator.example]``: attributes, shapes,
-the values of its integer parameters), and a few attribute variants the text's own examples give
-(``[[operator.spec_example]]``: ArgMax's ``select_last_index = 1``, LeakyRelu's alpha), on the first float
-type. A role follows the surveyed type where its declaration admits it (Where's condition stays bool,
-ArgMax's Y int64). The reference runs each once on random data: the values the edge battery observes a
-configuration from, as it observes a model's node in context.
+For each profile operator: one configuration per element type it declares for its data input (the input
+admitting the most types; its output for an operator without inputs), on the declaration's example
+(``[operator.example]``: attributes, shapes, the values of its integer parameters), and a few attribute
+variants the text's own examples give (``[[operator.spec_example]]``: ArgMax's ``select_last_index = 1``,
+LeakyRelu's alpha), on the first float type. A role follows the surveyed type where its declaration admits
+it (Where's condition stays bool, ArgMax's Y int64). The reference runs each once on random data: the
+values the edge battery observes a configuration from, as it observes a model's node in context.
 
 Types numpy does not hold (bfloat16, string, the 2- and 4-bit integers, complex) are listed as not surveyed.
 """
@@ -77,11 +77,12 @@ class OperatorPlan:
 
 
 def primary_role(op: Operator) -> str | None:
-    """The role whose types the survey walks: the first input, or the first output of a source."""
-    for param in (*op.inputs, *op.outputs):
-        if op.types.get(param.name):
-            return param.name
-    return None
+    """The role whose types the survey walks: the input admitting the most types (the data, not Where's
+    condition or Slice's starts), the first on a tie; the first output of an operator without inputs."""
+    typed = [p.name for p in op.inputs if op.types.get(p.name)]
+    if typed:
+        return max(typed, key=lambda role: len(op.types[role]))  # max keeps the first of equals
+    return next((p.name for p in op.outputs if op.types.get(p.name)), None)
 
 
 def declared_type_names(op: Operator, role: str) -> list[str]:
