@@ -131,3 +131,15 @@ def _write_files(folder: Any, survey: Survey, code: int) -> None:
     from sonnx_check.report.survey_html import render_survey_html
 
     folder.write_file(HTML_FILE, render_survey_html(survey_record(survey, code)).encode("utf-8"))
+
+
+def run_survey_from_settings(compare: Any, output: str | None, *, quiet: bool = False) -> int:
+    """``--survey`` from the resolved settings (``CompareSettings``: the command line over the configuration),
+    as the CLI calls it: the runtime checked first (a command that cannot be found: exit 2 at once)."""
+    from sonnx_check.compare.runtimes.startup import check_runtime_settings
+    from sonnx_check.compare.suite import options_for
+
+    target = DEFAULT_OUTPUT if output is None else output
+    check_survey_target(target)
+    check_runtime_settings(compare)
+    return run_survey_command(options_for(compare), target, quiet=quiet)
