@@ -120,13 +120,16 @@ def _settings(
 
 
 def _write_files(folder: Any, survey: Survey, code: int) -> None:
-    from sonnx_check.report.html import missing_extra
+    import importlib.util
+
     from sonnx_check.report.survey_json import survey_json, survey_record
 
     folder.write_file(JSON_FILE, survey_json(survey, code).encode("utf-8"))
-    missing = missing_extra()
-    if missing is not None:
-        say(f"note: {os.path.join(folder.path, HTML_FILE)} not written: {missing}")
+    if importlib.util.find_spec("jinja2") is None:  # the page needs jinja2 only (no plot)
+        say(
+            f"note: {os.path.join(folder.path, HTML_FILE)} not written: the HTML page needs jinja2: install "
+            'the report extra (pip install "sonnx-check[report]")'
+        )
         return
     from sonnx_check.report.survey_html import render_survey_html
 

@@ -4,6 +4,7 @@ divergence. Tested through the command function (the flag is declared in setting
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from importlib import resources
@@ -60,7 +61,9 @@ def test_survey_on_onnxruntime_reports_each_operator_and_its_departures(
     relu = _operator(record, "Relu")
     assert "int16" in [r["configuration"] for r in relu["refusals"]]
     assert record["summary"]["unexplained"] == 0
-    assert (folder / "survey.html").is_file() and not (folder / "reproducers").exists()
+    assert not (folder / "reproducers").exists()
+    if importlib.util.find_spec("jinja2") is not None:
+        assert (folder / "survey.html").is_file()
 
 
 def test_table_fits_80_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
