@@ -57,7 +57,7 @@ def test_the_rooms_are_the_purposes() -> None:
     """Sub-packages for inputs, runtimes (onnxruntime's host code with its runner), judging, the edge
     battery, the suite and the per-operator facts; no near-synonym modules left at the top."""
     rooms = {p.name for p in COMPARE.iterdir() if (p / "__init__.py").exists()}
-    assert rooms == {"inputs", "runtimes", "judging", "edges", "suite", "ops"}
+    assert rooms == {"inputs", "runtimes", "judging", "edges", "suite", "ops", "survey"}
     assert {p.name for p in (COMPARE / "runtimes" / "onnxruntime").glob("*.py")} >= {
         "runner.py",
         "host.py",
