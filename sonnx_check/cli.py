@@ -69,6 +69,7 @@ SECTIONS = (
     ("Fixing (--fix)", ("fix", "diff", "unsafe_fixes", "fix_output", "exit_non_zero_on_fix")),
     ("Adopting", ("add_waivers",)),
     (declared.COMPARE_SECTION, tuple(o.parameter for o in declared.OPTIONS if o.flag)),
+    ("Surveying a runtime", ("survey", "survey_output")),
     ("Running", ("jobs", "show_traceback")),
     ("Information", ("list_rules", "aliases", "explain", "version", "help")),
 )
@@ -87,6 +88,7 @@ EXAMPLES = (
         "write model.fixed.onnx; exit 1 when a fix was written",
     ),
     ("sonnx-check --explain MaxPool.R4", "what a rule checks, why, and how to fix it"),
+    ("sonnx-check --survey", "every profile operator on edge values in onnxruntime: its conformance table"),
 )
 EXIT_CODES = (
     ("0", "every model conforms (no finding at or above --fail-on)"),
@@ -280,6 +282,18 @@ class _Command(click.Command):
     help="With --list-rules: also list each rule's aliases (the IDs of the SONNX texts it answers to).",
 )
 @click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
+@click.option(
+    "--survey",
+    is_flag=True,
+    help="Survey the runtime under test, no model needed: every profile operator's edge battery, as a "
+    "conformance table; exit 1 on an unexplained divergence (docs/survey.md).",
+)
+@click.option(
+    "--survey-output",
+    metavar="DIR",
+    help="With --survey: the new (or empty) folder for survey.json, survey.html and the reproducers "
+    "(default: sonnx-survey).",
+)
 @declared.click_options
 @click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")
@@ -341,6 +355,8 @@ def run(
     list_rules: bool,
     aliases: bool,
     explain: str | None,
+    survey: bool,
+    survey_output: str | None,
     show_traceback: bool,
     **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
 ) -> int:
@@ -359,7 +375,11 @@ def run(
 
         show_catalogue(list_rules, explain, output_format, aliases)
         return EXIT_OK
-    if not paths and not show_settings:
+    if survey_output is not None and not survey:
+        raise UsageError("--survey-output needs --survey")
+    if survey and paths:
+        raise UsageError("--survey takes no model: it surveys the runtime itself (docs/survey.md)")
+    if not paths and not show_settings and not survey:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
     if fix_output is not None and not fix:
         raise UsageError("--fix-output needs --fix")
@@ -402,6 +422,10 @@ def run(
         print_settings(configs, paths)
         return EXIT_OK
     settings = configs.run
+    if survey:
+        from sonnx_check.commands.survey import run_survey_from_settings
+
+        return run_survey_from_settings(settings.compare, survey_output, quiet=quiet)
     if settings.compare.enabled or settings.compare.export_inputs is not None:
         from sonnx_check.compare.runtimes.startup import check_runtime_settings
 
