@@ -13,6 +13,12 @@ own descriptors, as ``/dev/stdout`` does): following it would let a link planted
 device the run can write, and replacing it would destroy the link. The final open never follows a link
 either (``O_NOFOLLOW``) and checks what it opened, so a link swapped in after the check is not followed.
 
+The folders on the way are the user's: a link among them is followed, as a shell's ``> link/report.json``
+follows it (``-o link/report.json`` with ``link -> elsewhere`` writes ``elsewhere/report.json``). Only the
+last component is held to the rules above. The path is judged as the kernel resolves it, the folder first
+(``link/../x.json`` is the ``x.json`` beside the link's target, not beside the link), and written there: the
+temporary file of an atomic write lies in the folder it is renamed in.
+
 ``--fix`` writes models through the same classification (``classify``, ``write_output``).
 """
 
@@ -61,7 +67,7 @@ def classify(path: str) -> Target:
     passes through a descriptor name (``/dev/stdout`` -> ``/proc/self/fd/1``) is that descriptor."""
     if path == STDOUT:
         return Target(TargetKind.STDOUT, path)
-    current = os.path.abspath(path)
+    current = resolved(path)
     linked = False
     for _ in range(_MAX_LINKS):
         descriptor = _descriptor_of(current)
@@ -90,6 +96,14 @@ def classify(path: str) -> Target:
     if stat.S_ISFIFO(status.st_mode) or stat.S_ISCHR(status.st_mode):
         return Target(TargetKind.SYMLINK if linked else TargetKind.SPECIAL, path)
     return Target(TargetKind.UNWRITABLE, path)
+
+
+def resolved(path: str) -> str:
+    """``path`` with its folder resolved as the kernel resolves it (links followed, then ``..``), its last
+    component kept as it is: an absolute path naming the same place as ``path``, its last link not
+    followed."""
+    folder, name = os.path.split(path)
+    return os.path.join(os.path.realpath(folder or os.curdir), name)
 
 
 def _descriptor_of(path: str) -> int | None:
@@ -148,14 +162,14 @@ def write_output(path: str, data: str | bytes, *, append: bool = False) -> None:
         else:
             _write_descriptor(target.descriptor, payload)
     elif target.kind is TargetKind.SPECIAL:
-        _write_special(path, payload)
+        _write_special(resolved(path), payload)
     elif target.kind is TargetKind.REGULAR:
         if append:
-            _append_regular(path, payload)
+            _append_regular(resolved(path), payload)
         else:
             from sonnx_check.report.files import write_atomic_bytes
 
-            write_atomic_bytes(path, payload)
+            write_atomic_bytes(resolved(path), payload)  # the temporary file in the folder renamed in
     else:
         problem = refusal(path)
         raise UsageError(f"{path}: {problem}")

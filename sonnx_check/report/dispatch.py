@@ -115,8 +115,9 @@ def write_step_summary(report: RunReport) -> None:
     try:
         if is_in_place(path):  # a FIFO or a descriptor: written into, never replaced
             write_output(path, text)
-        else:  # the runner's own file, appended to by every step
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(text)
+        else:  # the runner's own file, appended to by every step (a link there is not followed)
+            write_output(path, text, append=True)
     except OSError as exc:
         say(f"warning: GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}; no step summary written")
+    except UserError as exc:  # a link, a folder, a socket (output_target.refusal_text)
+        say(f"warning: GITHUB_STEP_SUMMARY {exc}; no step summary written")

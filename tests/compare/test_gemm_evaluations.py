@@ -14,7 +14,7 @@ import onnx
 import pytest
 from fake_runtime import FakeOrt
 from gemm_ieee import Evaluation, evaluate, evaluations
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
@@ -175,16 +175,27 @@ def cases(draw: st.DrawFn, large: bool):
     return gemm(alpha, beta, int(trans_a), int(trans_b)), [a, b, c]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases(large=True))
-def test_every_ieee_evaluation_is_judged_agreeing(case):
-    """Each evaluation of the family, in two summation orders, on subnormal, infinite, NaN and extreme
-    operands: no element diverges."""
+def _every_evaluation_agrees(case) -> None:
     node, inputs = case
     for how in evaluations(attrs_of(node)[1]):
         actual = runtime(node, inputs, how)
         result = judged(node, inputs, actual)
         assert result.divergent == 0, (how, actual, result.counts, result.first)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(large=True))
+def test_every_ieee_evaluation_is_judged_agreeing(case):
+    """Each evaluation of the family, in two summation orders, on subnormal, infinite, NaN and extreme
+    operands: no element diverges."""
+    _every_evaluation_agrees(case)
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(large=True))
+def test_every_ieee_evaluation_is_judged_agreeing_on_many_cases(case):
+    _every_evaluation_agrees(case)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -204,6 +215,31 @@ def test_where_nothing_overflows_exactly_the_evaluations_values_are_admitted(cas
     flat = np.arange(reached.size)
     admitted = gemm_evaluations.outcomes(node, inputs, flat) & 7
     assert admitted.tolist() == reached.reshape(-1).tolist()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(large=False))
+@example(  # 0.25 x the smallest subnormal is 0 in A only, and 0 x inf is NaN
+    (gemm(0.25), [np.array([[2.0**-149, 1.0]], F32), np.array([[np.inf], [1.0]], F32), np.zeros((1, 1), F32)])
+)
+@example(  # -0.5 x -inf and beta = 0 with a NaN C
+    (
+        gemm(-0.5, 0.0),
+        [np.array([[-np.inf, 0.0]], F64), np.array([[1.0], [np.inf]], F64), np.full((1, 1), np.nan)],
+    )
+)
+def test_the_whole_output_by_indicator_products_is_the_element_by_element_answer(case):
+    """Many candidates where nothing can overflow are decided by products of 0/1 matrices (``_whole``):
+    bit for bit what gathering each element's terms gives (``_block``)."""
+    node, inputs = case
+    ops = gemm_evaluations._operands(node, inputs)
+    flat = np.arange(inputs[2].size)
+    _, overflows = gemm_evaluations._open(ops, flat)
+    scales = [*ops.variants(ops.alpha), *ops.variants(ops.beta)]
+    if overflows or not all(np.isfinite(scales)):
+        return
+    whole = gemm_evaluations._whole(ops).reshape(-1)
+    assert whole.tolist() == gemm_evaluations._block(ops, flat).tolist()
 
 
 # -- through the comparison: a runtime whose Gemm is one evaluation ---------------------------------------

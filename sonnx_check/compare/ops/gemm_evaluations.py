@@ -210,8 +210,13 @@ def outcomes(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], flat: np
     ops = _operands(node, inputs)
     flat = np.asarray(flat, dtype=np.int64)
     bits = np.full(flat.size, FINITE, dtype=np.int8)
-    where = np.flatnonzero(_open(ops, flat))
+    needed, overflows = _open(ops, flat)
+    where = np.flatnonzero(needed)
     n = max(1, ops.a.shape[1])
+    scales = [*ops.variants(ops.alpha), *ops.variants(ops.beta)]
+    if not overflows and all(np.isfinite(scales)) and where.size * n >= _BLOCK_TERMS:
+        bits[where] = _whole(ops).reshape(-1)[flat[where]]  # many elements: products of indicators
+        return bits
     step = max(1, _BLOCK_TERMS // n)
     for lo in range(0, where.size, step):
         part = where[lo : lo + step]
@@ -219,11 +224,11 @@ def outcomes(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], flat: np
     return bits
 
 
-def _open(ops: _Operands, flat: np.ndarray) -> np.ndarray:
-    """The elements that may have a non-finite outcome: an operand of the element is not finite, or some
-    placement may overflow (alpha x an operand, a product, a sum: n max|a| max|b| max(1, |alpha|) + max(1,
-    |beta|) max|c| against the threshold, every variant of alpha and beta); elsewhere every evaluation is
-    finite, and the terms need not be gathered."""
+def _open(ops: _Operands, flat: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The elements that may have a non-finite outcome, and whether some placement may overflow: an operand
+    of the element is not finite, or an overflow is possible anywhere (alpha x an operand, a product, a sum:
+    n max|a| max|b| max(1, |alpha|) + max(1, |beta|) max|c| against the threshold, every variant of alpha
+    and beta); elsewhere every evaluation is finite, and the terms need not be gathered."""
     p = ops.b.shape[1]
     i, j = flat // p, flat % p
     finite_a, finite_b = np.isfinite(ops.a), np.isfinite(ops.b)
@@ -243,8 +248,62 @@ def _open(ops: _Operands, flat: np.ndarray) -> np.ndarray:
         ceiling = ops.a.shape[1] * (ma * scale) * (mb * scale) * alpha + (mc * scale) * scale * beta
         folded = max(ma, mb) * alpha
     if not (ceiling < ops.threshold() and folded < top):  # NaN alpha or beta: every element
-        return np.ones(flat.size, dtype=bool)
-    return needed
+        return np.ones(flat.size, dtype=bool), True
+    return needed, False
+
+
+def _whole(ops: _Operands) -> np.ndarray:
+    """``outcomes`` of every element where nothing can overflow and alpha and beta are finite: then a term
+    is special only by IEEE 754's rules on its factors (no product or sum reaches the threshold), and
+    whether an element has a NaN, +inf or -inf term is a product of indicator matrices, as fast as a
+    float32 matrix product. The same bits as ``_block``'s, element by element."""
+    a, b = ops.a.astype(np.float64), ops.b.astype(np.float64)
+    m, p = a.shape[0], b.shape[1]
+    threshold = ops.threshold()
+    c_terms = [_none(m * p)]
+    if ops.c is not None:
+        c = ops.c.astype(np.float64).reshape(-1, 1)
+        c_terms = [_terms(np.full_like(c, beta), c, ops.scale) for beta in ops.variants(ops.beta)]
+        if ops.beta == 0:
+            c_terms.append(_none(m * p))
+    bits = np.zeros(m * p, dtype=np.int8)
+    s = _special_terms(a, b)
+    for alpha in ops.variants(ops.alpha):
+        if alpha != 1.0:
+            with np.errstate(all="ignore"):
+                folded_a, folded_b = ops.rounded(alpha * a), ops.rounded(alpha * b)
+            product = _Terms(  # alpha x round(a b): round(a b) special as a b is (nothing overflows)
+                s.nan | (alpha == 0) & (s.positive_infinity | s.negative_infinity),
+                s.positive_infinity if alpha > 0 else s.negative_infinity & (alpha < 0),
+                s.negative_infinity if alpha > 0 else s.positive_infinity & (alpha < 0),
+                s.positive,
+                s.negative,
+            )
+            for terms in (_special_terms(folded_a, b), _special_terms(a, folded_b), product):
+                for c_term in c_terms:
+                    bits |= _sum_outcomes(terms + c_term, threshold)
+        scaled, positive, negative = _scaled_sum(s, alpha, threshold)
+        for c_term in c_terms:
+            bits |= _plus_term(scaled, positive, negative, c_term, threshold)
+    return bits.reshape(m, p)
+
+
+def _special_terms(a: np.ndarray, b: np.ndarray) -> _Terms:
+    """Per element of A' x B' (flat), whether some a_ik b_kj is NaN, +inf or -inf by IEEE 754, from
+    products of 0/1 matrices (a count above 0: exact in float32 as far as it matters); finite parts 0."""
+
+    def some(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return (x.astype(np.float32) @ y.astype(np.float32)).reshape(-1) > 0
+
+    with np.errstate(invalid="ignore"):
+        nan = (np.isnan(a).any(axis=1)[:, None] | np.isnan(b).any(axis=0)[None, :]).reshape(-1)
+        nan |= some(np.isinf(a), b == 0) | some(a == 0, np.isinf(b))
+        up_a, down_a, up_b, down_b = a > 0, a < 0, b > 0, b < 0
+        inf_a, minus_a, inf_b, minus_b = a == np.inf, a == -np.inf, b == np.inf, b == -np.inf
+        positive = some(inf_a, up_b) | some(minus_a, down_b) | some(up_a, inf_b) | some(down_a, minus_b)
+        negative = some(inf_a, down_b) | some(minus_a, up_b) | some(up_a, minus_b) | some(down_a, inf_b)
+    zero = np.zeros(nan.size)
+    return _Terms(nan, positive, negative, zero, zero)
 
 
 def _block(ops: _Operands, flat: np.ndarray) -> np.ndarray:
