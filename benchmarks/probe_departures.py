@@ -111,7 +111,7 @@ def _cases() -> list[Case]:
     b = np.array([0.0, -0.0, 1.0, np.nan, np.nan, -0.0], np.float32)
     add(
         Case(
-            "SIGNED-ZERO-BY-POSITION / MAX-NAN-DROPPED",
+            "SIGNED-ZERO-UNORDERED / MAX-NAN-DROPPED",
             "Max(a, b) zeros and NaN",
             one_node("Max", [a, b]),
             [a, b],
@@ -120,7 +120,7 @@ def _cases() -> list[Case]:
     )
     add(
         Case(
-            "SIGNED-ZERO-BY-POSITION / MAX-NAN-DROPPED",
+            "SIGNED-ZERO-UNORDERED / MAX-NAN-DROPPED",
             "Max(b, a) zeros and NaN",
             one_node("Max", [b, a]),
             [b, a],
@@ -129,7 +129,7 @@ def _cases() -> list[Case]:
     )
     zeros = np.array([-0.0, 0.0, -1.0, -2.0, 0.0, -0.0, -3.0, -4.0], np.float32).reshape(1, 1, 2, 4)
     model = one_node("MaxPool", [zeros], **{**attrs, "kernel_shape": [2, 2], "strides": [2, 2]})
-    add(Case("SIGNED-ZERO-BY-POSITION", "MaxPool windows [-0, +0] / [+0, -0]", model, [zeros], ALL))
+    add(Case("SIGNED-ZERO-UNORDERED", "MaxPool windows [-0, +0] / [+0, -0]", model, [zeros], ALL))
 
     clip = [np.array([np.nan, -0.0, 0.5, 3.0, np.nan, -2.0], np.float32), np.array(0.0, np.float32),
             np.array(1.0, np.float32)]  # fmt: skip

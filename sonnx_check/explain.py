@@ -119,6 +119,15 @@ def explain(console: Console, rule_id: str) -> None:
     except UsageError:
         if _explain_departure(console, rule_id):
             return
+        from sonnx_check.config.departures import closest_departure
+
+        # a departure ID has hyphens and no dot (MAXPOOL-LOWEST-INIT); a rule ID has a dot, or is GR<n>
+        close = closest_departure(rule_id) if "-" in rule_id and "." not in rule_id else None
+        if close is not None:
+            raise UsageError(
+                f"unknown rule or departure '{rule_id}'; did you mean {close}? "
+                "(see sonnx-check --list-rules, --explain RUNTIME.divergence)"
+            ) from None
         raise
     console.print(Text(f"{entry.id}: {entry.title}", style="bold"))
     if entry.aliases:

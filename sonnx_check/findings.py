@@ -91,7 +91,7 @@ class Finding:
 
     @property
     def known_departures(self) -> tuple[str, ...]:
-        """The IDs of the known onnxruntime departures that explain some of this divergence's elements."""
+        """The IDs of the known runtime departures that explain some of this divergence's elements."""
         return self.record.known_ids if self.record is not None else ()
 
     def explained_by(self, ids: frozenset[str] | set[str]) -> bool:

@@ -3,7 +3,7 @@
 A waiver never removes a finding: certification evidence must show what was accepted and why. It sets
 ``Finding.waived`` to the waiver's reason, which every reporter shows and the exit code ignores.
 
-A waiver naming known onnxruntime departures (``known``) covers a RUNTIME.divergence only when every
+A waiver naming known runtime departures (``known``) covers a RUNTIME.divergence only when every
 differing element is explained by a departure one of the matching waivers names: waivers of different IDs
 add up over one finding, an element no named departure explains keeps the whole finding active, and a
 waiver naming another ID hides nothing.

@@ -146,12 +146,6 @@ def _maxpool_empty_window() -> DivergenceCase:
     return case_of(model, [x], indices, position=1)
 
 
-def _first_zero_wins() -> DivergenceCase:
-    a = np.array([-0.0, 0.0, 1.0, -0.0], np.float32)
-    b = np.array([0.0, -0.0, 2.0, -0.0], np.float32)
-    return case_of(node_model("Max", [a, b]), [a, b], first_wins_max)
-
-
 def _max_nan_dropped() -> DivergenceCase:
     a = np.array([np.nan, 1.0, np.nan, 4.0], np.float32)
     b = np.array([2.0, np.nan, np.nan, 3.0], np.float32)
@@ -324,7 +318,6 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "RELU-NAN-TO-ZERO": _relu_nan,
     "RELU-NEGATIVE-ZERO-TO-POSITIVE": _relu_negative_zero,
     "MAXPOOL-INDEX-ZERO-FOR-EMPTY-WINDOW": _maxpool_empty_window,
-    "SIGNED-ZERO-BY-POSITION": _first_zero_wins,
     "MAX-NAN-DROPPED": _max_nan_dropped,
     "FLOAT64-MAX-AS-FLOAT32": _float64_max,
     "CLIP-NAN-TO-LOWER-BOUND": _clip_nan,

@@ -66,12 +66,14 @@ def runtime_key(name: str) -> str:
 
 @dataclass(frozen=True)
 class Upstream:
-    """The node that produces one input of a case's node: the node, which of its outputs it is, and its own
-    input values (the runtime's in context, SONNX's end to end)."""
+    """The node that produces one input of a case's node: the node, which of its outputs it is, its own
+    input values (the runtime's in context, SONNX's end to end) and, one level further, its own inputs'
+    producers (None: not known)."""
 
     node: onnx.NodeProto
     position: int
     inputs: Sequence[np.ndarray | None]
+    upstream: Callable[[int], Upstream | None] | None = None
 
 
 @dataclass(frozen=True)

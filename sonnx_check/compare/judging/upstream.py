@@ -34,7 +34,8 @@ def from_values(view: ModelView, node: onnx.NodeProto, values: Mapping[str, np.n
         inputs = [values.get(n) if n else None for n in producer.input]
         if any(value is None for n, value in zip(producer.input, inputs, strict=True) if n):
             return None
-        return Upstream(producer, list(producer.output).index(name), inputs)
+        further = from_values(view, producer, values)
+        return Upstream(producer, list(producer.output).index(name), inputs, further)
 
     return upstream
 
@@ -54,7 +55,8 @@ def from_reference(
         found: list[Upstream] = []
 
         def keep(producer: onnx.NodeProto, index: int, value: np.ndarray, inputs: Any) -> None:
-            found.append(Upstream(producer, index, list(inputs)))
+            further = from_reference(model, view, producer, feeds, **run)
+            found.append(Upstream(producer, index, list(inputs), further))
 
         try:
             run_graph(model, feeds, {name}, keep, **run)

@@ -1,5 +1,6 @@
 """Max's comparison facts (rules/Max.toml names them): the predicates of its known runtime departures (Max
-is exact and has no bound; SIGNED-ZERO-UNORDERED, declared by MaxPool, concerns it too)."""
+is exact and has no bound; SIGNED-ZERO-UNORDERED, declared by MaxPool, concerns it too: the zero a
+runtime gives by operand order, first or last, is that entry's)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import numpy as np
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, as_output, none
 from sonnx_check.compare.ops.div import same_floats
-from sonnx_check.compare.ops.maxpool import end_zero_signs, pooled_zero_by_position, signed_zero
 
 
 def _operands(case: DivergenceCase) -> np.ndarray | None:
@@ -22,22 +22,6 @@ def _operands(case: DivergenceCase) -> np.ndarray | None:
             return None
         stacked.append(shaped)
     return np.stack(stacked, axis=-1) if stacked else None
-
-
-def zero_by_position(case: DivergenceCase) -> np.ndarray:
-    """Where the maximum is zero, the first or the last operand's zero (Max) or the window's first or last
-    zero (MaxPool) where SONNX's Max_F gives +0 (+0 > -0): a comparison x > best that keeps the first of equal
-    values, or best > x ? best : x that keeps the last."""
-    if case.actual.dtype.kind != "f":
-        return none(case)
-    if case.node.op_type == "MaxPool":
-        return pooled_zero_by_position(case)
-    operands = _operands(case)
-    if operands is None:
-        return none(case)
-    has_zero, first, last = end_zero_signs(operands, np.ones(operands.shape, dtype=bool))
-    sign = np.signbit(case.actual)
-    return has_zero & signed_zero(case) & ((sign == first) | (sign == last))
 
 
 def nan_dropped(case: DivergenceCase) -> np.ndarray:

@@ -1,5 +1,5 @@
 """MaxPool's comparison facts (rules/MaxPool.toml names them): the predicates of its known runtime
-departures (SIGNED-ZERO-UNORDERED and SIGNED-ZERO-BY-POSITION, Max shares: compare/ops/max.py)."""
+departures (SIGNED-ZERO-UNORDERED, which Max shares)."""
 
 from __future__ import annotations
 
@@ -147,25 +147,3 @@ def index_zero_for_empty_window(case: DivergenceCase) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         above = valid & (values > -np.inf)
     return ~above.any(axis=-1) & (case.actual == 0)
-
-
-def end_zero_signs(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Over the last axis: whether some valid element is a zero, and the sign bits of the first and of the
-    last one."""
-    zero = valid & (values == 0)
-    first = np.argmax(zero, axis=-1)
-    last = zero.shape[-1] - 1 - np.argmax(zero[..., ::-1], axis=-1)
-    signs = [np.signbit(np.take_along_axis(values, k[..., None], axis=-1)[..., 0]) for k in (first, last)]
-    return zero.any(axis=-1), signs[0], signs[1]
-
-
-def pooled_zero_by_position(case: DivergenceCase) -> np.ndarray:
-    """Y: the window's first or last zero (row-major) where its maximum is zero and SONNX gives the other
-    zero."""
-    x = _pooling_x(case)
-    if x is None or x.dtype.kind != "f":
-        return none(case)
-    values, valid = window_values(x, case.node, case.actual.shape)
-    has_zero, first, last = end_zero_signs(values, valid)
-    sign = np.signbit(case.actual)
-    return has_zero & signed_zero(case) & ((sign == first) | (sign == last))

@@ -1,24 +1,21 @@
 """Known runtime departures that span two nodes (their declarations name these predicates): a float16
 intermediate kept in float32 (the next node computes on the producer's unrounded result, rounded once),
 and a BatchNormalization folded into the Conv before it. Both read the producer of an input through
-``DivergenceCase.upstream`` (judging/upstream.py): in context the runtime's values, end to end SONNX's. Only
-one level up: a chain of three widened nodes is explained at its second node, not its third."""
+``DivergenceCase.upstream`` (judging/upstream.py): in context the runtime's values, end to end SONNX's; the
+float16 chain follows its producers up to eight levels (a runtime that casts a whole float16 CNN to
+float32 keeps no float16 rounding between Conv, Relu, MaxPool and the next Conv)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import onnx
 
 from sonnx_check.compare.judging.floats import gamma
-from sonnx_check.compare.judging.known_departures import DivergenceCase, Upstream, attribute, none
+from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 from sonnx_check.compare.ops import kernel_module_function
-from sonnx_check.compare.ops.div import same_floats
 from sonnx_check.compare.ops.products import term_count
-
-
-def _widened(values: Sequence[np.ndarray | None]) -> list[np.ndarray | None]:
-    return [v.astype(np.float32) if v is not None and v.dtype == np.float16 else v for v in values]
 
 
 def _run(node: object, inputs: Sequence[np.ndarray | None], position: int) -> np.ndarray | None:
@@ -31,42 +28,99 @@ def _run(node: object, inputs: Sequence[np.ndarray | None], position: int) -> np
     return np.asarray(outputs[position]) if position < len(outputs) else None
 
 
-def _float16_producer(case: DivergenceCase, position: int) -> Upstream | None:
-    value = case.inputs[position] if position < len(case.inputs) else None
-    if value is None or value.dtype != np.float16 or case.upstream is None:
+_SUMS = ("Conv", "MatMul", "Gemm")  # sums of products: their float32 result depends on the summation order
+_MONOTONE = ("Relu", "MaxPool", "Max", "Clip")  # the radius of the result is at most the inputs' largest
+_F32_U = 2.0**-24
+_DEPTH = 8  # producers followed up the chain at most
+Widened = tuple[np.ndarray, np.ndarray]  # a float32 chain's value in float64 and the radius it lies within
+
+
+def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[np.ndarray | None],
+            center: np.ndarray) -> np.ndarray | None:  # fmt: skip
+    """How far the float32 evaluation of ``node`` may be from ``center`` (its value on the inputs' centres,
+    in float64) when each input k is anywhere within radii[k] of centres[k]: the inputs' radii carried
+    through the operator, plus the node's own float32 roundings."""
+    op = node.op_type
+    r = [np.zeros(()) if v is None else v for v in radii]
+    rounding = np.abs(center) * _F32_U
+    first = centers[0] if centers else None
+    second = centers[1] if len(centers) > 1 else None
+    if first is None:
         return None
-    found = case.upstream(position)
-    if found is None or not all(v is None or v.dtype != np.float32 for v in found.inputs):
+    if op in ("Add", "Sub"):
+        return r[0] + r[1] + rounding
+    if op == "Mul":
+        if second is None:
+            return None
+        return np.abs(first) * r[1] + np.abs(second) * r[0] + r[0] * r[1] + rounding
+    if op in _MONOTONE:
+        if op == "MaxPool":  # the largest radius of the window: MaxPool of the (non-negative) radii
+            pooled = _run(node, [np.broadcast_to(r[0], first.shape).copy()], 0)
+            return None if pooled is None else pooled
+        return np.maximum.reduce([np.broadcast_to(x, center.shape) for x in r[: len(centers)]])
+    if op in _SUMS:
+        magnitude_of = kernel_module_function(op, "run_abs")
+        if magnitude_of is None:
+            return None
+        inputs = list(centers)
+        total = np.asarray(magnitude_of(node, inputs, None), np.float64)
+        n = term_count(node, inputs)
+        own = float(gamma(n, _F32_U)) * total + n * _F32_U * float(np.finfo(np.float32).tiny)
+        if not np.asarray(r[0]).any():
+            return own
+        # the data's radius through the weights: sum |w| r_x, the magnitude of (r_x, w) without the bias
+        spread = [np.broadcast_to(r[0], first.shape).copy(), *inputs[1:2]]
+        return own + np.asarray(magnitude_of(node, spread, None), np.float64)
+    return None
+
+
+def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
+                   upstream: object, position: int, depth: int) -> Widened | None:  # fmt: skip
+    """``node``'s output ``position`` when it and its float16 producers (up to ``depth`` levels) compute in
+    float32 and round nothing in between: the value in float64 and the radius the float32 evaluation lies
+    within. None where an operator of the chain is not one this model covers."""
+    centers: list[np.ndarray | None] = []
+    radii: list[np.ndarray | None] = []
+    for k, value in enumerate(inputs):
+        found = None
+        if value is not None and value.dtype == np.float16 and depth > 0 and callable(upstream):
+            producer = upstream(k)
+            if producer is not None:
+                found = _widened_value(
+                    producer.node, producer.inputs, producer.upstream, producer.position, depth - 1
+                )
+        if found is not None:
+            centers.append(found[0])
+            radii.append(found[1])
+        else:
+            wide = None if value is None else value.astype(np.float64)
+            centers.append(wide)
+            radii.append(None if value is None else np.zeros(()))
+    center = _run(node, centers, position)
+    if center is None:
         return None
-    return found
+    radius = _radius(node, centers, radii, center.astype(np.float64))
+    return None if radius is None else (center.astype(np.float64), np.asarray(radius, np.float64))
 
 
 def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
-    """float16: the node computed in float32 on its producer's float32 result (the producer also computed
-    in float32 from its own inputs) and rounded to float16 once, where SONNX rounds each node's result to
-    float16. Tried for each float16 input's producer, and for all of them at once."""
+    """float16: the node and its float16 producers (up to eight levels up) computed in float32 with no
+    float16 rounding in between, the result rounded to float16 once, where SONNX rounds every node's result
+    to float16. The chain's value is carried in float64 with the radius its float32 evaluation may lie
+    within (each node's roundings; a sum of products' gamma_n(2^-24) sum |terms|, in any order); the element
+    is explained when it lies between the float16 roundings of value - radius and value + radius. Covered
+    operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm."""
     if case.actual.dtype != np.float16 or case.upstream is None:
         return none(case)
-    wide: dict[int, np.ndarray] = {}
-    for position in range(len(case.inputs)):
-        producer = _float16_producer(case, position)
-        if producer is None:
-            continue
-        result = _run(producer.node, _widened(producer.inputs), producer.position)
-        if result is not None and result.dtype == np.float32:
-            wide[position] = result
-    explained = np.zeros(case.mismatch.shape, dtype=bool)
-    choices = [{k} for k in wide] + ([set(wide)] if len(wide) > 1 else [])
-    for chosen in choices:
-        inputs = _widened(case.inputs)
-        for k in chosen:
-            inputs[k] = wide[k]
-        result = _run(case.node, inputs, case.output_position)
-        if result is None or result.shape != case.actual.shape:
-            continue
-        with np.errstate(over="ignore"):
-            explained |= same_floats(case.actual, result.astype(np.float16))
-    return explained
+    found = _widened_value(case.node, case.inputs, case.upstream, case.output_position, _DEPTH)
+    if found is None or found[0].shape != case.actual.shape:
+        return none(case)
+    center, radius = found
+    actual = case.actual.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo = (center - radius).astype(np.float16).astype(np.float64)
+        hi = (center + radius).astype(np.float16).astype(np.float64)
+        return np.isfinite(actual) & (actual >= lo) & (actual <= hi)
 
 
 def batchnorm_folded_into_conv(case: DivergenceCase) -> np.ndarray:
