@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from sonnx_check import progress, reference
 from sonnx_check.compare import memory
@@ -27,7 +26,7 @@ from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import RunPlan, all_exact
 from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
-from sonnx_check.compare.stream import run_graph
+from sonnx_check.compare.stream import decoded, run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.reference import nan_policy
 from sonnx_check.view import ModelView
@@ -277,7 +276,7 @@ class ComparisonRun:
         """The initializers the batch's nodes read, decoded for this dataset only (memory.Planner counts
         them with the batch)."""
         wanted = {name for entry in batch.entries for name in self.view.nodes[entry.index].input if name}
-        return {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer if t.name in wanted}
+        return {t.name: decoded(t) for t in self.model.graph.initializer if t.name in wanted}
 
     def _compare_end_to_end(
         self, dataset: str, feeds: Mapping[str, Any], actual: Mapping[str, Any], observed: Observed
