@@ -53,8 +53,10 @@ def run_graph(
     *,
     max_elements: int | None,
     readings: reference.Readings = reference.DEFAULT_READINGS,
+    held: Mapping[str, np.ndarray] | None = None,
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
+    ``held``: initializers the caller holds decoded already (used as they are, not decoded again).
 
     Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
     has no value or a wanted output is computed by no node."""
@@ -84,6 +86,8 @@ def run_graph(
                 inputs.append(values[name])
             elif name in feeds:
                 inputs.append(np.asarray(feeds[name]))
+            elif held is not None and name in held:
+                inputs.append(held[name])
             elif name in weights:
                 tensor = weights[name]
                 ensure_within_budget(f"initializer '{name}'", tensor.dims, max_elements)
