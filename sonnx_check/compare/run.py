@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from sonnx_check import progress, reference
 from sonnx_check.compare import memory
@@ -28,7 +27,7 @@ from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import RunPlan, all_exact
 from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
-from sonnx_check.compare.stream import run_graph
+from sonnx_check.compare.stream import decoded, run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.reference import nan_policy
 from sonnx_check.view import ModelView
@@ -183,6 +182,7 @@ class ComparisonRun:
         serves = len(batches) == 1 and set(batches[0].tensors) <= set(outputs)
         wanted = set(end_to_end or ()) | (set(batches[0].tensors) if serves else set())
         names: list[str] | None = [n for n in outputs if n in wanted] or self._smallest_output()
+        weights = self._weights(batches[0]) if serves else {}
         for run in plain.run_datasets(_feeds(observed.datasets, names)):
             if run.failure is not None:
                 _check_stopped(run)
@@ -193,9 +193,9 @@ class ComparisonRun:
             assert run.outputs is not None
             dataset = _named(observed.datasets, run.dataset)
             if serves:
-                self._compare_batch(batches[0], run.feeds, run.outputs, dataset.name, observed)
+                self._compare_batch(batches[0], weights, run.feeds, run.outputs, dataset.name, observed)
             if end_to_end is not None and self._end_to_end_wanted(dataset):
-                self._compare_end_to_end(dataset.name, run.feeds, run.outputs, observed)
+                self._compare_end_to_end(dataset.name, run.feeds, run.outputs, observed, weights)
             del run
         return batches[1:] if serves else batches
 
@@ -229,6 +229,7 @@ class ComparisonRun:
             return
         # the unmodified model already failed on a dataset in ``failed``: that is the finding
         todo = [d for d in observed.datasets if d.name not in observed.failed]
+        weights = self._weights(batch)
         try:
             for run in session.run_datasets(_feeds(todo, list(batch.tensors))):
                 if run.failure is not None:
@@ -241,7 +242,7 @@ class ComparisonRun:
                     del run
                     continue
                 assert run.outputs is not None
-                self._compare_batch(batch, run.feeds, run.outputs, run.dataset, observed)
+                self._compare_batch(batch, weights, run.feeds, run.outputs, run.dataset, observed)
                 del run
         finally:
             session.close()
@@ -249,12 +250,13 @@ class ComparisonRun:
     def _compare_batch(
         self,
         batch: memory.Batch,
+        weights: Mapping[str, Any],
         feeds: Mapping[str, Any],
         actual: Mapping[str, Any],
         dataset: str,
         observed: Observed,
     ) -> None:
-        values = {**self._weights(batch), **feeds, **actual}
+        values = {**weights, **feeds, **actual}
         compare_nodes(
             self.view,
             batch.entries,
@@ -275,14 +277,22 @@ class ComparisonRun:
                         observed.edges.observe(entry.index, inputs, [values.get(n) for n in node.output])
 
     def _weights(self, batch: memory.Batch) -> dict[str, Any]:
-        """The initializers the batch's nodes read, decoded for this dataset only (memory.Planner counts
-        them with the batch)."""
+        """The initializers the batch's nodes read, decoded once for all its datasets (memory.Planner counts
+        them with the batch): the same arrays across the datasets, so the kernels' constant cache keeps
+        their derived forms (float64, magnitudes) from one dataset to the next."""
         wanted = {name for entry in batch.entries for name in self.view.nodes[entry.index].input if name}
-        return {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer if t.name in wanted}
+        return {t.name: decoded(t) for t in self.model.graph.initializer if t.name in wanted}
 
     def _compare_end_to_end(
-        self, dataset: str, feeds: Mapping[str, Any], actual: Mapping[str, Any], observed: Observed
+        self,
+        dataset: str,
+        feeds: Mapping[str, Any],
+        actual: Mapping[str, Any],
+        observed: Observed,
+        weights: Mapping[str, Any],
     ) -> None:
+        """The graph outputs on one dataset against the reference's whole-graph run; ``weights``: those
+        decoded already for the nodes' comparison (not decoded twice)."""
         records = observed.run_plan.end_to_end
         assert records is not None
         spare = observed.run_plan.end_to_end_spare
@@ -306,6 +316,7 @@ class ComparisonRun:
                 compare_output,
                 max_elements=self.options.max_elements,
                 readings=self.readings,
+                held=weights,
             )
         except reference.ReferenceError as exc:
             observed.end_to_end_failures[dataset] = first_line(exc)

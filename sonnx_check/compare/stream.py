@@ -8,14 +8,38 @@ every value is released after its last use, so the reference holds what the grap
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from sonnx_check import reference
 from sonnx_check.reference.budget import ensure_within_budget
+
+# Element types whose raw bytes are the numpy array itself (little-endian): decoded without a second copy.
+_PLAIN_TYPES = frozenset(
+    {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BOOL,
+     onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+     onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+)  # fmt: skip
+
+
+def decoded(tensor: onnx.TensorProto) -> np.ndarray:
+    """An initializer's values. Stored as raw bytes (what exporters write), a read-only array over one copy of
+    them: protobuf hands out a new copy of the bytes on each access, which numpy_helper.to_array then copies
+    again (two copies of the weight at once, for VGG's classifier 784 MiB), and a read-only array over
+    ``bytes`` is a constant the kernels' cache recognises (reference/constant_cache.py: its float64 form and
+    magnitudes are kept across the datasets). Any other encoding: numpy_helper.to_array."""
+    if tensor.data_type in _PLAIN_TYPES and tensor.HasField("raw_data") and not tensor.external_data:
+        raw = tensor.raw_data
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<")
+        shape = tuple(int(d) for d in tensor.dims)
+        if len(raw) == math.prod(shape) * dtype.itemsize:
+            return np.frombuffer(raw, dtype=dtype).reshape(shape)
+    return numpy_helper.to_array(tensor)
+
 
 # (node, output position, the reference's value, the node's input values)
 OutputSink = Callable[[onnx.NodeProto, int, np.ndarray, Sequence["np.ndarray | None"]], None]
@@ -29,8 +53,10 @@ def run_graph(
     *,
     max_elements: int | None,
     readings: reference.Readings = reference.DEFAULT_READINGS,
+    held: Mapping[str, np.ndarray] | None = None,
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
+    ``held``: initializers the caller holds decoded already (used as they are, not decoded again).
 
     Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
     has no value or a wanted output is computed by no node."""
@@ -60,10 +86,12 @@ def run_graph(
                 inputs.append(values[name])
             elif name in feeds:
                 inputs.append(np.asarray(feeds[name]))
+            elif held is not None and name in held:
+                inputs.append(held[name])
             elif name in weights:
                 tensor = weights[name]
                 ensure_within_budget(f"initializer '{name}'", tensor.dims, max_elements)
-                values[name] = numpy_helper.to_array(tensor)  # decoded when first needed
+                values[name] = decoded(tensor)  # decoded when first needed
                 inputs.append(values[name])
             else:
                 raise reference.ReferenceError(
