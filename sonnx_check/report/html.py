@@ -1,5 +1,6 @@
 """The reviewer's report (``--output-format html:PATH``): one self-contained HTML file built from the evidence
-record, readable on screen and printable to PDF from a browser.
+record and the typed records beside it (``html_view.py``), readable on screen and printable to PDF from a
+browser.
 
 Nothing is fetched when it is opened (no script, no stylesheet, font or image from elsewhere: plots are
 inline SVG), so an air-gapped reviewer sees all of it. The page is a Jinja2 template with autoescaping, and

@@ -23,6 +23,7 @@ from sonnx_check.findings import DIVERGENCE_RULE, Finding
 if TYPE_CHECKING:
     from sonnx_check.evidence.comparison import ComparedOutput
     from sonnx_check.evidence.record import ModelEvidence
+    from sonnx_check.results.models import ComparisonOutcome, RuntimeRecord, Session
     from sonnx_check.results.outputs import ExplainedBy
 
 HELD_SHOWN = 40  # node names listed per rule where it held (the record has every one)
@@ -45,6 +46,20 @@ def shown(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return replace(value, **{f.name: shown(getattr(value, f.name)) for f in fields(value) if f.init})
     return value
+
+
+@dataclass(frozen=True)
+class ComparisonHeading:
+    """What the page states about the comparison as a whole: its status, the runtime under test and, for
+    onnxruntime, its session (read from the typed outcome, not its per-node results)."""
+
+    status: str
+    runtime: RuntimeRecord
+    session: Session
+
+    @classmethod
+    def of(cls, outcome: ComparisonOutcome | None) -> ComparisonHeading | None:
+        return None if outcome is None else cls(outcome.status, outcome.runtime, outcome.session)
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,7 @@ def model_view(model: Mapping[str, Any], evidence: ModelEvidence, plots: Any) ->
     coverage = shown(evidence.result.coverage)
     return {
         "model": model,
-        "outcome": shown(evidence.result.comparison),
+        "outcome": shown(ComparisonHeading.of(evidence.result.comparison)),
         "departures": shown(evidence.departures),
         "texts": _matrix(evidence, node_label),
         "not_applicable": [r.rule for r in evidence.rules if r.result == NOT_APPLICABLE],
