@@ -40,28 +40,57 @@ def from_values(view: ModelView, node: onnx.NodeProto, values: Mapping[str, np.n
     return upstream
 
 
+REACH = 8  # producers a predicate may follow up a chain (compare/ops/spanning.py)
+
+
 def from_reference(
-    model: onnx.ModelProto, view: ModelView, node: onnx.NodeProto, feeds: Mapping[str, Any], **run: Any
+    model: onnx.ModelProto,
+    view: ModelView,
+    node: onnx.NodeProto,
+    feeds: Mapping[str, Any],
+    _cache: dict[str, Upstream | None] | None = None,
+    **run: Any,
 ) -> UpstreamOf:
-    """End to end: the producer's inputs as SONNX computes them from the dataset ``feeds`` (a reference run
-    of the graph up to the producer, when first asked; ``run``: run_graph's max_elements and readings)."""
+    """End to end: the producers' inputs as SONNX computes them from the dataset ``feeds``. The first
+    question runs the graph once, keeping the inputs of every producer up to ``REACH`` levels above
+    ``node`` (shared by the producers' own ``upstream``); ``run``: run_graph's max_elements and readings."""
     from sonnx_check import reference
     from sonnx_check.compare.stream import run_graph
+
+    cache: dict[str, Upstream | None] = {} if _cache is None else _cache
+
+    def chain_above(start: onnx.NodeProto) -> set[str]:
+        """The output names of the producers up to REACH levels above ``start``."""
+        names: set[str] = set()
+        level = [start]
+        for _ in range(REACH):
+            found = [
+                (n, p) for current in level for n in current.input if (p := _producer(view, n)) is not None
+            ]
+            fresh = [(n, p) for n, p in found if n not in names]
+            names.update(n for n, _ in fresh)
+            level = [p for _, p in fresh]
+            if not level:
+                break
+        return names
 
     def upstream(position: int) -> Upstream | None:
         name = node.input[position] if position < len(node.input) else ""
         if _producer(view, name) is None:
             return None
-        found: list[Upstream] = []
+        if name not in cache:
+            wanted = chain_above(node) - set(cache)
+            for missing in wanted:
+                cache[missing] = None
 
-        def keep(producer: onnx.NodeProto, index: int, value: np.ndarray, inputs: Any) -> None:
-            further = from_reference(model, view, producer, feeds, **run)
-            found.append(Upstream(producer, index, list(inputs), further))
+            def keep(producer: onnx.NodeProto, index: int, value: np.ndarray, inputs: Any) -> None:
+                further = from_reference(model, view, producer, feeds, cache, **run)
+                cache[producer.output[index]] = Upstream(producer, index, list(inputs), further)
 
-        try:
-            run_graph(model, feeds, {name}, keep, **run)
-        except reference.ReferenceError:
-            return None
-        return found[0] if found else None
+            try:
+                run_graph(model, feeds, wanted, keep, **run)
+            except reference.ReferenceError:
+                return None
+        return cache.get(name)
 
     return upstream
