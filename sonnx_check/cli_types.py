@@ -50,3 +50,19 @@ class Text(click.ParamType):
         if not str(value).strip():
             self.fail("must not be empty", param, ctx)
         return str(value)
+
+
+class KeyValue(click.ParamType):
+    """``KEY=VALUE`` (``--runtime-option``), as the pair (KEY, VALUE)."""
+
+    name = "key=value"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return value
+        from sonnx_check.option_kinds import key_value
+
+        parsed = key_value(str(value))
+        if isinstance(parsed, str):
+            self.fail(parsed, param, ctx)
+        return parsed

@@ -7,6 +7,7 @@ with these; a new kind of value goes here.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -155,6 +156,52 @@ def read_providers(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ..
     return providers
 
 
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_MAX_RUNTIME_OPTIONS = 64
+
+
+def key_value(text: str) -> tuple[str, str] | str:
+    """``KEY=VALUE`` as (KEY, VALUE), or the problem; the key is a name (letters, digits, ``_ . -``), the
+    value anything but a NUL or a line break."""
+    key, sep, value = str(text).partition("=")
+    key = key.strip()
+    if not sep:
+        return f"{text!r}: expected KEY=VALUE"
+    if not _KEY.fullmatch(key):
+        return f"{text!r}: the key must be a name (letters, digits, '_', '.', '-')"
+    if any(c in value for c in "\x00\r\n"):
+        return f"{key}: the value holds a NUL or a line break"
+    return key, value.strip()
+
+
+def runtime_options_from_cli(values: Any) -> tuple[tuple[str, str], ...]:
+    """The parsed ``--runtime-option`` pairs, a key given twice keeping its last value."""
+    return tuple(dict(values).items())
+
+
+def merge_runtime_options(configured: Any, given: Any) -> tuple[tuple[str, str], ...]:
+    """The configuration's options with the command line's on top (a key of both: the command line's)."""
+    return tuple({**dict(configured), **dict(given)}.items())
+
+
+def read_runtime_options(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, str], ...]:
+    """A table KEY = value (a string, number or boolean, handed to the runtime as text)."""
+    if not isinstance(value, dict):
+        raise r.fail(key, 'expected a table of KEY = "VALUE" (e.g. INFERENCE_PRECISION_HINT = "f32")')
+    r.entries(value, key)
+    out = []
+    for name, raw in value.items():
+        if isinstance(raw, bool):
+            raw = "true" if raw else "false"
+        if not isinstance(raw, str | int | float):
+            raise r.fail(f"{key}.{name}", f"expected a string, number or boolean, got {raw!r}")
+        parsed = key_value(f"{name}={raw}")
+        if isinstance(parsed, str):
+            raise r.fail(f"{key}.{name}", parsed)
+        out.append(parsed)
+    return tuple(out)
+
+
 # -- checks of a value CompareOptions is given (the Python API): the message, or None --------------------
 
 
@@ -166,6 +213,22 @@ def check_command(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.strip()):
         return None
     return "--runtime-command: the command is empty"
+
+
+def check_runtime(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda value: (
+        None if value is None or value in choices else f"--runtime {value!r}: expected one of {', '.join(choices)}"
+    )
+
+
+def check_runtime_options(value: Any) -> str | None:
+    if len(value) > _MAX_RUNTIME_OPTIONS:
+        return f"--runtime-option: {len(value)} options; at most {_MAX_RUNTIME_OPTIONS}"
+    for pair in value:
+        parsed = key_value(f"{pair[0]}={pair[1]}") if isinstance(pair, tuple) and len(pair) == 2 else None
+        if not isinstance(parsed, tuple):
+            return f"--runtime-option {pair!r}: {parsed or 'expected a (KEY, VALUE) pair of strings'}"
+    return None
 
 
 def check_choice(flag: str, choices: tuple[str, ...]) -> Callable[[Any], str | None]:
@@ -221,6 +284,12 @@ def click_text() -> Any:
     from sonnx_check.cli_types import Text
 
     return Text()
+
+
+def click_key_value() -> Any:
+    from sonnx_check.cli_types import KeyValue
+
+    return KeyValue()
 
 
 def click_size() -> Any:

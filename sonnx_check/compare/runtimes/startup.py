@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from sonnx_check.errors import UsageError
+from sonnx_check.settings import DEFAULT_PROVIDER
 
 if TYPE_CHECKING:
     from sonnx_check.settings import CompareSettings
@@ -33,7 +34,28 @@ def check_runtime_settings(settings: CompareSettings) -> None:
 
         parse_command(settings.runtime_command)
         run_folder.sweep()  # the folders of earlier runs that were SIGKILLed (run_folder.py)
-    if settings.enabled and settings.runtime_command is None and settings.saved_outputs is None:
+    from sonnx_check.compare.options import runtime_conflict
+
+    problem = runtime_conflict(
+        settings.runtime, settings.runtime_options, settings.runtime_command, settings.saved_outputs
+    )
+    if problem is not None:
+        raise UsageError(problem)
+    if not settings.enabled or settings.runtime_command is not None or settings.saved_outputs is not None:
+        return
+    check_installed(settings.runtime or "onnxruntime")
+    if settings.runtime in (None, "onnxruntime"):
         from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers
 
         check_providers(settings.ort_providers)
+    elif settings.ort_providers != (DEFAULT_PROVIDER,):
+        raise UsageError(f"--ort-provider is onnxruntime's: not with --runtime {settings.runtime}")
+
+
+def check_installed(name: str) -> None:
+    """A usage error naming the extra that installs the runtime, when it is not installed."""
+    from sonnx_check.compare.runtimes import engines
+
+    engine = engines.ENGINES[name]
+    if not engines.importable(engine):
+        raise UsageError(f"--runtime {name}: {name} is not installed ({engine.install_hint()})")
