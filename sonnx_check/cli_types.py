@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from sonnx_check.key_value import key_value
 from sonnx_check.sizes import parse_size
 
 
@@ -57,11 +58,11 @@ class KeyValue(click.ParamType):
 
     name = "key=value"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
         if isinstance(value, tuple):
             return value
-        from sonnx_check.option_kinds import key_value
-
         parsed = key_value(str(value))
         if isinstance(parsed, str):
             self.fail(parsed, param, ctx)

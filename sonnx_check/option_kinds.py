@@ -7,11 +7,11 @@ with these; a new kind of value goes here.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonnx_check.key_value import key_value
 from sonnx_check.sizes import parse_size
 
 if TYPE_CHECKING:
@@ -156,22 +156,7 @@ def read_providers(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ..
     return providers
 
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _MAX_RUNTIME_OPTIONS = 64
-
-
-def key_value(text: str) -> tuple[str, str] | str:
-    """``KEY=VALUE`` as (KEY, VALUE), or the problem; the key is a name (letters, digits, ``_ . -``), the
-    value anything but a NUL or a line break."""
-    key, sep, value = str(text).partition("=")
-    key = key.strip()
-    if not sep:
-        return f"{text!r}: expected KEY=VALUE"
-    if not _KEY.fullmatch(key):
-        return f"{text!r}: the key must be a name (letters, digits, '_', '.', '-')"
-    if any(c in value for c in "\x00\r\n"):
-        return f"{key}: the value holds a NUL or a line break"
-    return key, value.strip()
 
 
 def runtime_options_from_cli(values: Any) -> tuple[tuple[str, str], ...]:
@@ -217,7 +202,9 @@ def check_command(value: Any) -> str | None:
 
 def check_runtime(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
     return lambda value: (
-        None if value is None or value in choices else f"--runtime {value!r}: expected one of {', '.join(choices)}"
+        None
+        if value is None or value in choices
+        else f"--runtime {value!r}: expected one of {', '.join(choices)}"
     )
 
 

@@ -281,7 +281,7 @@ OPTIONS: tuple[Option, ...] = (
         "runtime",
         None,  # onnxruntime, unless --runtime-command or --outputs names another runtime
         help="The runtime under test, run in sonnx-check's worker process: onnxruntime (default), openvino "
-        "or tract (pip install \"sonnx-check[openvino]\", \"sonnx-check[tract]\"; docs/runtimes.md).",
+        'or tract (pip install "sonnx-check[openvino]", "sonnx-check[tract]"; docs/runtimes.md).',
         read=kinds.read_choice(RUNTIMES),
         click=kinds.click_choice(RUNTIMES),
         metavar="NAME",

@@ -49,7 +49,9 @@ class CompareOptions:
             raise UsageError(problem)
         if self.runtime_command is not None and self.saved_outputs is not None:
             raise UsageError("--runtime-command and --outputs name two runtimes: give one of them")
-        problem = runtime_conflict(self.runtime, self.runtime_options, self.runtime_command, self.saved_outputs)
+        problem = runtime_conflict(
+            self.runtime, self.runtime_options, self.runtime_command, self.saved_outputs
+        )
         if problem is not None:
             raise UsageError(problem)
         for op_type, bound in self.accuracy.items():
@@ -67,12 +69,21 @@ def runtime_conflict(
 ) -> str | None:
     """Why ``--runtime``/``--runtime-option`` cannot go with the other ways of naming the runtime, or
     whether the options are not the runtime's (engines.py): the usage error's line, or None."""
-    other = "--runtime-command" if runtime_command is not None else "--outputs" if saved_outputs is not None else None
+    other = (
+        "--runtime-command"
+        if runtime_command is not None
+        else "--outputs"
+        if saved_outputs is not None
+        else None
+    )
     if other is not None:
         if runtime is not None:
             return f"--runtime and {other} name two runtimes: give one of them"
         if runtime_options:
-            return f"--runtime-option is for a built-in runtime (--runtime), not {other}: a command takes its own options"
+            return (
+                f"--runtime-option is for a built-in runtime (--runtime), not {other}: a command takes its "
+                "own options"
+            )
         return None
     from sonnx_check.compare.runtimes import engines
 

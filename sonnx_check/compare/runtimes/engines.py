@@ -51,7 +51,7 @@ def _check_onnxruntime(key: str, value: str) -> str | None:
         return None if value.isdigit() and int(value) >= 1 else f"{key} takes a number of threads >= 1"
     if re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", key):
         return None
-    return f"not a session configuration entry (a dotted key such as session.set_denormal_as_zero) nor {_ORT_THREADS}"
+    return f"not a session configuration entry (a dotted key: session.set_denormal_as_zero) nor {_ORT_THREADS}"
 
 
 # OpenVINO's CPU plugin: a property key in capitals. The keys that name a file, a folder, a library or
@@ -63,11 +63,15 @@ def _check_openvino(key: str, value: str) -> str | None:
     if not re.fullmatch(r"[A-Z][A-Z0-9_]*", key):
         return "an OpenVINO property key is in capitals (e.g. INFERENCE_PRECISION_HINT)"
     if _OPENVINO_FILE_KEYS.search(key):
-        return "names a file, folder, library or plugin: not accepted (it changes what OpenVINO loads or writes)"
+        return (
+            "names a file, folder, library or plugin: not accepted (it changes what OpenVINO loads or writes)"
+        )
     return None
 
 
-_TRACT_KEYS = {"transform": "a comma-separated list of tract transforms applied before the run (e.g. f32_to_f16)"}
+_TRACT_KEYS = {
+    "transform": "a comma-separated list of tract transforms applied before the run (e.g. f32_to_f16)"
+}
 
 
 def _check_tract(key: str, value: str) -> str | None:
@@ -98,7 +102,7 @@ ENGINES: Mapping[str, Engine] = {
             "openvino",
             "sonnx_check.compare.runtimes.openvino.session",
             _check_openvino,
-            "CPU plugin properties (INFERENCE_PRECISION_HINT, INFERENCE_NUM_THREADS, EXECUTION_MODE_HINT, ...)",
+            "CPU plugin properties (INFERENCE_PRECISION_HINT, INFERENCE_NUM_THREADS, EXECUTION_MODE_HINT...)",
         ),
         Engine(
             "tract",
@@ -142,12 +146,13 @@ def option_problem(engine: Engine, options: Sequence[tuple[str, str]]) -> str | 
         problem = engine.check_option(key, value)
         if problem is not None:
             return (
-                f"--runtime-option {key}={value}: {problem} (--runtime {engine.name} takes {engine.options_help})"
+                f"--runtime-option {key}={value}: {problem} "
+                f"(--runtime {engine.name} takes {engine.options_help})"
             )
     return None
 
 
-# -- the worker's side ----------------------------------------------------------------------------------------
+# -- the worker's side ------------------------------------------------------------------------------------
 
 
 def session_class(name: str) -> Any:

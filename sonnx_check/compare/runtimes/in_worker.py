@@ -50,7 +50,9 @@ class WorkerRunner(Runner):
         self.deadline: float | None = None
         self.host = runtime.SessionHost(memory_budget, providers=providers, engine=engine, options=options)
         self.info: runtime.RuntimeInfo | None = None  # from the first session on the model
-        self.details: Mapping[str, Any] | None = None  # what the runtime reported applying (device, precision)
+        self.details: Mapping[str, Any] | None = (
+            None  # what the runtime reported applying (device, precision)
+        )
 
     @property
     def description(self) -> RunnerDescription:
@@ -60,7 +62,11 @@ class WorkerRunner(Runner):
         if self.options:
             options["runtime_options"] = dict(self.options)
         return RunnerDescription(
-            name=name, subject=name, version=engines.installed_version(self.engine), options=options, label=name
+            name=name,
+            subject=name,
+            version=engines.installed_version(self.engine),
+            options=options,
+            label=name,
         )
 
     def start(self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()) -> None:

@@ -183,8 +183,8 @@ class Worker:
 
     def _over_memory_message(self, stage: str, detail: str) -> str:
         return (
-            f"{self.engine} needed more memory while {STAGES.get(stage, stage)} than its share of --max-memory "
-            f"({_mib(self.memory_budget)}): {detail}"
+            f"{self.engine} needed more memory while {STAGES.get(stage, stage)} than its share of "
+            f"--max-memory ({_mib(self.memory_budget)}): {detail}"
         )
 
     def _crash_message(self, stage: str) -> str:
@@ -364,9 +364,19 @@ def _serve(
             del framing
             stage = request[0]
             if stage == "session":
-                key, own, sent_base, outputs, constants, level, budget, threads, providers, engine, options = (
-                    request[1:]
-                )
+                (
+                    key,
+                    own,
+                    sent_base,
+                    outputs,
+                    constants,
+                    level,
+                    budget,
+                    threads,
+                    providers,
+                    engine,
+                    options,
+                ) = request[1:]
                 del request
                 if sent_base is not None:
                     base = bytes(sent_base)  # kept: a copy of its own, out of the region
@@ -380,7 +390,12 @@ def _serve(
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
                 # in growing chunks); it changes how memory is obtained, never what is computed.
                 session = _session_class(engine)(
-                    serialized, level, arena=budget is None, threads=threads, providers=providers, options=options
+                    serialized,
+                    level,
+                    arena=budget is None,
+                    threads=threads,
+                    providers=providers,
+                    options=options,
                 )
                 del serialized
                 sessions[key] = session

@@ -118,7 +118,9 @@ class InProcessSession:
         runnable, names = self._plan(feeds)
         try:
             values = runnable.run([np.ascontiguousarray(feeds[name]) for name in self._input_names])
-            produced = {name: np.array(v.to_numpy(), copy=True) for name, v in zip(names, values, strict=True)}
+            produced = {
+                name: np.array(v.to_numpy(), copy=True) for name, v in zip(names, values, strict=True)
+            }
         except self._tract.TractError as exc:
             raise RunFailure("run", message(exc)) from None
         missing = [name for name in outputs if name not in produced]
