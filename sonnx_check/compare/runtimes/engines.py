@@ -51,7 +51,7 @@ def _check_onnxruntime(key: str, value: str) -> str | None:
         return None if value.isdigit() and int(value) >= 1 else f"{key} takes a number of threads >= 1"
     if re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", key):
         return None
-    return f"not a session configuration entry (a dotted key: session.set_denormal_as_zero) nor {_ORT_THREADS}"
+    return f"not a session configuration entry (a dotted key: session.xyz) nor {_ORT_THREADS}"
 
 
 # OpenVINO's CPU plugin: a property key in capitals. The keys that name a file, a folder, a library or
