@@ -209,6 +209,8 @@ def check_runtime(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
 
 
 def check_runtime_options(value: Any) -> str | None:
+    if not isinstance(value, tuple | list):
+        return f"--runtime-option {value!r}: expected a sequence of (KEY, VALUE) pairs"
     if len(value) > _MAX_RUNTIME_OPTIONS:
         return f"--runtime-option: {len(value)} options; at most {_MAX_RUNTIME_OPTIONS}"
     for pair in value:
