@@ -57,8 +57,7 @@ class WorkerRunner(Runner):
     @property
     def description(self) -> RunnerDescription:
         name = self.engine.name
-        options: dict[str, Any] = dict(self.details or {"device": "CPU"})
-        options["intra_op_threads"] = self.host.threads
+        options: dict[str, Any] = dict(self.details or {"device": "CPU", "threads": self.host.threads})
         if self.options:
             options["runtime_options"] = dict(self.options)
         return RunnerDescription(

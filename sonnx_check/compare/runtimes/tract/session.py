@@ -81,7 +81,7 @@ class InProcessSession:
         self.version = str(self._tract.version())
         self.providers = ("CPU",)
         self.applied_level = ""
-        self.details: dict[str, Any] = {"device": "CPU", **given}
+        self.details: dict[str, Any] = {"device": "CPU", "threads": 1, **given}  # tract runs on one thread
 
     def _load(self) -> Any:
         try:
