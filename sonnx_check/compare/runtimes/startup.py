@@ -15,6 +15,13 @@ if TYPE_CHECKING:
 
 
 def check_runtime_settings(settings: CompareSettings) -> None:
+    from sonnx_check.compare.options import runtime_conflict
+
+    problem = runtime_conflict(
+        settings.runtime, settings.runtime_options, settings.runtime_command, settings.saved_outputs
+    )
+    if problem is not None:
+        raise UsageError(problem)
     given = [
         name
         for name, value in (
@@ -34,13 +41,6 @@ def check_runtime_settings(settings: CompareSettings) -> None:
 
         parse_command(settings.runtime_command)
         run_folder.sweep()  # the folders of earlier runs that were SIGKILLed (run_folder.py)
-    from sonnx_check.compare.options import runtime_conflict
-
-    problem = runtime_conflict(
-        settings.runtime, settings.runtime_options, settings.runtime_command, settings.saved_outputs
-    )
-    if problem is not None:
-        raise UsageError(problem)
     if not settings.enabled or settings.runtime_command is not None or settings.saved_outputs is not None:
         return
     check_installed(settings.runtime or "onnxruntime")
