@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from clikit import run_cli  # noqa: E402
+from clikit import run_cli  # noqa: E402, F401 - re-exported for the runtime tests
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = [ROOT / "sample_models" / "conforming", ROOT / "sample_models" / "torch"]

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("openvino")
 
-from runtime_samples import SAMPLES, assert_verdicts, compare  # noqa: E402
+from runtime_samples import SAMPLES, assert_verdicts, compare, run_cli  # noqa: E402
 
 from sonnx_check.compare.runtimes.base import RunFailure  # noqa: E402
 from sonnx_check.compare.runtimes.onnxruntime import host  # noqa: E402
@@ -52,18 +52,19 @@ def test_an_option_reaches_the_plugin_and_the_record() -> None:
     assert all(node["status"] in ("match", "within-bound") for node in model["comparison"]["nodes"])
 
 
-def test_a_value_the_plugin_refuses_is_a_not_compared_with_its_reason() -> None:
-    _, (model,) = compare(
-        "--runtime",
-        "openvino",
-        "--runtime-option",
-        "INFERENCE_PRECISION_HINT=f33",
-        "--no-node-edges",
-        SMALL_CNN,
-    )
-    (finding,) = [f for f in model["findings"] if f["rule"] == "RUNTIME.not-compared"]
-    assert "Wrong value f33 for property key INFERENCE_PRECISION_HINT" in finding["message"]
-    assert "Exception from src" not in finding["message"]  # OpenVINO's throw sites left out
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("INFERENCE_PRECISION_HINT=f33", "Wrong value f33 for property key INFERENCE_PRECISION_HINT"),
+        ("NO_SUCH_PROPERTY=1", "Unsupported property NO_SUCH_PROPERTY by CPU plugin"),
+    ],
+)
+def test_an_option_the_plugin_refuses_is_a_usage_error_before_any_model(option: str, said: str) -> None:
+    run = run_cli(["--isolated", "--runtime", "openvino", "--runtime-option", option, SMALL_CNN])
+    assert run.code == 2
+    (line,) = [line for line in run.stderr.splitlines() if line.strip()]
+    assert said in line and "Exception from src" not in line  # OpenVINO's throw sites left out
+    assert not run.stdout  # no model was checked
 
 
 def test_a_model_openvino_cannot_read_is_a_refusal_not_a_crash() -> None:

@@ -50,6 +50,12 @@ def check_runtime_settings(settings: CompareSettings) -> None:
         check_providers(settings.ort_providers)
     elif settings.ort_providers != (DEFAULT_PROVIDER,):
         raise UsageError(f"--ort-provider is onnxruntime's: not with --runtime {settings.runtime}")
+    if settings.runtime == "openvino" and settings.runtime_options:
+        from sonnx_check.compare.runtimes.openvino.session import check_options
+
+        problem = check_options(settings.runtime_options)
+        if problem is not None:
+            raise UsageError(f"--runtime-option: {problem}")
 
 
 def check_installed(name: str) -> None:

@@ -111,7 +111,7 @@ class InProcessSession:
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         # what the record shows beside the version and providers: the options given, as applied
-        self.details: dict[str, Any] = {"intra_op_threads": threads, **given} if options else {}
+        self.details: dict[str, Any] = {"intra_op_threads": threads}
         try:
             self._session = ort.InferenceSession(serialized, session_options, providers=list(providers))
         except self._errors as exc:

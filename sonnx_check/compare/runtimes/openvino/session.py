@@ -13,7 +13,11 @@ bfloat16, which changes every Conv, Gemm and MatMul result (docs/runtimes.md).
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -119,3 +123,40 @@ def _plain(value: Any) -> str | int | float | bool:
     text = str(value)
     found = re.fullmatch(r"<Type: '(\w+)'>", text)
     return found.group(1) if found else text
+
+
+# Compiles a one-node model with the options, in a child process (sonnx-check never imports OpenVINO): the
+# CPU plugin checks keys and values only when it compiles (Core.set_property accepts anything).
+_CHECK = """
+import json, sys
+import openvino as ov, openvino.opset13 as ops
+parameter = ops.parameter([1], ov.Type.f32)
+try:
+    ov.Core().compile_model(ov.Model([ops.relu(parameter)], [parameter]), "CPU", json.loads(sys.argv[1]))
+except Exception as exc:
+    print(json.dumps(str(exc)))
+else:
+    print(json.dumps(None))
+"""
+
+
+def check_options(options: Sequence[tuple[str, str]]) -> str | None:
+    """The CPU plugin's objection to ``options`` (a key it does not know, a value it refuses), or None; None
+    too when the check itself cannot run (the first model then says why)."""
+    from sonnx_check.compare.runtimes.onnxruntime import worker
+
+    home = worker.private_home()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHECK, json.dumps(dict(options))],
+            capture_output=True, text=True, timeout=120, check=False,
+            env=worker.private_environment(os.environ, home),
+        )  # fmt: skip
+        said = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
+    finally:
+        worker.remove_private_home(home)
+    return (
+        f"OpenVINO's CPU plugin refuses it: {message(RuntimeError(said))}" if isinstance(said, str) else None
+    )
