@@ -1,5 +1,6 @@
-"""The runtime options checked once, before any model: a provider onnxruntime does not offer or a command
-that cannot be run is a usage error (exit 2), not a failure reported on every model. A run with a command
+"""The runtime options checked once, before any model: a provider onnxruntime does not offer, a built-in
+runtime that is not installed or an option it does not take, or a command that cannot be run is a usage
+error (exit 2), not a failure reported on every model. A run with a command
 also removes the temporary folders that SIGKILLed runs left (run_folder.py)."""
 
 from __future__ import annotations
@@ -43,13 +44,14 @@ def check_runtime_settings(settings: CompareSettings) -> None:
         run_folder.sweep()  # the folders of earlier runs that were SIGKILLed (run_folder.py)
     if not settings.enabled or settings.runtime_command is not None or settings.saved_outputs is not None:
         return
-    check_installed(settings.runtime or "onnxruntime")
-    if settings.runtime in (None, "onnxruntime"):
+    if settings.runtime in (None, "onnxruntime"):  # a dependency: a broken one is told per model, as before
         from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers
 
         check_providers(settings.ort_providers)
-    elif settings.ort_providers != (DEFAULT_PROVIDER,):
-        raise UsageError(f"--ort-provider is onnxruntime's: not with --runtime {settings.runtime}")
+    else:
+        check_installed(settings.runtime)
+        if settings.ort_providers != (DEFAULT_PROVIDER,):
+            raise UsageError(f"--ort-provider is onnxruntime's: not with --runtime {settings.runtime}")
     if settings.runtime == "openvino" and settings.runtime_options:
         from sonnx_check.compare.runtimes.openvino.session import check_options
 
