@@ -15,13 +15,13 @@ COMPARE = Path(__file__).resolve().parents[2] / "sonnx_check" / "compare"
 RUNNER = "sonnx_check.compare.runtimes.onnxruntime"
 DOORS = {COMPARE / "runtimes" / "__init__.py", COMPARE / "runtimes" / "startup.py"}
 # The other runtimes run in onnxruntime's worker process (--runtime openvino, tract): their runner and
-# sessions may use the worker's host and its model edits, never onnxruntime's session or runner.
+# sessions may use the worker, its host and its model edits, never onnxruntime's session or runner.
 WORKER_SHARERS = {
     COMPARE / "runtimes" / "in_worker.py",
     COMPARE / "runtimes" / "openvino",
     COMPARE / "runtimes" / "tract",
 }
-SHARED = (f"{RUNNER}.host", f"{RUNNER}.model_bytes")
+SHARED = (f"{RUNNER}.host", f"{RUNNER}.model_bytes", f"{RUNNER}.worker")
 
 
 def imported(source: str) -> list[tuple[int, str]]:
