@@ -100,8 +100,9 @@ class WorkerRunner(Runner):
             return
         self.deadline += seconds
         for session in list(self._sessions):  # each session ends its calls at its own copy of the deadline
-            if getattr(session, "deadline", None) is not None:  # (tests stand in sessions without one)
-                session.deadline += seconds
+            deadline = getattr(session, "deadline", None)  # (tests stand in sessions without one)
+            if deadline is not None:
+                session.deadline = deadline + seconds
 
     def open_sharing(self, model: onnx.ModelProto, constants: Mapping[str, str]) -> WorkerSession:
         return self.open(model, constants=constants)
