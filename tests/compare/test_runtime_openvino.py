@@ -78,3 +78,11 @@ class _NotOnnx:
 
     def SerializeToString(self) -> bytes:  # noqa: N802 - onnx's name
         return b"\x08\x07garbage that is not a graph"
+
+
+def test_the_text_header_names_device_and_precision() -> None:
+    run = run_cli(["--isolated", "--runtime", "openvino", "--no-node-edges", SMALL_CNN])
+    text = " ".join(run.stdout.split())  # the title may wrap
+    assert "openvino 2026" in text or "openvino 20" in text
+    title = text[text.index("(openvino; ") : text.index("vs SONNX reference")]
+    assert "device CPU" in title and "inference_precision_hint " in title

@@ -114,3 +114,19 @@ def test_the_python_api_checks_them_too() -> None:
         CompareOptions(runtime="tract", runtime_options=(("optimize", "no"),))
     with pytest.raises(UsageError, match="expected one of onnxruntime, openvino, tract"):
         CompareOptions(runtime="tvm")
+
+
+def test_the_text_header_and_junit_name_the_options_handed_to_onnxruntime(tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    small_cnn = Path(__file__).resolve().parents[2] / "sample_models" / "conforming" / "small_cnn.onnx"
+    run = run_cli(
+        ["--isolated", "--no-node-edges", "--runtime-option", "session.set_denormal_as_zero=1",
+         "--output-format", f"junit:{junit}", str(small_cnn)]
+    )  # fmt: skip
+    assert run.code == 0, run.stdout + run.stderr
+    text = " ".join(run.stdout.split())  # the comparison table's title, which may wrap
+    assert "runtime options session.set_denormal_as_zero=1" in text
+    assert (
+        'name="sonnx-check.compare.runtime_options" value="session.set_denormal_as_zero=1"'
+        in junit.read_text()
+    )
