@@ -46,7 +46,9 @@ del model
 import onnxruntime as ort
 options = ort.SessionOptions(); options.intra_op_num_threads = 1
 """
-ORT_OWN = _FEEDS + "ort.InferenceSession(sys.argv[1], options, providers=['CPUExecutionProvider']).run(None, feeds)\n"
+ORT_OWN = _FEEDS + (
+    "ort.InferenceSession(sys.argv[1], options, providers=['CPUExecutionProvider']).run(None, feeds)\n"
+)
 ORT_WITH_ONNX = _FEEDS + (
     "ort.InferenceSession(onnx.load(sys.argv[1]).SerializeToString(), options, "
     "providers=['CPUExecutionProvider']).run(None, feeds)\n"
@@ -121,9 +123,8 @@ def measured(command: list[str], cwd: Path, interval: float, output: Path | None
 
 def measure(model: Path, options: list[str], interval: float, where: Path) -> list[str]:
     report = where / "report.txt"
-    ours = measured(
-        [PYTHON, "-m", "sonnx_check", "--isolated", "--compare", *options, str(model)], where, interval, report
-    )
+    command = [PYTHON, "-m", "sonnx_check", "--isolated", "--compare", *options, str(model)]
+    ours = measured(command, where, interval, report)
     own = measured([PYTHON, "-c", ORT_OWN, str(model)], where, interval)
     with_onnx = measured([PYTHON, "-c", ORT_WITH_ONNX, str(model)], where, interval)
     size = model.stat().st_size / 2**20

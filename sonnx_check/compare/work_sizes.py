@@ -17,12 +17,13 @@ KNOWN_BYTES_PER_ELEMENT = 24
 # - Conv: its float64 im2col and the bound's magnitudes, up to 1.4x K x P float64 words (K = C/group x
 #   kernel, P = N x output positions: 64 -> 64 channels on 224 x 224, 312 MiB for an im2col of 231 MiB),
 #   and its weight's float64 forms, up to 12x its float64 size (512 -> 512 on 14 x 14: 113 MiB for 18 MiB);
-# - Gemm: B' by blocks of 32 MiB of float64 (gemm._BLOCK_BYTES), and the bound's float32 magnitudes of the
-#   whole B' (1.25x B' in float32: 490 MiB for VGG's 392 MiB weight);
+# - Gemm: B' by blocks of 32 MiB of float64 (gemm._BLOCK_BYTES), and the bound's magnitudes of the whole
+#   B': in float32 on normal data (1.25x B' in float32: 490 MiB for VGG's 392 MiB weight), and in float64
+#   besides on subnormal or extreme data (the edge datasets: 3x B' in float32, 1.2 GiB for that weight);
 # - MatMul: both operands in float64 and their magnitudes.
 CONV_IM2COL_WORK = 3  # times K x P float64 words
 CONV_WEIGHT_WORK = 12  # times the weight's float64 size
-GEMM_WEIGHT_WORK = 1.5  # times B' in float32, beyond the blocks
+GEMM_WEIGHT_WORK = 3.5  # times B' in float32, beyond the blocks
 GEMM_BLOCKS = 3 * 32 * 2**20
 MATMUL_OPERAND_WORK = 3  # times both operands in float64
 

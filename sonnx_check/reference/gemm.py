@@ -115,6 +115,12 @@ def gemm(
     a, b, c = _checked(a, b, c, max_elements, attrs)
     if attrs.alpha == 1.0 and (c is None or attrs.beta == 1.0):
         return _rounded(a, b, c, None)
+    return _scaled_by_columns(a, b, c, attrs)
+
+
+def _scaled_by_columns(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttributes
+) -> np.ndarray:
     return _by_columns(a, b, c, lambda cols: _scaled(a, b[:, cols], None if c is None else c[:, cols], attrs))
 
 
@@ -261,8 +267,7 @@ def gemm_with_abs(
     a, b, c = _checked(a, b, c, max_elements, attrs)
     magnitude = _abs(a, b, c, attrs)
     if attrs.scaled:
-        y = _by_columns(a, b, c, lambda cols: _scaled(a, b[:, cols], None if c is None else c[:, cols], attrs))
-        return y, magnitude
+        return _scaled_by_columns(a, b, c, attrs), magnitude
     return _rounded(a, b, c, magnitude), magnitude
 
 

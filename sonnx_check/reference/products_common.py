@@ -174,9 +174,28 @@ def magnitude_range(a: np.ndarray) -> tuple[float, float]:
     low, high = float(a.min()), float(a.max())
     if low != 0:  # positive, or NaN with a NaN high
         return low, high
-    bits = np.ascontiguousarray(a).view(np.uint32)
-    low_bits = (int(np.min(bits - np.uint32(1))) + 1) & 0xFFFFFFFF  # array arithmetic: 0 - 1 wraps to the top
-    return float(np.array(low_bits, dtype=np.uint32).view(np.float32)), high
+    return _least_positive(a), high
+
+
+_RANGE_BLOCK = 1 << 22  # elements looked at at once by _least_positive
+
+
+def _least_positive(a: np.ndarray) -> float:
+    """The least positive value of float32 magnitudes holding no NaN (+inf counts), 0 for none: exact, so
+    taken a block at a time along the longest axis (a large weight, often a transposed view, is neither
+    copied nor offset whole)."""
+    axis = int(np.argmax(a.shape))
+    step = max(1, _RANGE_BLOCK // max(1, a.size // a.shape[axis]))
+    least: float | None = None
+    for start in range(0, a.shape[axis], step):
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(start, start + step)
+        block = a[tuple(index)]
+        positive = block[block > 0]
+        if positive.size:
+            value = float(positive.min())
+            least = value if least is None else min(least, value)
+    return 0.0 if least is None else least
 
 
 def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: int) -> bool:

@@ -45,9 +45,10 @@ def _planned_work(model: object) -> int:
     return planner._extra(entry)
 
 
-def test_the_plan_covers_what_the_gemm_kernel_holds() -> None:
+@pytest.mark.parametrize("scale", [1.0, 1e-40])  # normal data; subnormal data (the bound in float64)
+def test_the_plan_covers_what_the_gemm_kernel_holds(scale: float) -> None:
     model, weight = classifier()
-    x = np.random.default_rng(1).standard_normal((1, 4096)).astype(np.float32)
+    x = (np.random.default_rng(1).standard_normal((1, 4096)) * scale).astype(np.float32)
     node = model.graph.node[0]  # type: ignore[attr-defined]
     tracemalloc.start()
     gemm.run_with_abs(node, [x, weight, np.zeros((1, 4096), np.float32)], None)

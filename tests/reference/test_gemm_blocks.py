@@ -13,7 +13,8 @@ from sonnx_check.reference import gemm as gemm_module
 from sonnx_check.reference.gemm import GemmAttributes, gemm, gemm_with_abs
 
 SPECIAL = np.array(
-    [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0, -1.0, 0.5, 2.0**-126], np.float32
+    [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0, -1.0, 0.5, 2.0**-126],
+    np.float32,
 )
 
 
@@ -77,3 +78,38 @@ def test_a_large_weight_is_never_converted_whole(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(gemm_module, "Products", real)
     monkeypatch.setattr(gemm_module, "_BLOCK_BYTES", 2**40)
     assert gemm(a, b, None).tobytes() == y.tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.sampled_from([(1, 7, 5), (3, 4), (2, 1, 9), (1,), (6, 6)]),
+    zeros=st.floats(0.0, 1.0),
+    transposed=st.booleans(),
+)
+def test_magnitude_range_by_blocks_is_the_bit_patterns_minimum(
+    seed: int, shape: tuple[int, ...], zeros: float, transposed: bool
+) -> None:
+    """The least positive magnitude, found a block at a time, is the one the bit patterns order gives
+    (the former whole-array computation): subnormals, +inf and all-zero arrays included."""
+    from sonnx_check.reference import products_common
+
+    rng = np.random.default_rng(seed)
+    values = np.abs(_operand(rng, shape, 0.3, np.float32))
+    values[np.isnan(values)] = np.inf
+    values[rng.random(shape) < zeros] = 0.0
+    if transposed:
+        values = values.T
+    bits = np.ascontiguousarray(values).view(np.uint32)
+    expected = float(
+        np.array((int(np.min(bits - np.uint32(1))) + 1) & 0xFFFFFFFF, np.uint32).view(np.float32)
+    )
+    previous = products_common._RANGE_BLOCK
+    products_common._RANGE_BLOCK = int(rng.integers(1, 8))
+    try:
+        low, high = products_common.magnitude_range(values)
+    finally:
+        products_common._RANGE_BLOCK = previous
+    if float(values.min()) == 0:
+        assert low == expected or (np.isnan(low) and np.isnan(expected))
+    assert high == float(values.max())
