@@ -58,6 +58,10 @@ def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[
             pooled = _run(node, [np.broadcast_to(r[0], first.shape).copy()], 0)
             return None if pooled is None else pooled
         return np.maximum.reduce([np.broadcast_to(x, center.shape) for x in r[: len(centers)]])
+    if op == "Flatten":  # a reshape: the radius moves with its element
+        return np.broadcast_to(r[0], first.shape).reshape(center.shape)
+    if op == "BatchNormalization":
+        return _batchnorm_radius(node, centers, r[0], center)
     if op in _SUMS:
         magnitude_of = kernel_module_function(op, "run_abs")
         if magnitude_of is None:
@@ -72,6 +76,25 @@ def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[
         spread = [np.broadcast_to(r[0], first.shape).copy(), *inputs[1:2]]
         return own + np.asarray(magnitude_of(node, spread, None), np.float64)
     return None
+
+
+def _batchnorm_radius(node: onnx.NodeProto, centers: list[np.ndarray | None], r_x: np.ndarray,
+                      center: np.ndarray) -> np.ndarray | None:  # fmt: skip
+    """BatchNormalization in float32, in the text's order or folded (X k + (B - mean k), k = scale /
+    sqrt(var + epsilon)): |k| r_x carried from X, and the node's own roundings, at most seven on each of
+    |k X|, |k mean| and |B| (compare/ops/batchnormalization.py's bound, with float32's u)."""
+    if len(centers) < 5 or any(v is None for v in centers[:5]):
+        return None
+    x, scale, bias, mean, var = (np.asarray(v, np.float64) for v in centers[:5])
+    if x.ndim < 2:
+        return None
+    per_channel = (1, -1, *([1] * (x.ndim - 2)))
+    epsilon = float(attribute(node, "epsilon", 1e-5))
+    with np.errstate(all="ignore"):
+        k = (scale / np.sqrt(var + epsilon)).reshape(per_channel)
+        terms = np.abs(k * x) + np.abs(k * mean.reshape(per_channel)) + np.abs(bias.reshape(per_channel))
+        own = float(gamma(7, _F32_U)) * terms + np.abs(center) * _F32_U
+        return np.abs(k) * np.broadcast_to(r_x, x.shape) + own
 
 
 def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
@@ -109,7 +132,8 @@ def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
     to float16. The chain's value is carried in float64 with the radius its float32 evaluation may lie
     within (each node's roundings; a sum of products' gamma_n(2^-24) sum |terms|, in any order); the element
     is explained when it lies between the float16 roundings of value - radius and value + radius. Covered
-    operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm."""
+    operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm, BatchNormalization (and Flatten,
+    which moves its elements, inside a chain)."""
     if case.actual.dtype != np.float16 or case.upstream is None:
         return none(case)
     found = _widened_value(case.node, case.inputs, case.upstream, case.output_position, _DEPTH)
