@@ -147,23 +147,20 @@ def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
         return np.isfinite(actual) & (actual >= lo) & (actual <= hi)
 
 
-def batchnorm_folded_into_conv(case: DivergenceCase) -> np.ndarray:
-    """A BatchNormalization whose X is a Conv's output, computed as one convolution with the folded weights
-    W' = W s and bias B' = B s + (bias - mean s), s = scale / sqrt(var + epsilon), each rounded to the type:
-    the element is within gamma_(n+1) M' + n u min-normalized of the SONNX convolution on W' and B' (M' its
-    sum of |terms|), or the same NaN or infinity."""
-    from sonnx_check.compare.ops.reduced_precision import special_or_within
-
+def folded_conv(case: DivergenceCase) -> tuple[onnx.NodeProto, list[np.ndarray | None]] | None:
+    """A BatchNormalization whose X is a Conv's output as one convolution: the Conv node and its inputs X,
+    W' = W s and B' = B s + (bias - mean s), s = scale / sqrt(var + epsilon), W' and B' computed in float64
+    and rounded to the output type. None where X is not a Conv's output or a value is unknown."""
     if case.actual.dtype.kind != "f" or case.upstream is None or len(case.inputs) < 5:
-        return none(case)
+        return None
     conv = case.upstream(0)
     if conv is None or conv.node.op_type != "Conv" or conv.position != 0 or len(conv.inputs) < 2:
-        return none(case)
+        return None
     x, w = conv.inputs[0], conv.inputs[1]
     b = conv.inputs[2] if len(conv.inputs) > 2 else None
     scale, bias, mean, var = case.inputs[1:5]
     if x is None or w is None or scale is None or bias is None or mean is None or var is None:
-        return none(case)
+        return None
     dtype = case.actual.dtype
     epsilon = float(attribute(case.node, "epsilon", 1e-5))
     with np.errstate(all="ignore"):
@@ -172,13 +169,25 @@ def batchnorm_folded_into_conv(case: DivergenceCase) -> np.ndarray:
         shift = bias.astype(np.float64) - mean.astype(np.float64) * s
         base = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
         folded_b = (base * s + shift).astype(dtype)
-    inputs = [x, folded_w, folded_b]
-    result = _run(conv.node, inputs, 0)
+    return conv.node, [x, folded_w, folded_b]
+
+
+def batchnorm_folded_into_conv(case: DivergenceCase) -> np.ndarray:
+    """A BatchNormalization whose X is a Conv's output, computed as one convolution with the folded weights
+    (``folded_conv``): the element is within gamma_(n+1) M' + n u min-normalized of the SONNX convolution on
+    W' and B' (M' its sum of |terms|), or the same NaN or infinity."""
+    from sonnx_check.compare.ops.reduced_precision import special_or_within
+
+    folded = folded_conv(case)
+    if folded is None:
+        return none(case)
+    node, inputs = folded
+    result = _run(node, inputs, 0)
     magnitude_of = kernel_module_function("Conv", "run_abs")
     if result is None or magnitude_of is None or result.shape != case.actual.shape:
         return none(case)
-    magnitude = np.asarray(magnitude_of(conv.node, inputs, None), np.float64)
-    n = term_count(conv.node, inputs)
-    u = float(np.finfo(dtype).eps) / 2
-    allowed = float(gamma(n + 1, u)) * magnitude + n * u * float(np.finfo(dtype).tiny)
+    magnitude = np.asarray(magnitude_of(node, inputs, None), np.float64)
+    n = term_count(node, inputs)
+    u = float(np.finfo(case.actual.dtype).eps) / 2
+    allowed = float(gamma(n + 1, u)) * magnitude + n * u * float(np.finfo(case.actual.dtype).tiny)
     return special_or_within(case.actual, result, allowed)
