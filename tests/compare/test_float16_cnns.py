@@ -77,4 +77,3 @@ def test_a_value_the_batchnormalization_chain_does_not_give_stays_unexplained(tm
     wrong[0, 1, 2, 3] += np.float16(0.5)
     record = _add_record(tmp_path, monkeypatch, wrong)
     assert record["unexplained"] == 1
-
