@@ -15,6 +15,7 @@ from sonnx_check.compare.judging.floats import gamma
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.compare.ops.div import same_floats
+from sonnx_check.compare.ops.folding import folded_conv
 from sonnx_check.compare.ops.products import term_count
 
 FLOAT32_U = 2.0**-24
@@ -72,11 +73,9 @@ def bfloat16_inference(case: DivergenceCase) -> np.ndarray:
     rounded to bfloat16 again (before the bias is added: OpenVINO's Gemm): within
     S + 2^-8 (|R'| + |bias| + S), S = gamma_n(2^-24) M' + n 2^-24 min-normalized, of R', the SONNX result
     on the rounded factors (M': its sum |terms|). A BatchNormalization after a Conv: that bound for the
-    convolution with the normalisation folded in (spanning.folded_conv; OpenVINO folds it, then runs the
+    convolution with the normalisation folded in (folding.folded_conv; OpenVINO folds it, then runs the
     folded Conv in bfloat16, its bias and result rounded to bfloat16 too: only bfloat16 values)."""
     if case.node.op_type == "BatchNormalization":
-        from sonnx_check.compare.ops.spanning import folded_conv
-
         folded = folded_conv(case) if case.actual.dtype == np.float32 else None
         if folded is None:
             return none(case)

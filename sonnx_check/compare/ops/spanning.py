@@ -15,6 +15,7 @@ import onnx
 from sonnx_check.compare.judging.floats import gamma
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 from sonnx_check.compare.ops import kernel_module_function
+from sonnx_check.compare.ops.folding import folded_conv
 from sonnx_check.compare.ops.products import term_count
 
 
@@ -145,31 +146,6 @@ def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
         lo = (center - radius).astype(np.float16).astype(np.float64)
         hi = (center + radius).astype(np.float16).astype(np.float64)
         return np.isfinite(actual) & (actual >= lo) & (actual <= hi)
-
-
-def folded_conv(case: DivergenceCase) -> tuple[onnx.NodeProto, list[np.ndarray | None]] | None:
-    """A BatchNormalization whose X is a Conv's output as one convolution: the Conv node and its inputs X,
-    W' = W s and B' = B s + (bias - mean s), s = scale / sqrt(var + epsilon), W' and B' computed in float64
-    and rounded to the output type. None where X is not a Conv's output or a value is unknown."""
-    if case.actual.dtype.kind != "f" or case.upstream is None or len(case.inputs) < 5:
-        return None
-    conv = case.upstream(0)
-    if conv is None or conv.node.op_type != "Conv" or conv.position != 0 or len(conv.inputs) < 2:
-        return None
-    x, w = conv.inputs[0], conv.inputs[1]
-    b = conv.inputs[2] if len(conv.inputs) > 2 else None
-    scale, bias, mean, var = case.inputs[1:5]
-    if x is None or w is None or scale is None or bias is None or mean is None or var is None:
-        return None
-    dtype = case.actual.dtype
-    epsilon = float(attribute(case.node, "epsilon", 1e-5))
-    with np.errstate(all="ignore"):
-        s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + epsilon)
-        folded_w = (w.astype(np.float64) * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(dtype)
-        shift = bias.astype(np.float64) - mean.astype(np.float64) * s
-        base = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
-        folded_b = (base * s + shift).astype(dtype)
-    return conv.node, [x, folded_w, folded_b]
 
 
 def batchnorm_folded_into_conv(case: DivergenceCase) -> np.ndarray:
