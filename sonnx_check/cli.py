@@ -395,7 +395,13 @@ def run(
 
     for source in compared["inputs"]:
         check_inputs_source(source)
-    runtime_named = compared["runtime_command"] or compared["outputs"] or compared["ort_provider"]
+    runtime_named = (
+        compared["runtime"]
+        or compared["runtime_option"]
+        or compared["runtime_command"]
+        or compared["outputs"]
+        or compared["ort_provider"]
+    )
     if compared["compare"] is None and runtime_named:
         compared["compare"] = True  # naming the runtime under test asks for a comparison
     if compared["export_suite"] is not None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from sonnx_check.key_value import key_value
 from sonnx_check.sizes import parse_size
 
 
@@ -50,3 +51,19 @@ class Text(click.ParamType):
         if not str(value).strip():
             self.fail("must not be empty", param, ctx)
         return str(value)
+
+
+class KeyValue(click.ParamType):
+    """``KEY=VALUE`` (``--runtime-option``), as the pair (KEY, VALUE)."""
+
+    name = "key=value"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return value
+        parsed = key_value(str(value))
+        if isinstance(parsed, str):
+            self.fail(parsed, param, ctx)
+        return parsed

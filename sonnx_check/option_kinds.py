@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonnx_check.key_value import key_value
 from sonnx_check.sizes import parse_size
 
 if TYPE_CHECKING:
@@ -155,6 +156,37 @@ def read_providers(r: Reader, value: Any, key: str, base: Path) -> tuple[str, ..
     return providers
 
 
+_MAX_RUNTIME_OPTIONS = 64
+
+
+def runtime_options_from_cli(values: Any) -> tuple[tuple[str, str], ...]:
+    """The parsed ``--runtime-option`` pairs, a key given twice keeping its last value."""
+    return tuple(dict(values).items())
+
+
+def merge_runtime_options(configured: Any, given: Any) -> tuple[tuple[str, str], ...]:
+    """The configuration's options with the command line's on top (a key of both: the command line's)."""
+    return tuple({**dict(configured), **dict(given)}.items())
+
+
+def read_runtime_options(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, str], ...]:
+    """A table KEY = value (a string, number or boolean, handed to the runtime as text)."""
+    if not isinstance(value, dict):
+        raise r.fail(key, 'expected a table of KEY = "VALUE" (e.g. INFERENCE_PRECISION_HINT = "f32")')
+    r.entries(value, key)
+    out = []
+    for name, raw in value.items():
+        if isinstance(raw, bool):
+            raw = "true" if raw else "false"
+        if not isinstance(raw, str | int | float):
+            raise r.fail(f"{key}.{name}", f"expected a string, number or boolean, got {raw!r}")
+        parsed = key_value(f"{name}={raw}")
+        if isinstance(parsed, str):
+            raise r.fail(f"{key}.{name}", parsed)
+        out.append(parsed)
+    return tuple(out)
+
+
 # -- checks of a value CompareOptions is given (the Python API): the message, or None --------------------
 
 
@@ -166,6 +198,26 @@ def check_command(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.strip()):
         return None
     return "--runtime-command: the command is empty"
+
+
+def check_runtime(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda value: (
+        None
+        if value is None or value in choices
+        else f"--runtime {value!r}: expected one of {', '.join(choices)}"
+    )
+
+
+def check_runtime_options(value: Any) -> str | None:
+    if not isinstance(value, tuple | list):
+        return f"--runtime-option {value!r}: expected a sequence of (KEY, VALUE) pairs"
+    if len(value) > _MAX_RUNTIME_OPTIONS:
+        return f"--runtime-option: {len(value)} options; at most {_MAX_RUNTIME_OPTIONS}"
+    for pair in value:
+        parsed = key_value(f"{pair[0]}={pair[1]}") if isinstance(pair, tuple) and len(pair) == 2 else None
+        if not isinstance(parsed, tuple):
+            return f"--runtime-option {pair!r}: {parsed or 'expected a (KEY, VALUE) pair of strings'}"
+    return None
 
 
 def check_choice(flag: str, choices: tuple[str, ...]) -> Callable[[Any], str | None]:
@@ -221,6 +273,12 @@ def click_text() -> Any:
     from sonnx_check.cli_types import Text
 
     return Text()
+
+
+def click_key_value() -> Any:
+    from sonnx_check.cli_types import KeyValue
+
+    return KeyValue()
 
 
 def click_size() -> Any:

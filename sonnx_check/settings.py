@@ -56,6 +56,8 @@ DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
 DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtimes.onnxruntime.session.PROVIDER
+# the runtimes built in (--runtime NAME), as compare/runtimes/engines.ENGINES declares them
+RUNTIMES = ("onnxruntime", "openvino", "tract")
 
 
 # What a configuration file found by discovery (not named by --config) may set: such a file may come with the
@@ -274,6 +276,37 @@ OPTIONS: tuple[Option, ...] = (
         cli_name="ort_provider",
     ),
     Option(
+        "runtime",
+        "--runtime",
+        "runtime",
+        None,  # onnxruntime, unless --runtime-command or --outputs names another runtime
+        help="The runtime under test, run in sonnx-check's worker process: onnxruntime (default), openvino "
+        'or tract (pip install "sonnx-check[openvino]", "sonnx-check[tract]"; docs/runtimes.md).',
+        read=kinds.read_choice(RUNTIMES),
+        click=kinds.click_choice(RUNTIMES),
+        metavar="NAME",
+        check=kinds.check_runtime(RUNTIMES),
+    ),
+    Option(
+        "runtime_options",
+        "--runtime-option",
+        "runtime-options",
+        (),
+        help="KEY=VALUE handed to the runtime (repeatable): OpenVINO's CPU properties (e.g. "
+        "INFERENCE_PRECISION_HINT=f32), onnxruntime's session configuration entries, tract's transform.",
+        read=kinds.read_runtime_options,
+        click=kinds.click_key_value,
+        metavar="KEY=VALUE",
+        multiple=True,
+        from_cli=kinds.runtime_options_from_cli,
+        merge=kinds.merge_runtime_options,
+        to_json=dict,
+        check=kinds.check_runtime_options,
+        cli_name="runtime_option",
+        trust=TRUST_EXPLICIT,
+        why="configures how the runtime loads and runs the model (files, libraries, threads)",
+    ),
+    Option(
         "runtime_command",
         "--runtime-command",
         "runtime-command",
@@ -366,6 +399,8 @@ class CompareSettings:
     max_memory: int | None = _declared("max_memory")  # bytes; None: no limit
     timeout: float | None = _declared("timeout")  # seconds; None: no limit
     ort_providers: tuple[str, ...] = _declared("ort_providers")
+    runtime: str | None = _declared("runtime")  # one of RUNTIMES; None: onnxruntime (or the command's)
+    runtime_options: tuple[tuple[str, str], ...] = _declared("runtime_options")  # (key, value), in order
     runtime_command: str | None = _declared("runtime_command")
     saved_outputs: str | None = _declared("saved_outputs")
     export_inputs: str | None = _declared("export_inputs")

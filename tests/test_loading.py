@@ -229,17 +229,17 @@ def test_a_model_replaced_mid_run_is_a_load_error_naming_it(
     so the model is reported as unreadable, naming the file, and the other models are still checked."""
     path = save(maxpool_model(), tmp_path)
     other = save(maxpool_model(), tmp_path, "other.onnx")
-    real_check = engine.check_model
+    real_check = engine.check_model_view  # the run's static check (its view serves the comparison)
 
     def check_then_replace(model, where, selected=None, **kwargs):  # type: ignore[no-untyped-def]
-        result = real_check(model, where, selected, **kwargs)
+        checked = real_check(model, where, selected, **kwargs)
         if where == str(path):
             replacement = tmp_path / "new.onnx"
             replacement.write_bytes(path.read_bytes() + b"")
             replacement.replace(path)  # another inode: what git checkout or a copy does
-        return result
+        return checked
 
-    monkeypatch.setattr(engine, "check_model", check_then_replace)
+    monkeypatch.setattr(engine, "check_model_view", check_then_replace)
     args = [
         "--isolated",
         "--format",

@@ -25,6 +25,10 @@ class CompareOptions:
     ort_opt_level: str = "default"
     # onnxruntime's execution providers, in its order of preference (--ort-provider)
     ort_providers: tuple[str, ...] = (declared.DEFAULT_PROVIDER,)
+    # the runtime run in the worker process (--runtime: engines.ENGINES; None: onnxruntime) and the
+    # KEY=VALUE options handed to it (--runtime-option)
+    runtime: str | None = None
+    runtime_options: tuple[tuple[str, str], ...] = ()
     # another runtime: a command run as CMD MODEL INPUT_DIR OUTPUT_DIR (runners/command.py)
     runtime_command: str | None = None
     # outputs a runtime produced earlier, in the folders --export-inputs wrote (runners/saved.py)
@@ -45,8 +49,42 @@ class CompareOptions:
             raise UsageError(problem)
         if self.runtime_command is not None and self.saved_outputs is not None:
             raise UsageError("--runtime-command and --outputs name two runtimes: give one of them")
+        problem = runtime_conflict(
+            self.runtime, self.runtime_options, self.runtime_command, self.saved_outputs
+        )
+        if problem is not None:
+            raise UsageError(problem)
         for op_type, bound in self.accuracy.items():
             try:
                 accuracy_module.check_override(op_type, accuracy_module.parse_override(bound))
             except accuracy_module.AccuracyError as exc:
                 raise UsageError(f"compare.accuracy.{op_type}: {exc}") from None
+
+
+def runtime_conflict(
+    runtime: str | None,
+    runtime_options: tuple[tuple[str, str], ...],
+    runtime_command: str | None,
+    saved_outputs: str | None,
+) -> str | None:
+    """Why ``--runtime``/``--runtime-option`` cannot go with the other ways of naming the runtime, or
+    whether the options are not the runtime's (engines.py): the usage error's line, or None."""
+    other = (
+        "--runtime-command"
+        if runtime_command is not None
+        else "--outputs"
+        if saved_outputs is not None
+        else None
+    )
+    if other is not None:
+        if runtime is not None:
+            return f"--runtime and {other} name two runtimes: give one of them"
+        if runtime_options:
+            return (
+                f"--runtime-option is for a built-in runtime (--runtime), not {other}: a command takes its "
+                "own options"
+            )
+        return None
+    from sonnx_check.compare.runtimes import engines
+
+    return engines.option_problem(engines.ENGINES[runtime or engines.DEFAULT], runtime_options)

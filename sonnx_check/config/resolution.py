@@ -57,6 +57,8 @@ class CliOptions:
     max_memory: int | None = None  # bytes; 0: no limit
     timeout: float | None = None  # seconds; 0: no limit
     ort_provider: tuple[str, ...] = ()  # each may list several, comma-separated
+    runtime: str | None = None
+    runtime_option: tuple[tuple[str, str], ...] = ()  # (KEY, VALUE) as given
     runtime_command: str | None = None
     outputs: str | None = None
     export_inputs: str | None = None

@@ -163,17 +163,27 @@ def _runtime_name(comparison: ComparisonOutcome) -> str:
 def _title(comparison: ComparisonOutcome) -> str:
     runtime = comparison.runtime
     if runtime.name not in (None, "onnxruntime"):
-        options = "; ".join(f"{k} {v}" for k, v in runtime.options.items() if v is not None)
+        options = "; ".join(f"{k} {_option_text(v)}" for k, v in runtime.options.items() if v is not None)
         version = f" {runtime.version}" if runtime.version else ""
         return f"{runtime.shown}{version} ({runtime.name}; {options}) vs SONNX reference"
     session = comparison.session
     flags = " ".join(session.flags)
     providers = ", ".join(session.providers)
     machine = " ".join(part for part in (session.machine or "?", flags) if part)
+    given = runtime.options.get("runtime_options")  # --runtime-option, as handed to onnxruntime
+    handed = f"; runtime options {_option_text(given)}" if given else ""
     return (
         f"onnxruntime {session.version or '?'} ({providers}; optimisation "
-        f"{session.optimization_level or '?'}; CPU {machine}) vs SONNX reference"
+        f"{session.optimization_level or '?'}{handed}; CPU {machine}) vs SONNX reference"
     )
+
+
+def _option_text(value: object) -> str:
+    """An option's value in a title: a table of options (--runtime-option, a command's declared ones) as
+    KEY=VALUE, ..."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={item}" for key, item in value.items())
+    return str(value)
 
 
 def _caption(comparison: ComparisonOutcome) -> str | None:

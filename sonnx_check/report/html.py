@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sonnx_check.evidence.classes import CLASSES
-from sonnx_check.report.html_view import model_view, shown
+from sonnx_check.report.html_view import identity_part, model_view, shown
 
 if TYPE_CHECKING:
     from sonnx_check.report.run_report import RunReport
@@ -56,8 +56,10 @@ def render(report: RunReport) -> str:
     )
     environment.filters["significant"] = significant
     evidence = report.evidence()
-    record = shown(evidence.document)
-    models = [model_view(entry, m, plots) for entry, m in zip(record["models"], evidence.models, strict=True)]
+    # the run's facts as the record states them; each model's facts go with its view (the results, which
+    # the record also lists, are shown from the typed records: not sanitised twice)
+    record = shown({key: value for key, value in evidence.document.items() if key != "models"})
+    models = [model_view(shown(identity_part(m.entry)), m, plots) for m in evidence.models]
     page = environment.get_template("report.html.j2").render(
         record=record,
         models=models,

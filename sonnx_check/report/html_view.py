@@ -10,6 +10,7 @@ visible), as the record's own strings do; the typed values arrive as the record 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -31,10 +32,29 @@ LIMIT = sanitise.DISPLAY_MESSAGE_LIMIT
 IN_MODEL = ("node", "end-to-end")  # the scopes of the model's own run (the others: the edge battery's)
 
 
+# What the page reads of a model's entry in the record besides its identity (path, hashes, producer...):
+# the comparison's settings and datasets (with their data's hashes). Its other lists (nodes, findings, rules,
+# compared outputs...) are read from the typed records.
+_ENTRY_RESULTS = frozenset({"nodes", "findings", "rules", "verdicts", "comparison"})
+_COMPARISON_FACTS = frozenset({"settings", "datasets"})
+
+
+def identity_part(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A model's entry in the record without the results the page reads from the typed records."""
+    part = {key: value for key, value in entry.items() if key not in _ENTRY_RESULTS}
+    comparison = entry.get("comparison")
+    part["comparison"] = (
+        None if comparison is None else {k: v for k, v in comparison.items() if k in _COMPARISON_FACTS}
+    )
+    return part
+
+
 def shown(value: Any) -> Any:
     """Every string inside ``value`` display-sanitised: in dicts (keys too: a model names its inputs and
     operators), lists, tuples and the typed records (dataclasses, rebuilt field by field). An enum keeps
     its type."""
+    if type(value) in _ATOMS:  # most fields of a record: checked first (a large model has many records)
+        return value
     if isinstance(value, str) and not isinstance(value, enum.Enum):
         return sanitise.display(value, LIMIT)
     if isinstance(value, Mapping):
@@ -44,8 +64,16 @@ def shown(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(shown(v) for v in value)
     if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: shown(getattr(value, f.name)) for f in fields(value) if f.init})
+        return replace(value, **{name: shown(getattr(value, name)) for name in _init_fields(type(value))})
     return value
+
+
+_ATOMS = frozenset({int, float, bool, type(None)})
+
+
+@functools.cache
+def _init_fields(record: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(record) if f.init)
 
 
 @dataclass(frozen=True)
@@ -97,6 +125,7 @@ def model_view(model: Mapping[str, Any], evidence: ModelEvidence, plots: Any) ->
     coverage = shown(evidence.result.coverage)
     return {
         "model": model,
+        "node_count": len(names),
         "outcome": shown(ComparisonHeading.of(evidence.result.comparison)),
         "departures": shown(evidence.departures),
         "texts": _matrix(evidence, node_label),

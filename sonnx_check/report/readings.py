@@ -26,10 +26,21 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
         "runtime_label": comparison.runtime.shown,
         "runtime_version": str(comparison.runtime.version or ""),
         "providers": ", ".join(comparison.runtime.providers),
+        # where and how it ran: the device, the effective precision (OpenVINO), the options it was handed
+        "runtime_device": str(comparison.runtime.options.get("device") or ""),
+        "runtime_precision": str(comparison.runtime.options.get("inference_precision_hint") or ""),
+        "runtime_options": _options_text(comparison.runtime.options.get("runtime_options")),
         "maxpool_nan": str(comparison.reference.maxpool_nan),
         "node_edges": _node_edges(comparison),
     }
     return {k: v for k, v in out.items() if v}
+
+
+def _options_text(options: object) -> str:
+    """``--runtime-option``s (or a command's declared options) as "KEY=VALUE, ..."."""
+    if not isinstance(options, dict):
+        return ""
+    return ", ".join(f"{key}={value}" for key, value in options.items())
 
 
 COMPARED = ("match", "diverges")  # a node or configuration whose outputs were diffed

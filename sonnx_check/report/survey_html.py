@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sonnx_check.report.html import _embedded, _shown, keep_hyphenated_whole
+from sonnx_check.report.html import _embedded, keep_hyphenated_whole
+from sonnx_check.report.html_view import shown
 
 TEMPLATE = "survey.html.j2"
 
@@ -24,7 +25,7 @@ def render_survey_html(record: Mapping[str, Any]) -> str:
         loader=jinja2.FileSystemLoader(templates), autoescape=True, trim_blocks=True, lstrip_blocks=True
     )
     page = environment.get_template(TEMPLATE).render(
-        record=_shown(record),
+        record=shown(record),
         embedded=_embedded(record),
         css=templates.joinpath("report.css").read_text(encoding="utf-8"),
     )

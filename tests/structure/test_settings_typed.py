@@ -78,6 +78,8 @@ GIVEN = {
     "max_memory": 0,
     "timeout": 0.0,
     "ort_provider": ("CPUExecutionProvider,OtherProvider",),
+    "runtime": "openvino",
+    "runtime_option": (("INFERENCE_PRECISION_HINT", "f32"),),
     "runtime_command": "runtime --flag",
     "outputs": "saved",
     "export_inputs": "exported",

@@ -1,5 +1,6 @@
-"""The runtimes a comparison can test, behind one interface (base.Runner): onnxruntime (ort.py), any other
-runtime driven by a command (command.py), and outputs a runtime produced earlier (saved.py)."""
+"""The runtimes a comparison can test, behind one interface (base.Runner): onnxruntime, OpenVINO and tract in
+a worker process (in_worker.py, engines.py; onnxruntime/ holds the worker), any other runtime driven by a
+command (command.py), and outputs a runtime produced earlier (saved.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ def make_runner(options: CompareOptions, memory_budget: int | None, name: str = 
         from sonnx_check.compare.runtimes.saved import SavedOutputsRunner
 
         return SavedOutputsRunner(options.saved_outputs, name, options.max_elements, memory_budget)
+    if options.runtime not in (None, "onnxruntime"):
+        from sonnx_check.compare.runtimes.in_worker import WorkerRunner
+
+        return WorkerRunner(options.runtime, options.runtime_options, memory_budget)
     from sonnx_check.compare.runtimes.onnxruntime.runner import OrtRunner
 
-    return OrtRunner(options.ort_opt_level, options.ort_providers, memory_budget)
+    return OrtRunner(options.ort_opt_level, options.ort_providers, memory_budget, options.runtime_options)

@@ -1,5 +1,6 @@
-"""The runtime options checked once, before any model: a provider onnxruntime does not offer or a command
-that cannot be run is a usage error (exit 2), not a failure reported on every model. A run with a command
+"""The runtime options checked once, before any model: a provider onnxruntime does not offer, a built-in
+runtime that is not installed or an option it does not take, or a command that cannot be run is a usage
+error (exit 2), not a failure reported on every model. A run with a command
 also removes the temporary folders that SIGKILLed runs left (run_folder.py)."""
 
 from __future__ import annotations
@@ -8,12 +9,20 @@ import os
 from typing import TYPE_CHECKING
 
 from sonnx_check.errors import UsageError
+from sonnx_check.settings import DEFAULT_PROVIDER
 
 if TYPE_CHECKING:
     from sonnx_check.settings import CompareSettings
 
 
 def check_runtime_settings(settings: CompareSettings) -> None:
+    from sonnx_check.compare.options import runtime_conflict
+
+    problem = runtime_conflict(
+        settings.runtime, settings.runtime_options, settings.runtime_command, settings.saved_outputs
+    )
+    if problem is not None:
+        raise UsageError(problem)
     given = [
         name
         for name, value in (
@@ -33,7 +42,28 @@ def check_runtime_settings(settings: CompareSettings) -> None:
 
         parse_command(settings.runtime_command)
         run_folder.sweep()  # the folders of earlier runs that were SIGKILLed (run_folder.py)
-    if settings.enabled and settings.runtime_command is None and settings.saved_outputs is None:
+    if not settings.enabled or settings.runtime_command is not None or settings.saved_outputs is not None:
+        return
+    if settings.runtime in (None, "onnxruntime"):  # a dependency: a broken one is told per model, as before
         from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers
 
         check_providers(settings.ort_providers)
+    else:
+        check_installed(settings.runtime)
+        if settings.ort_providers != (DEFAULT_PROVIDER,):
+            raise UsageError(f"--ort-provider is onnxruntime's: not with --runtime {settings.runtime}")
+    if settings.runtime == "openvino" and settings.runtime_options:
+        from sonnx_check.compare.runtimes.openvino.session import check_options
+
+        problem = check_options(settings.runtime_options)
+        if problem is not None:
+            raise UsageError(f"--runtime-option: {problem}")
+
+
+def check_installed(name: str) -> None:
+    """A usage error naming the extra that installs the runtime, when it is not installed."""
+    from sonnx_check.compare.runtimes import engines
+
+    engine = engines.ENGINES[name]
+    if not engines.importable(engine):
+        raise UsageError(f"--runtime {name}: {name} is not installed ({engine.install_hint()})")

@@ -126,10 +126,14 @@ class SessionHost:
         memory_budget: int | None = None,
         threads: int = INTRA_OP_THREADS,
         providers: Sequence[str] = (PROVIDER,),
+        engine: str = "onnxruntime",
+        options: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.memory_budget = memory_budget
         self.threads = threads
         self.providers = tuple(providers)  # the execution providers asked for, in onnxruntime's order
+        self.engine = engine  # the runtime the worker runs (engines.py): OpenVINO and tract share this host
+        self.options = tuple(options)  # --runtime-option, handed to the runtime as given
         self.generation = 0  # which worker: a session opened on an earlier one is gone with it
         self._worker: Worker | None = None
         self.base: onnx.ModelProto | None = None
@@ -147,7 +151,7 @@ class SessionHost:
         )
 
         if self._worker is None:
-            self._worker = Worker(self.memory_budget)
+            self._worker = Worker(self.memory_budget, self.engine)
             self.generation += 1
             self._base_sent = False
         return self._worker
@@ -257,6 +261,8 @@ class OrtSession:
                     self.memory_budget,
                     host.threads,
                     host.providers,
+                    host.engine,
+                    host.options,
                     timeout=self._remaining(),
                 )
             except RuntimeRefusal as exc:
@@ -270,7 +276,7 @@ class OrtSession:
                 host.close()
             raise
         self._worker = worker
-        self.version, self.providers, self.applied_level, self.output_names = described
+        self.version, self.providers, self.applied_level, self.output_names, self.details = described
 
     @property
     def info(self) -> RuntimeInfo:

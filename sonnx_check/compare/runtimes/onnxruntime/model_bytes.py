@@ -66,6 +66,25 @@ def with_outputs(model: bytes, outputs: Sequence[str]) -> bytes:
     return _join(rest, kept)
 
 
+def graph_outputs(model: bytes) -> list[str]:
+    """The names of ``model``'s graph outputs, in order (a runtime that names its outputs otherwise, tract,
+    returns them in this order)."""
+    names = []
+    for piece in _split_graph(model)[1]:
+        for number, _, value, end in _fields(piece):
+            if number == _GRAPH_OUTPUT:
+                names.append(_value_info_name(piece[value:end]))
+    return names
+
+
+def _value_info_name(info: memoryview) -> str:
+    name = b""
+    for number, _, value, end in _fields(info):
+        if number == _VALUE_INFO_NAME:
+            name = bytes(info[value:end])
+    return name.decode("utf-8", "replace")
+
+
 def with_initializers(model: bytes, source: bytes, names: Mapping[str, str]) -> bytes:
     """``model`` with more graph initializers: for each ``name -> source_name``, the initializer
     ``source_name`` of ``source``'s graph, named ``name``. Raises KeyError for a name ``source`` lacks."""

@@ -97,12 +97,23 @@ class InProcessSession:
         arena: bool = True,
         threads: int = INTRA_OP_THREADS,
         providers: Sequence[str] = (PROVIDER,),
+        options: Sequence[tuple[str, str]] = (),
     ) -> None:
         ort = _import_ort()
         self._errors = _ort_errors()
-        options, self.applied_level = _session_options(ort, level, arena, threads)
+        given = dict(options)  # --runtime-option: the thread count, or session configuration entries
+        if "intra_op_num_threads" in given:
+            threads = int(given.pop("intra_op_num_threads"))
+        session_options, self.applied_level = _session_options(ort, level, arena, threads)
         try:
-            self._session = ort.InferenceSession(serialized, options, providers=list(providers))
+            for key, value in given.items():
+                session_options.add_session_config_entry(key, value)
+        except self._errors as exc:
+            raise RuntimeRefusal("session", str(exc)) from None
+        # what the record shows beside the version and providers: the options given, as applied
+        self.details: dict[str, Any] = {"intra_op_threads": threads}
+        try:
+            self._session = ort.InferenceSession(serialized, session_options, providers=list(providers))
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         self.version = ort.__version__

@@ -1,8 +1,11 @@
-"""The process that runs onnxruntime for a comparison, and the handle the comparison holds on it.
+"""The process that runs the runtime under test for a comparison (onnxruntime, OpenVINO or tract: one
+worker runs one of them, engines.py), and the handle the comparison holds on it.
 
 The parent sends requests on the worker's stdin and reads replies from its stdout, each pickled with its
 large arrays (and the model's bytes) out of band in a shared memory region (``shared_arrays``):
-``("session", id, model_bytes, base_bytes, outputs, constants, level, memory_budget, threads, providers)``
+``("session", id, model_bytes, base_bytes, outputs, constants, level, memory_budget, threads, providers,
+engine, options)`` (``engine``: the runtime's name in engines.ENGINES; ``options``: its --runtime-option
+pairs)
 (``model_bytes`` None: a session on the base model, sent once per worker, with ``outputs`` as its graph
 outputs; ``constants``: initializers of the base model added to ``model_bytes`` under other names), then
 any number of
@@ -45,6 +48,7 @@ from sonnx_check.children import (
     kill,
     kill_live_workers,
 )
+from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.onnxruntime import model_bytes, shared_arrays
 from sonnx_check.compare.runtimes.onnxruntime.session import (
     STAGES,
@@ -56,6 +60,7 @@ from sonnx_check.compare.runtimes.onnxruntime.session import (
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
 _REGIONS_VARIABLE = "SONNX_CHECK_WORKER_REGIONS"  # the descriptors of the request and reply regions
+_ENGINE_VARIABLE = "SONNX_CHECK_WORKER_ENGINE"  # the runtime the worker imports as it starts
 # The worker's command. The comparison package's __init__ imports onnx and the whole comparison (a tenth of
 # a second of CPU and tens of MB, in every worker); the worker needs numpy, onnxruntime and a few modules
 # of its own, so an empty package of the same path stands in for it before this module is imported. The
@@ -83,18 +88,21 @@ stop.on_signal(kill_live_workers)  # at once: onnxruntime may be minutes into a 
 
 
 class Worker:
-    """One worker process, started on construction. ``memory_budget`` (bytes) bounds what its onnxruntime
-    may allocate once the session exists (None: no limit)."""
+    """One worker process, started on construction. ``memory_budget`` (bytes) bounds what its runtime
+    may allocate once the session exists (None: no limit); ``engine``: the runtime it runs (engines.py), the
+    name its messages give."""
 
-    def __init__(self, memory_budget: int | None = None) -> None:
+    def __init__(self, memory_budget: int | None = None, engine: str = "onnxruntime") -> None:
         stop.check()  # no new worker once the run is being stopped
         self.memory_budget = memory_budget
+        self.engine = engine
         self._expired = False
         self._home = private_home()  # onnxruntime's own files stay in it (private_environment)
         env = private_environment(os.environ, self._home)
         # The worker imports this package from where the parent did, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env[_PARENT_VARIABLE] = str(os.getpid())
+        env[_ENGINE_VARIABLE] = engine
         # stderr is kept (in a temporary file, so a chatty worker cannot block on a full pipe) for the last
         # words of a worker that dies: a Python error there names the cause better than an exit code.
         # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
@@ -160,7 +168,7 @@ class Worker:
             raise RuntimeRefusal(reply[1], self._over_memory_message(reply[1], reply[2]), over_memory=True)
         if kind == "unavailable":
             raise RuntimeUnavailable(reply[1])
-        raise RuntimeError(f"the onnxruntime worker failed: {reply[1]}")
+        raise RuntimeError(f"the {self.engine} worker failed: {reply[1]}")
 
     def _expire(self) -> None:
         self._expired = True
@@ -168,15 +176,15 @@ class Worker:
 
     def _timed_out(self, stage: str) -> RuntimeRefusal:
         message = (
-            f"onnxruntime had not finished {STAGES.get(stage, stage)} when the comparison's time limit ran "
+            f"{self.engine} had not finished {STAGES.get(stage, stage)} when the comparison's time limit ran "
             "out; its worker process was stopped"
         )
         return RuntimeRefusal(stage, message, crashed=True, timed_out=True)
 
     def _over_memory_message(self, stage: str, detail: str) -> str:
         return (
-            f"onnxruntime needed more memory while {STAGES.get(stage, stage)} than its share of --max-memory "
-            f"({_mib(self.memory_budget)}): {detail}"
+            f"{self.engine} needed more memory while {STAGES.get(stage, stage)} than its share of "
+            f"--max-memory ({_mib(self.memory_budget)}): {detail}"
         )
 
     def _crash_message(self, stage: str) -> str:
@@ -190,7 +198,7 @@ class Worker:
         else:
             how = f"exit code {code}"
         message = (
-            f"onnxruntime crashed while {STAGES.get(stage, stage)} ({how}); only its worker process ended"
+            f"{self.engine} crashed while {STAGES.get(stage, stage)} ({how}); only its worker process ended"
         )
         if self.memory_budget is not None:
             # An allocation that fails where onnxruntime cannot report it ends the process instead.
@@ -316,6 +324,11 @@ def _session_model(
     return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
 
 
+def _session_class(engine: str) -> Any:
+    """The session class of ``engine`` (onnxruntime's is imported above)."""
+    return InProcessSession if engine == "onnxruntime" else engines.session_class(engine)
+
+
 def _regions() -> tuple[shared_arrays.Region, shared_arrays.Region] | None:
     """The request and reply regions the parent handed over, if any."""
     given = os.environ.get(_REGIONS_VARIABLE)
@@ -330,7 +343,7 @@ def _serve(
     replies: IO[bytes],
     regions: tuple[shared_arrays.Region, shared_arrays.Region] | None = None,
 ) -> None:
-    sessions: dict[int, InProcessSession] = {}
+    sessions: dict[int, Any] = {}  # each an InProcessSession of its engine
     base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
     limited = False
     inbound, outbound = regions if regions is not None else (None, None)
@@ -351,7 +364,19 @@ def _serve(
             del framing
             stage = request[0]
             if stage == "session":
-                key, own, sent_base, outputs, constants, level, budget, threads, providers = request[1:]
+                (
+                    key,
+                    own,
+                    sent_base,
+                    outputs,
+                    constants,
+                    level,
+                    budget,
+                    threads,
+                    providers,
+                    engine,
+                    options,
+                ) = request[1:]
                 del request
                 if sent_base is not None:
                     base = bytes(sent_base)  # kept: a copy of its own, out of the region
@@ -364,17 +389,30 @@ def _serve(
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
                 # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = InProcessSession(
-                    serialized, level, arena=budget is None, threads=threads, providers=providers
+                session = _session_class(engine)(
+                    serialized,
+                    level,
+                    arena=budget is None,
+                    threads=threads,
+                    providers=providers,
+                    options=options,
                 )
                 del serialized
                 sessions[key] = session
                 if budget is not None:
                     limited = _limit_memory(budget)
-                value: Any = (session.version, session.providers, session.applied_level, session.output_names)
+                value: Any = (
+                    session.version,
+                    session.providers,
+                    session.applied_level,
+                    session.output_names,
+                    getattr(session, "details", {}),
+                )
                 del session
             elif stage == "close":
-                sessions.pop(request[1], None)
+                closed = sessions.pop(request[1], None)
+                if hasattr(closed, "close"):
+                    closed.close()  # a session holding a file (tract's model) lets go of it now
                 value = None
             else:
                 value = sessions[request[1]].run(request[2], request[3])
@@ -401,10 +439,8 @@ def main() -> None:
     # Replies travel on a private copy of stdout; whatever native code prints goes to stderr instead.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    try:  # the first session imports it anyway: here, while the collector is still off
-        import onnxruntime  # noqa: F401
-    except Exception:  # noqa: BLE001, S110 - the first session imports it again and reports why it cannot
-        pass
+    # the first session imports the runtime anyway: here, while the collector is still off
+    engines.preimport(os.environ.get(_ENGINE_VARIABLE, "onnxruntime"))
     gc.enable()
     gc.freeze()  # what the imports built is never collected: no need to traverse it again
     _serve(sys.stdin.buffer, channel, _regions())
