@@ -163,6 +163,28 @@ def residual_cnn() -> onnx.ModelProto:
     )  # fmt: skip
 
 
+def as_float16(model: onnx.ModelProto, name: str) -> onnx.ModelProto:
+    """The same graph in float16: every float tensor declared float16, every float weight rounded to it."""
+    converted = onnx.ModelProto()
+    converted.CopyFrom(model)
+    converted.graph.name = name
+    graph = converted.graph
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        if info.type.tensor_type.elem_type == T.FLOAT:
+            info.type.tensor_type.elem_type = T.FLOAT16
+    for initializer in graph.initializer:
+        if initializer.data_type == T.FLOAT:
+            values = numpy_helper.to_array(initializer).astype(np.float16)
+            initializer.CopyFrom(numpy_helper.from_array(values, initializer.name))
+    return converted
+
+
+def residual_cnn_float16() -> onnx.ModelProto:
+    """residual_cnn in float16. onnxruntime computes it in float32 and rounds the residual Add's chain
+    (BatchNormalization, Conv -> Relu -> Conv) once where SONNX rounds every node: FLOAT16-WIDENED-CHAIN."""
+    return as_float16(residual_cnn(), "residual_cnn_float16")
+
+
 def max_broadcast() -> onnx.ModelProto:
     node = h.make_node("Max", ["A", "B", "C"], ["Y"], name="max")
     inputs = [tensor("A", [2, 3, 4]), tensor("B", [3, 1]), tensor("C", [4])]
@@ -359,6 +381,7 @@ def external_data_outside() -> tuple[onnx.ModelProto, dict]:
 SAMPLES: dict[str, Callable[[], onnx.ModelProto | tuple[onnx.ModelProto, dict]]] = {
     "conforming/small_cnn.onnx": small_cnn,
     "conforming/residual_cnn.onnx": residual_cnn,
+    "conforming/residual_cnn_float16.onnx": residual_cnn_float16,
     "conforming/max_broadcast.onnx": max_broadcast,
     "conforming/maxpool_explicit.onnx": maxpool_explicit,
     "conforming/external_weights.onnx": external_weights,

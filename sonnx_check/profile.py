@@ -97,7 +97,10 @@ class Departure:
     IDs it was known by before (``ORT-...``), accepted wherever an ID is; ``operators``: the declaring
     operator and those that list the ID in ``shared_departures``; ``outputs``: the output positions it
     concerns (None: every output); ``observed``: the runtimes and versions it was seen in; ``predicate``:
-    the reference of a function (DivergenceCase) -> mask of the elements it explains."""
+    the reference of a function (DivergenceCase) -> mask of the elements it explains; ``refines``: the ID of
+    a broader departure whose elements include this one's (ARGMAX-NAN-IGNORED within ARGMAX-NAN-POSITIONAL):
+    an element both explain is reported under this, the more specific, alone, and a waiver of the broader
+    one still covers it."""
 
     id: str
     operators: tuple[str, ...]
@@ -107,6 +110,7 @@ class Departure:
     observed: tuple[Observation, ...]
     predicate: str
     aliases: tuple[str, ...] = ()
+    refines: str | None = None
 
     @property
     def seen_in(self) -> tuple[str, ...]:
@@ -239,6 +243,7 @@ def _comparison(op: str, raw: Mapping[str, Any]) -> Comparison:
                 observed=_observations(op, str(entry["id"]), entry["observed"]),
                 predicate=str(entry["predicate"]),
                 aliases=tuple(str(a) for a in entry.get("aliases", ())),
+                refines=None if entry.get("refines") is None else str(entry["refines"]),
             )
         )
     return Comparison(

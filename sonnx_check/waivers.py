@@ -6,7 +6,8 @@ A waiver never removes a finding: certification evidence must show what was acce
 A waiver naming known runtime departures (``known``) covers a RUNTIME.divergence only when every
 differing element is explained by a departure one of the matching waivers names: waivers of different IDs
 add up over one finding, an element no named departure explains keeps the whole finding active, and a
-waiver naming another ID hides nothing.
+waiver naming another ID hides nothing. A waiver naming a departure also covers the elements reported under
+a more specific one that refines it (ARGMAX-NAN-IGNORED within ARGMAX-NAN-POSITIONAL).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sonnx_check.config import Settings, Waiver
+from sonnx_check.config.departures import covered_ids
 from sonnx_check.findings import Finding, ModelResult
 
 
@@ -22,7 +24,7 @@ def covers(waiver: Waiver, finding: Finding) -> bool:
     """Whether a waiver (already matched to the model) covers a finding on its own: same rule, the node's
     name or operator type when the waiver names them, and every differing element explained by the known
     departures it names, if any. A waiver naming a node never covers a model-level finding."""
-    return applies(waiver, finding) and (not waiver.known or finding.explained_by(frozenset(waiver.known)))
+    return applies(waiver, finding) and (not waiver.known or finding.explained_by(covered_ids(waiver.known)))
 
 
 def applies(waiver: Waiver, finding: Finding) -> bool:
@@ -44,8 +46,8 @@ def covering(waivers: Sequence[Waiver], finding: Finding) -> list[Waiver]:
     if alone is not None:
         return [alone]
     present = set(finding.known_departures)
-    known = [w for w in waivers if w.known and present & set(w.known) and applies(w, finding)]
-    if len(known) > 1 and finding.explained_by(frozenset(k for w in known for k in w.known)):
+    known = [w for w in waivers if w.known and present & covered_ids(w.known) and applies(w, finding)]
+    if len(known) > 1 and finding.explained_by(covered_ids(tuple(k for w in known for k in w.known))):
         return known
     return []
 

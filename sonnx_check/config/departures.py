@@ -35,6 +35,36 @@ def _by_folded() -> dict[str, str]:
     return found
 
 
+@functools.cache
+def _refinements() -> dict[str, frozenset[str]]:
+    """Each ID -> the IDs of the departures that refine it, directly or through another (``refines``)."""
+    from sonnx_check.profile import profile_operators
+
+    direct: dict[str, set[str]] = {}
+    for op in profile_operators().values():
+        for d in op.comparison.departures:
+            if d.refines:
+                direct.setdefault(d.refines, set()).add(d.id)
+    closed: dict[str, frozenset[str]] = {}
+    for broad in direct:
+        seen: set[str] = set()
+        todo = list(direct[broad])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(direct.get(name, ()))
+        closed[broad] = frozenset(seen)
+    return closed
+
+
+def covered_ids(ids: frozenset[str] | set[str] | tuple[str, ...]) -> frozenset[str]:
+    """The IDs a waiver naming ``ids`` covers: each one and the departures that refine it (an element the
+    broader departure explains but the report credits to a more specific one is still the broader one's)."""
+    refinements = _refinements()
+    return frozenset(ids).union(*(refinements.get(i, frozenset()) for i in ids))
+
+
 def canonical_departure(given: str) -> str | None:
     """The departure ID ``given`` names (its ID or an alias), compared case-insensitively; None when it
     names none."""

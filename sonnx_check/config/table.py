@@ -169,7 +169,9 @@ def _known_ids(r: Reader, given: tuple[str, ...], key: str) -> tuple[str, ...]:
     """Each ID in its canonical spelling; an ID no known departure has is an error, not a waiver that would
     silently hide nothing."""
     if not given:
-        raise r.fail(key, "expected the ID of a known departure (as ORT-MAXPOOL-NAN), got an empty list")
+        raise r.fail(
+            key, "expected the ID of a known departure (as MAXPOOL-NAN-POSITIONAL), got an empty list"
+        )
     canonical = []
     for name in given:
         found = canonical_departure(name)

@@ -108,6 +108,7 @@ class KnownDivergence:
     observed: tuple[Observation, ...]  # the runtimes, versions and configurations it was seen in
     predicate: Predicate
     aliases: tuple[str, ...] = ()  # the IDs it was known by before (ORT-...)
+    refines: str | None = None  # a broader departure: an element both explain is reported under this one
 
     @property
     def seen_in(self) -> tuple[str, ...]:
@@ -226,6 +227,7 @@ def known_departures() -> tuple[KnownDivergence, ...]:
             observed=d.observed,
             predicate=_Declared(d.predicate),
             aliases=d.aliases,
+            refines=d.refines,
         )
         for op in profile_operators().values()
         for d in op.comparison.departures
@@ -262,7 +264,7 @@ class Explanation:
 def explain(case: DivergenceCase, table: Sequence[KnownDivergence] | None = None) -> Explanation:
     table = known_departures() if table is None else table
     masks = [(entry, entry.explains(case)) for entry in table]
-    masks = [(entry, mask) for entry, mask in masks if mask.any()]
+    masks = _specific_first([(entry, mask) for entry, mask in masks if mask.any()])
     if not masks:
         return Explanation([], 0, {})
     matches = [KnownMatch(entry, int(np.count_nonzero(mask))) for entry, mask in masks]
@@ -275,6 +277,21 @@ def explain(case: DivergenceCase, table: Sequence[KnownDivergence] | None = None
         for value, count in zip(values, counts, strict=True)
     }
     return Explanation(matches, int(counts.sum()), by_set)
+
+
+def _specific_first(
+    masks: list[tuple[KnownDivergence, np.ndarray]],
+) -> list[tuple[KnownDivergence, np.ndarray]]:
+    """Each element a departure and the broader one it ``refines`` both explain credited to the specific one
+    alone (one behaviour per element where one is a special case of the other); entries left with no
+    element dropped."""
+    by_name = {entry.id: k for k, (entry, _) in enumerate(masks)}
+    kept = [mask.copy() for _, mask in masks]
+    for entry, mask in masks:
+        broader = by_name.get(entry.refines) if entry.refines else None
+        if broader is not None:
+            kept[broader] &= ~mask
+    return [(entry, mask) for (entry, _), mask in zip(masks, kept, strict=True) if mask.any()]
 
 
 def explained_mask(case: DivergenceCase, table: Sequence[KnownDivergence] | None = None) -> np.ndarray:

@@ -7,6 +7,7 @@ that computation, so an element is explained only when the changed operands acco
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from sonnx_check.compare.judging.floats import gamma
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 from sonnx_check.compare.ops import kernel_module_function
 from sonnx_check.compare.ops.div import same_floats
+from sonnx_check.compare.ops.folding import folded_conv
 from sonnx_check.compare.ops.products import term_count
 
 FLOAT32_U = 2.0**-24
@@ -70,7 +72,17 @@ def bfloat16_inference(case: DivergenceCase) -> np.ndarray:
     """float32: the factors rounded to bfloat16, then the sum in float32 and the sum of products perhaps
     rounded to bfloat16 again (before the bias is added: OpenVINO's Gemm): within
     S + 2^-8 (|R'| + |bias| + S), S = gamma_n(2^-24) M' + n 2^-24 min-normalized, of R', the SONNX result
-    on the rounded factors (M': its sum |terms|)."""
+    on the rounded factors (M': its sum |terms|). A BatchNormalization after a Conv: that bound for the
+    convolution with the normalisation folded in (folding.folded_conv; OpenVINO folds it, then runs the
+    folded Conv in bfloat16, its bias and result rounded to bfloat16 too: only bfloat16 values)."""
+    if case.node.op_type == "BatchNormalization":
+        folded = folded_conv(case) if case.actual.dtype == np.float32 else None
+        if folded is None:
+            return none(case)
+        # the folded Conv's result is rounded to bfloat16: a float32 value between two bfloat16 ones is
+        # another behaviour's (BATCHNORM-FOLDED-INTO-CONV in float32)
+        in_bfloat16 = (round_to_bfloat16(case.actual) == case.actual) | ~np.isfinite(case.actual)
+        return in_bfloat16 & bfloat16_inference(replace(case, node=folded[0], inputs=folded[1]))
     positions = _OPERANDS.get(case.node.op_type)
     if case.actual.dtype != np.float32 or positions is None:
         return none(case)

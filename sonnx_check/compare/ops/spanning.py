@@ -15,6 +15,7 @@ import onnx
 from sonnx_check.compare.judging.floats import gamma
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, none
 from sonnx_check.compare.ops import kernel_module_function
+from sonnx_check.compare.ops.folding import folded_conv
 from sonnx_check.compare.ops.products import term_count
 
 
@@ -58,6 +59,10 @@ def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[
             pooled = _run(node, [np.broadcast_to(r[0], first.shape).copy()], 0)
             return None if pooled is None else pooled
         return np.maximum.reduce([np.broadcast_to(x, center.shape) for x in r[: len(centers)]])
+    if op == "Flatten":  # a reshape: the radius moves with its element
+        return np.broadcast_to(r[0], first.shape).reshape(center.shape)
+    if op == "BatchNormalization":
+        return _batchnorm_radius(node, centers, r[0], center)
     if op in _SUMS:
         magnitude_of = kernel_module_function(op, "run_abs")
         if magnitude_of is None:
@@ -72,6 +77,25 @@ def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[
         spread = [np.broadcast_to(r[0], first.shape).copy(), *inputs[1:2]]
         return own + np.asarray(magnitude_of(node, spread, None), np.float64)
     return None
+
+
+def _batchnorm_radius(node: onnx.NodeProto, centers: list[np.ndarray | None], r_x: np.ndarray,
+                      center: np.ndarray) -> np.ndarray | None:  # fmt: skip
+    """BatchNormalization in float32, in the text's order or folded (X k + (B - mean k), k = scale /
+    sqrt(var + epsilon)): |k| r_x carried from X, and the node's own roundings, at most seven on each of
+    |k X|, |k mean| and |B| (compare/ops/batchnormalization.py's bound, with float32's u)."""
+    if len(centers) < 5 or any(v is None for v in centers[:5]):
+        return None
+    x, scale, bias, mean, var = (np.asarray(v, np.float64) for v in centers[:5])
+    if x.ndim < 2:
+        return None
+    per_channel = (1, -1, *([1] * (x.ndim - 2)))
+    epsilon = float(attribute(node, "epsilon", 1e-5))
+    with np.errstate(all="ignore"):
+        k = (scale / np.sqrt(var + epsilon)).reshape(per_channel)
+        terms = np.abs(k * x) + np.abs(k * mean.reshape(per_channel)) + np.abs(bias.reshape(per_channel))
+        own = float(gamma(7, _F32_U)) * terms + np.abs(center) * _F32_U
+        return np.abs(k) * np.broadcast_to(r_x, x.shape) + own
 
 
 def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
@@ -109,7 +133,8 @@ def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
     to float16. The chain's value is carried in float64 with the radius its float32 evaluation may lie
     within (each node's roundings; a sum of products' gamma_n(2^-24) sum |terms|, in any order); the element
     is explained when it lies between the float16 roundings of value - radius and value + radius. Covered
-    operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm."""
+    operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm, BatchNormalization (and Flatten,
+    which moves its elements, inside a chain)."""
     if case.actual.dtype != np.float16 or case.upstream is None:
         return none(case)
     found = _widened_value(case.node, case.inputs, case.upstream, case.output_position, _DEPTH)
@@ -125,36 +150,20 @@ def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
 
 def batchnorm_folded_into_conv(case: DivergenceCase) -> np.ndarray:
     """A BatchNormalization whose X is a Conv's output, computed as one convolution with the folded weights
-    W' = W s and bias B' = B s + (bias - mean s), s = scale / sqrt(var + epsilon), each rounded to the type:
-    the element is within gamma_(n+1) M' + n u min-normalized of the SONNX convolution on W' and B' (M' its
-    sum of |terms|), or the same NaN or infinity."""
+    (``folded_conv``): the element is within gamma_(n+1) M' + n u min-normalized of the SONNX convolution on
+    W' and B' (M' its sum of |terms|), or the same NaN or infinity."""
     from sonnx_check.compare.ops.reduced_precision import special_or_within
 
-    if case.actual.dtype.kind != "f" or case.upstream is None or len(case.inputs) < 5:
+    folded = folded_conv(case)
+    if folded is None:
         return none(case)
-    conv = case.upstream(0)
-    if conv is None or conv.node.op_type != "Conv" or conv.position != 0 or len(conv.inputs) < 2:
-        return none(case)
-    x, w = conv.inputs[0], conv.inputs[1]
-    b = conv.inputs[2] if len(conv.inputs) > 2 else None
-    scale, bias, mean, var = case.inputs[1:5]
-    if x is None or w is None or scale is None or bias is None or mean is None or var is None:
-        return none(case)
-    dtype = case.actual.dtype
-    epsilon = float(attribute(case.node, "epsilon", 1e-5))
-    with np.errstate(all="ignore"):
-        s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + epsilon)
-        folded_w = (w.astype(np.float64) * s.reshape(-1, *([1] * (w.ndim - 1)))).astype(dtype)
-        shift = bias.astype(np.float64) - mean.astype(np.float64) * s
-        base = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
-        folded_b = (base * s + shift).astype(dtype)
-    inputs = [x, folded_w, folded_b]
-    result = _run(conv.node, inputs, 0)
+    node, inputs = folded
+    result = _run(node, inputs, 0)
     magnitude_of = kernel_module_function("Conv", "run_abs")
     if result is None or magnitude_of is None or result.shape != case.actual.shape:
         return none(case)
-    magnitude = np.asarray(magnitude_of(conv.node, inputs, None), np.float64)
-    n = term_count(conv.node, inputs)
-    u = float(np.finfo(dtype).eps) / 2
-    allowed = float(gamma(n + 1, u)) * magnitude + n * u * float(np.finfo(dtype).tiny)
+    magnitude = np.asarray(magnitude_of(node, inputs, None), np.float64)
+    n = term_count(node, inputs)
+    u = float(np.finfo(case.actual.dtype).eps) / 2
+    allowed = float(gamma(n + 1, u)) * magnitude + n * u * float(np.finfo(case.actual.dtype).tiny)
     return special_or_within(case.actual, result, allowed)

@@ -52,7 +52,7 @@ def _tanh_close_to_one(limit: float, dtype: type) -> Predicate:
     return predicate
 
 
-# ORT-TANH-FLOAT-RATIONAL and ORT-TANH-DOUBLE-EIGEN
+# TANH-FLOAT-RATIONAL-MLAS (was ORT-TANH-FLOAT-RATIONAL), TANH-DOUBLE-SATURATION-ERROR (ORT-TANH-DOUBLE-EIGEN)
 float_rational = _tanh_close_to_one(2.0**-21, np.float32)
 double_eigen = _tanh_close_to_one(2.0**-49, np.float64)
 
