@@ -190,3 +190,30 @@ def test_a_departure_at_a_border_or_inside_is_found_by_the_reduced_battery(monke
     assert _conv_configuration(result)["status"] == "diverges"
     found = [f for f in result.findings if f.rule == "RUNTIME.divergence" and f.node.name == "conv"]
     assert found and found[0].data["scope"] == "node-edges"
+
+
+def test_the_command_line_chooses_full_or_reduced_extents(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from sonnx_check import settings
+    from sonnx_check.cli import main
+
+    assert settings.NODE_EDGES_EXTENTS == extents.EXTENTS
+    assert settings.BY_NAME["node_edges_extent"].default == extents.DEFAULT_EXTENT
+    path = tmp_path / "conv.onnx"
+    onnx.save(conv_model(), path)
+    shapes = {}
+    for extent in extents.EXTENTS:
+        result = CliRunner().invoke(
+            main, ["--compare", "--format", "json", "--node-edges-extent", extent, str(path)]
+        )
+        model = json.loads(result.stdout)["models"][0]
+        config = next(
+            c for c in model["comparison"]["node_edges"]["configurations"] if c["op_type"] == "Conv"
+        )
+        shapes[extent] = next(i["shape"] for i in config["inputs"] if i["values"] == "edge")
+    assert shapes == {"reduced": [1, 2, 20, 20], "full": [1, 2, 40, 40]}
+    bad = CliRunner().invoke(main, ["--compare", "--node-edges-extent", "half", str(path)])
+    assert bad.exit_code == 2 and "half" in bad.output
