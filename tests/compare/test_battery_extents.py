@@ -166,7 +166,7 @@ def test_the_battery_runs_a_conv_at_reduced_extents_and_says_which(monkeypatch) 
     result = compare_loaded(conv_model(), EDGES)
     config = _conv_configuration(result)
     [data] = [i for i in config["inputs"] if i["values"] == "edge"]
-    assert data["shape"] == [1, 2, 20, 20] and data["model_shapes"] == [[1, 2, 40, 40]]
+    assert data["shape"] == [1, 2, 20, 20] and data["model_shape"] == [1, 2, 40, 40]
     lone = next(m for m in fake.sessions if m.graph.name == "sonnx-check node edges")
     dims = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in lone.graph.input}
     assert [1, 2, 20, 20] in dims.values() and config["status"] == "match"
@@ -174,7 +174,7 @@ def test_the_battery_runs_a_conv_at_reduced_extents_and_says_which(monkeypatch) 
     full_size = CompareOptions(datasets=("random",), node_edges_extent=extents.FULL)
     full = _conv_configuration(compare_loaded(conv_model(), full_size))
     [data] = [i for i in full["inputs"] if i["values"] == "edge"]
-    assert data["shape"] == [1, 2, 40, 40] and "model_shapes" not in data
+    assert data["shape"] == [1, 2, 40, 40] and "model_shape" not in data
 
 
 @pytest.mark.parametrize("op_type", ["Conv", "MaxPool"])
@@ -202,7 +202,7 @@ def test_a_departure_at_a_border_or_inside_is_found_by_the_reduced_battery(
     fake = FakeOrt().install(monkeypatch)
     clean = compare_loaded(model(), EDGES)  # learns the lone model's output name
     [data] = [i for i in _conv_configuration(clean, op_type)["inputs"] if i["values"] == "edge"]
-    assert data["shape"] != data["model_shapes"][0]  # run reduced
+    assert data["shape"] != data["model_shape"]  # run reduced
     name = _conv_output(fake, op_type)
     FakeOrt(tamper={name: wrong}).install(monkeypatch)
     result = compare_loaded(model(), EDGES)
@@ -236,3 +236,25 @@ def test_the_command_line_chooses_full_or_reduced_extents(tmp_path) -> None:
     assert shapes == {"reduced": [1, 2, 20, 20], "full": [1, 2, 40, 40]}
     bad = CliRunner().invoke(main, ["--compare", "--node-edges-extent", "half", str(path)])
     assert bad.exit_code == 2 and "half" in bad.output
+
+
+def test_configurations_whose_reduced_runs_coincide_run_once_and_keep_their_own_findings(
+    monkeypatch,
+) -> None:
+    """Relu at 56x56 and at 66x66 both run at 16x16: one node in the battery's model, two configurations,
+    a finding on each node."""
+    nodes = [h.make_node("Relu", [f"x{i}"], [f"y{i}"], name=f"relu{i}") for i in range(2)]
+    inputs = [h.make_tensor_value_info(f"x{i}", T.FLOAT, [1, 3, d, d]) for i, d in enumerate((56, 66))]
+    outputs = [h.make_tensor_value_info(f"y{i}", T.FLOAT, None) for i in range(2)]
+    model = finish(h.make_graph(nodes, "g", inputs, outputs))
+    fake = FakeOrt(tamper={"c0_out0": lambda a: np.full_like(a, 5.0)}).install(monkeypatch)
+    result = compare_loaded(model, EDGES)
+    lone = [m for m in fake.sessions if m.graph.name == "sonnx-check node edges"]
+    assert all(len(m.graph.node) == 1 for m in lone)
+    configs = result.comparison["node_edges"]["configurations"]
+    assert [[n["name"] for n in c["nodes"]] for c in configs] == [["relu0"], ["relu1"]]
+    assert all(c["status"] == "diverges" for c in configs)
+    assert [i["model_shape"] for c in configs for i in c["inputs"]] == [[1, 3, 56, 56], [1, 3, 66, 66]]
+    found = {f.node.name for f in result.findings if f.rule == "RUNTIME.divergence"}
+    assert found == {"relu0", "relu1"}
+    assert {f.tensor for f in result.findings if f.rule == "RUNTIME.divergence"} == {"y0", "y1"}
