@@ -51,6 +51,8 @@ COMPARE_SECTION = "Comparing with onnxruntime (--compare)"  # the options' secti
 OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
 # reference/nan_policy.READINGS, repeated here so that reading a configuration imports no kernel
 MAXPOOL_NAN_READINGS = ("nan-as-negative-infinity", "nan-absorbing")
+# compare/edges/extents.EXTENTS, repeated here so that reading a configuration imports no comparison
+NODE_EDGES_EXTENTS = ("reduced", "full")
 DEFAULT_MAX_ELEMENTS = 100_000_000
 DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
@@ -170,6 +172,17 @@ OPTIONS: tuple[Option, ...] = (
         help="Also run every distinct node configuration alone on edge values (NaN, ±inf, ±0, extremes, "
         "ties, subnormals, the operator's own), in onnxruntime and in the reference (default: on).",
         read=kinds.read_boolean,
+    ),
+    Option(
+        "node_edges_extent",
+        "--node-edges-extent",
+        "node-edges-extent",
+        NODE_EDGES_EXTENTS[0],
+        help="The shapes the node battery runs at: reduced (the default: every window kind and edge pattern "
+        "phase kept, docs/comparison.md) or full (the model's own shapes).",
+        read=kinds.read_choice(NODE_EDGES_EXTENTS),
+        click=kinds.click_choice(NODE_EDGES_EXTENTS),
+        check=kinds.check_choice("--node-edges-extent", NODE_EDGES_EXTENTS),
     ),
     Option(
         "maxpool_nan",
@@ -391,6 +404,7 @@ class CompareSettings:
     enabled: bool = _declared("enabled")
     inputs: tuple[str, ...] = _declared("inputs")  # "random", "edge" or a path
     node_edges: bool = _declared("node_edges")
+    node_edges_extent: str = _declared("node_edges_extent")  # one of NODE_EDGES_EXTENTS
     maxpool_nan: str = _declared("maxpool_nan")  # one of MAXPOOL_NAN_READINGS
     seed: int = _declared("seed")
     ort_opt_level: str = _declared("ort_opt_level")  # one of OPT_LEVELS

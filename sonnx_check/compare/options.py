@@ -20,6 +20,7 @@ class CompareOptions:
     # model-level inputs: "random", "edge", or a path to .npz / test_data_set folder
     datasets: tuple[str, ...] = ("random",)
     node_edges: bool = True  # each distinct node configuration also run alone on edge values (battery.py)
+    node_edges_extent: str = "reduced"  # the shapes the battery runs at (edges/extents.py): or "full"
     maxpool_nan: str = nan_policy.NAN_AS_NEGATIVE_INFINITY  # the MaxPool NaN reading (nan_policy.py)
     seed: int = 0
     ort_opt_level: str = "default"

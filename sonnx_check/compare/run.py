@@ -110,6 +110,7 @@ class ComparisonRun:
                 accuracy=self.options.accuracy,
                 runner=self.runner.capabilities,
                 readings=self.readings,
+                extent=self.options.node_edges_extent,
             )
         try:
             try:

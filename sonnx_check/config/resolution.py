@@ -49,6 +49,7 @@ class CliOptions:
     compare: bool | None = None
     inputs: tuple[str, ...] = ()
     node_edges: bool | None = None
+    node_edges_extent: str | None = None
     maxpool_nan: str | None = None
     seed: int | None = None
     ort_opt_level: str | None = None

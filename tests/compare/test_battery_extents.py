@@ -138,14 +138,27 @@ def conv_model() -> onnx.ModelProto:
     return finish(h.make_graph(nodes, "g", [x], [y], initializer=[weight]))
 
 
-def _conv_output(fake: FakeOrt) -> str:
+def pool_model() -> onnx.ModelProto:
+    """Relu -> MaxPool 3x3, stride 2, pad 1, on [1, 2, 47, 47] (the battery runs it reduced)."""
+    nodes = [
+        h.make_node("Relu", ["x"], ["r"], name="relu"),
+        h.make_node(
+            "MaxPool", ["r"], ["y"], name="pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]
+        ),
+    ]
+    x = h.make_tensor_value_info("x", T.FLOAT, [1, 2, 47, 47])
+    y = h.make_tensor_value_info("y", T.FLOAT, None)
+    return finish(h.make_graph(nodes, "g", [x], [y]))
+
+
+def _conv_output(fake: FakeOrt, op_type: str = "Conv") -> str:
     lone = next(m for m in fake.sessions if m.graph.name == "sonnx-check node edges")
-    number = next(k for k, n in enumerate(lone.graph.node) if n.op_type == "Conv")
+    number = next(k for k, n in enumerate(lone.graph.node) if n.op_type == op_type)
     return f"c{number}_out0"
 
 
-def _conv_configuration(result) -> dict:
-    return next(c for c in result.comparison["node_edges"]["configurations"] if c["op_type"] == "Conv")
+def _conv_configuration(result, op_type: str = "Conv") -> dict:
+    return next(c for c in result.comparison["node_edges"]["configurations"] if c["op_type"] == op_type)
 
 
 def test_the_battery_runs_a_conv_at_reduced_extents_and_says_which(monkeypatch) -> None:
@@ -153,40 +166,95 @@ def test_the_battery_runs_a_conv_at_reduced_extents_and_says_which(monkeypatch) 
     result = compare_loaded(conv_model(), EDGES)
     config = _conv_configuration(result)
     [data] = [i for i in config["inputs"] if i["values"] == "edge"]
-    assert data["shape"] == [1, 2, 20, 20] and data["model_shapes"] == [[1, 2, 40, 40]]
+    assert data["shape"] == [1, 2, 20, 20] and data["model_shape"] == [1, 2, 40, 40]
     lone = next(m for m in fake.sessions if m.graph.name == "sonnx-check node edges")
     dims = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in lone.graph.input}
     assert [1, 2, 20, 20] in dims.values() and config["status"] == "match"
 
-    monkeypatch.setattr(extents, "DEFAULT_EXTENT", extents.FULL)
-    full = _conv_configuration(compare_loaded(conv_model(), EDGES))
+    full_size = CompareOptions(datasets=("random",), node_edges_extent=extents.FULL)
+    full = _conv_configuration(compare_loaded(conv_model(), full_size))
     [data] = [i for i in full["inputs"] if i["values"] == "edge"]
-    assert data["shape"] == [1, 2, 40, 40] and "model_shapes" not in data
+    assert data["shape"] == [1, 2, 40, 40] and "model_shape" not in data
 
 
+@pytest.mark.parametrize("op_type", ["Conv", "MaxPool"])
 @pytest.mark.parametrize(
     "where",
     [
         (0, 0, 0, 0),  # the top-left corner: padding above and on the left
         (0, 1, -1, -1),  # the bottom-right corner: padding below and on the right
-        (0, 2, 0, 7),  # the top border
+        (0, 1, 0, 7),  # the top border
         (0, 0, 9, -1),  # the right border
         (0, 1, 9, 9),  # the interior
     ],
 )
-def test_a_departure_at_a_border_or_inside_is_found_by_the_reduced_battery(monkeypatch, where) -> None:
-    """The fake runtime gets one output element of the lone Conv wrong: the one at ``where`` (a position
-    class of the output, -1 the last); the reduced battery finds it, on the Conv's configuration."""
+def test_a_departure_at_a_border_or_inside_is_found_by_the_reduced_battery(
+    monkeypatch, where, op_type
+) -> None:
+    """The fake runtime gets one output element of the lone Conv (MaxPool) wrong: the one at ``where`` (a
+    position class of the output, -1 the last); the reduced battery finds it, on that configuration."""
+    model, node = (conv_model, "conv") if op_type == "Conv" else (pool_model, "pool")
 
     def wrong(array: np.ndarray) -> np.ndarray:
         array[where] = np.float32(1e6) if np.isfinite(array[where]) else np.float32(0.0)
         return array
 
     fake = FakeOrt().install(monkeypatch)
-    compare_loaded(conv_model(), EDGES)  # learns the lone model's output name
-    name = _conv_output(fake)
+    clean = compare_loaded(model(), EDGES)  # learns the lone model's output name
+    [data] = [i for i in _conv_configuration(clean, op_type)["inputs"] if i["values"] == "edge"]
+    assert data["shape"] != data["model_shape"]  # run reduced
+    name = _conv_output(fake, op_type)
     FakeOrt(tamper={name: wrong}).install(monkeypatch)
-    result = compare_loaded(conv_model(), EDGES)
-    assert _conv_configuration(result)["status"] == "diverges"
-    found = [f for f in result.findings if f.rule == "RUNTIME.divergence" and f.node.name == "conv"]
+    result = compare_loaded(model(), EDGES)
+    assert _conv_configuration(result, op_type)["status"] == "diverges"
+    found = [f for f in result.findings if f.rule == "RUNTIME.divergence" and f.node.name == node]
     assert found and found[0].data["scope"] == "node-edges"
+
+
+def test_the_command_line_chooses_full_or_reduced_extents(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from sonnx_check import settings
+    from sonnx_check.cli import main
+
+    assert settings.NODE_EDGES_EXTENTS == extents.EXTENTS
+    assert settings.BY_NAME["node_edges_extent"].default == extents.DEFAULT_EXTENT
+    path = tmp_path / "conv.onnx"
+    onnx.save(conv_model(), path)
+    shapes = {}
+    for extent in extents.EXTENTS:
+        result = CliRunner().invoke(
+            main, ["--compare", "--format", "json", "--node-edges-extent", extent, str(path)]
+        )
+        model = json.loads(result.stdout)["models"][0]
+        config = next(
+            c for c in model["comparison"]["node_edges"]["configurations"] if c["op_type"] == "Conv"
+        )
+        shapes[extent] = next(i["shape"] for i in config["inputs"] if i["values"] == "edge")
+    assert shapes == {"reduced": [1, 2, 20, 20], "full": [1, 2, 40, 40]}
+    bad = CliRunner().invoke(main, ["--compare", "--node-edges-extent", "half", str(path)])
+    assert bad.exit_code == 2 and "half" in bad.output
+
+
+def test_configurations_whose_reduced_runs_coincide_run_once_and_keep_their_own_findings(
+    monkeypatch,
+) -> None:
+    """Relu at 56x56 and at 66x66 both run at 16x16: one node in the battery's model, two configurations,
+    a finding on each node."""
+    nodes = [h.make_node("Relu", [f"x{i}"], [f"y{i}"], name=f"relu{i}") for i in range(2)]
+    inputs = [h.make_tensor_value_info(f"x{i}", T.FLOAT, [1, 3, d, d]) for i, d in enumerate((56, 66))]
+    outputs = [h.make_tensor_value_info(f"y{i}", T.FLOAT, None) for i in range(2)]
+    model = finish(h.make_graph(nodes, "g", inputs, outputs))
+    fake = FakeOrt(tamper={"c0_out0": lambda a: np.full_like(a, 5.0)}).install(monkeypatch)
+    result = compare_loaded(model, EDGES)
+    lone = [m for m in fake.sessions if m.graph.name == "sonnx-check node edges"]
+    assert all(len(m.graph.node) == 1 for m in lone)
+    configs = result.comparison["node_edges"]["configurations"]
+    assert [[n["name"] for n in c["nodes"]] for c in configs] == [["relu0"], ["relu1"]]
+    assert all(c["status"] == "diverges" for c in configs)
+    assert [i["model_shape"] for c in configs for i in c["inputs"]] == [[1, 3, 56, 56], [1, 3, 66, 66]]
+    found = {f.node.name for f in result.findings if f.rule == "RUNTIME.divergence"}
+    assert found == {"relu0", "relu1"}
+    assert {f.tensor for f in result.findings if f.rule == "RUNTIME.divergence"} == {"y0", "y1"}

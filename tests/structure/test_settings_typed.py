@@ -70,6 +70,7 @@ GIVEN = {
     "compare": True,
     "inputs": ("random", "edge", "data.npz"),
     "node_edges": False,
+    "node_edges_extent": declared.NODE_EDGES_EXTENTS[1],
     "maxpool_nan": declared.MAXPOOL_NAN_READINGS[1],
     "seed": 7,
     "ort_opt_level": "basic",

@@ -147,7 +147,7 @@ class NodeEdges:
         ``run`` check raise for a timeout; the configurations not reached keep no records)."""
         # the model's configurations first: a time limit reached later costs only operator-level evidence
         every = (*self.configurations.values(), *self.operator_configurations.values())
-        pending = [c for c in every if not c.reason]
+        pending = [c for c in every if not c.reason and c.same_run_as is None]
         try:
             for batch in self._batches(pending):
                 self._load_held(batch)
@@ -162,6 +162,10 @@ class NodeEdges:
                 if not config.records and not config.crashes and not config.reason:
                     config.reason = STOPPED
             raise
+        finally:
+            for config in every:
+                if config.same_run_as is not None:
+                    config.take_results(config.same_run_as)
 
     def _load_held(self, batch: list[Configuration]) -> None:
         for config in batch:

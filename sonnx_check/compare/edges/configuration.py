@@ -4,6 +4,7 @@ typed result (battery.py runs it; observed.py finds it in the in-context run).""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,12 +48,25 @@ class Configuration:
     held_from: dict[int, str] = field(default_factory=dict)
     held_meta: dict[int, tuple[np.dtype, tuple[int, ...], str]] = field(default_factory=dict)
     nodes: list[int] = field(default_factory=list)
-    # the fed inputs' shapes in the model, for every node the configuration stands for (first seen first)
-    model_shapes: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
+    model_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)  # the fed inputs' in the model
+    # an earlier configuration whose run at reduced extents is this one's (the same operator, attributes,
+    # held values and reduced shapes): run once, its results copied here (battery.py)
+    same_run_as: Configuration | None = None
     records: dict[int, OutputRecord] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # dataset -> why this configuration did not run it
     crashes: dict[str, str] = field(default_factory=dict)  # dataset -> how onnxruntime ended
     reason: str = ""  # why the configuration was not run at all
+
+    def take_results(self, run: Configuration) -> None:
+        """The results of ``run``, whose battery run is this configuration's, as this one's own (its
+        outputs under its own node's names)."""
+        self.records = {}
+        for k, record in run.records.items():
+            own = copy.deepcopy(record)
+            own.name = self.node.output[k] if k < len(self.node.output) else record.name
+            self.records[k] = own
+        self.skipped, self.crashes = dict(run.skipped), dict(run.crashes)
+        self.reason = self.reason or run.reason
 
     @property
     def status(self) -> str:
@@ -86,9 +100,9 @@ class Configuration:
             {"position": p, "dtype": d.name, "shape": list(s), "values": "edge"} for p, d, s in self.fed
         ]
         for entry, (position, _, shape) in zip(edge, self.fed, strict=True):
-            model = self.model_shapes.get(position, [shape])
-            if model != [shape]:  # run at a reduced shape (extents.py): the shapes it stands for
-                entry["model_shapes"] = [list(s) for s in model]
+            model = self.model_shapes.get(position, shape)
+            if model != shape:  # run at a reduced shape (extents.py): the model's
+                entry["model_shape"] = list(model)
         held = [
             {
                 "position": p,

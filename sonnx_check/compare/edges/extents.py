@@ -21,7 +21,7 @@ treats every element alike. So an axis is shortened by removing whole periods fr
   Concat's axis, and every axis along which a held input (a constant of the model) is not broadcast.
 
 Operators not declared here (reductions, Softmax, MatMul, Gemm, shape operators, ...) run at the model's
-shapes. ``FULL`` asks for the model's shapes everywhere (``--node-edges full``).
+shapes. ``FULL`` asks for the model's shapes everywhere (``--node-edges-extent full``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from onnx import helper
 REDUCED = "reduced"
 FULL = "full"
 EXTENTS = (REDUCED, FULL)
-DEFAULT_EXTENT = REDUCED  # until settings.py declares --node-edges full|reduced
+DEFAULT_EXTENT = REDUCED  # settings.py: --node-edges-extent (NODE_EDGES_EXTENTS repeats EXTENTS)
 
 PATTERN_PERIOD = 10  # lcm of the positional edge patterns' periods over an axis (2 and 5, datasets.py)
 MIN_INTERIOR = 8  # interior windows kept per axis (vectorised kernels run their main loop on them)

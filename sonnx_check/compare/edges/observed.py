@@ -48,6 +48,7 @@ class Observed:
         self.configurations: dict[bytes, Configuration] = {}  # the model's verdict (NODE_SCOPE)
         self.operator_configurations: dict[bytes, Configuration] = {}  # OPERATOR_SCOPE
         self._observed: set[int] = set()
+        self._runs: dict[tuple[str, bytes], Configuration] = {}  # the first configuration of each run
 
     def seen(self, index: int) -> bool:
         """Whether node ``index``'s configuration was recorded."""
@@ -102,17 +103,22 @@ class Observed:
                 meta[position] = (value.dtype, tuple(int(d) for d in value.shape), sha.hex()[:16], sha)
             else:
                 model_fed.append((position, value.dtype, tuple(int(d) for d in value.shape)))
-        # the key is what the battery runs: nodes whose reduced runs are the same share one configuration
+        # the configuration's key: the model's shapes (each keeps its own findings); the run's key: the
+        # shapes the battery runs, shared by configurations whose reduced runs coincide
         shapes = extents.reduced_shapes(node, model_fed, {p: m[1] for p, m in meta.items()}, self.extent)
         fed = [(position, dtype, shapes[position]) for position, dtype, _ in model_fed]
         run_shapes = {position: shape for position, _, shape in fed}
+        run_key = key.copy()
         for position, value in enumerate(inputs):
             if value is None:
                 key.update(b"|absent")
-            elif position in meta:
-                key.update(f"|{value.dtype.str}{value.shape}".encode() + b"=" + meta[position][3])
-            else:
-                key.update(f"|{value.dtype.str}{run_shapes[position]}".encode())
+                run_key.update(b"|absent")
+                continue
+            key.update(f"|{value.dtype.str}{value.shape}".encode())
+            run_key.update(f"|{value.dtype.str}{run_shapes.get(position, value.shape)}".encode())
+            if position in meta:
+                key.update(b"=" + meta[position][3])
+                run_key.update(b"=" + meta[position][3])
         digest = key.digest()
         if digest not in table:
             lazy = {p: node.input[p] for p in held if node.input[p] in self.initializers}
@@ -122,14 +128,13 @@ class Observed:
                 digest=digest.hex()[:16],
             )  # fmt: skip
             config.held_from, config.held_meta = lazy, {p: m[:3] for p, m in meta.items()}
+            config.model_shapes = {position: shape for position, _, shape in model_fed}
             self._check_runnable(config, model_fed, sizes)
             table[digest] = config
-        config = table[digest]
-        for position, _, shape in model_fed:
-            config.model_shapes.setdefault(position, [])
-            if shape not in config.model_shapes[position]:
-                config.model_shapes[position].append(shape)
-        return config
+            first = self._runs.setdefault((scope, run_key.digest()), config)
+            if first is not config and not config.reason and not first.reason:
+                config.same_run_as = first  # run once, its results copied (battery.py)
+        return table[digest]
 
     def _check_runnable(
         self,
