@@ -143,7 +143,7 @@ else:
 def check_options(options: Sequence[tuple[str, str]]) -> str | None:
     """The CPU plugin's objection to ``options`` (a key it does not know, a value it refuses), or None; None
     too when the check itself cannot run (the first model then says why)."""
-    from sonnx_check.compare.runtimes.onnxruntime import worker
+    from sonnx_check.compare.runtimes.worker import process as worker
 
     home = worker.private_home()
     try:

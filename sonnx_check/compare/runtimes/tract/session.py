@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from sonnx_check.compare.runtimes.base import RunFailure, RunnerUnavailable, trim_reason
-from sonnx_check.compare.runtimes.onnxruntime import model_bytes
+from sonnx_check.compare.runtimes.worker import model_bytes
 
 # numpy's dtype -> tract's name in a fact ("1,3,16,16,f32")
 _TRACT_TYPES = {
