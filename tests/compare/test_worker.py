@@ -21,6 +21,7 @@ from onnx import helper as h
 from sonnx_check.cli import main
 from sonnx_check.compare.runtimes.onnxruntime import session as ort_session
 from sonnx_check.compare.runtimes.worker import host as runtime
+from sonnx_check.compare.runtimes.worker import process as ort_worker
 
 
 def _crash_worker(session: runtime.HeldSession) -> None:
@@ -95,7 +96,6 @@ def test_one_worker_serves_a_whole_comparison(monkeypatch: pytest.MonkeyPatch):
     """Starting a worker (Python importing onnxruntime) costs about a quarter of a second of CPU: the plain
     run, the run exposing intermediate tensors and every node-edge configuration share one."""
     from sonnx_check.compare import CompareOptions, compare_loaded
-    from sonnx_check.compare.runtimes.worker import process as ort_worker
 
     started: list[int] = []
     original = ort_worker.Worker.__init__
@@ -169,3 +169,22 @@ def test_the_command_pins_numpys_blas_to_one_thread(tmp_path: Path):
     assert "env" in lines and lines[-1] == "1"
     counts = [line for line in out.stdout.splitlines() if not line.startswith("env")]
     assert all(c in ("1", "none") for c in counts), out.stdout
+
+
+def test_rust_libraries_capture_no_backtrace_for_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RUST_BACKTRACE=1 in the user's environment made each of tract's refusals resolve a backtrace (4.4 s
+    of CPU instead of 1.3 s on a sample, benchmarks/bench_runtimes.py): the worker turns that off for
+    library errors, and leaves the user's setting for panics."""
+    monkeypatch.setenv("RUST_BACKTRACE", "1")
+    monkeypatch.setenv("RUST_LIB_BACKTRACE", "1")
+    started: list[dict[str, str]] = []
+    original = ort_worker.subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> object:
+        started.append(dict(kwargs["env"]))  # type: ignore[arg-type]
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ort_worker.subprocess, "Popen", popen)
+    worker = ort_worker.Worker(engine="tract")
+    worker.close()
+    assert [(env["RUST_LIB_BACKTRACE"], env["RUST_BACKTRACE"]) for env in started] == [("0", "1")]
