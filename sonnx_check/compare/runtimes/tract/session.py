@@ -1,6 +1,6 @@
 """tract in the worker process: one ONNX model, made runnable for the shapes and types of the datasets fed.
 
-The worker (onnxruntime/worker.py) opens it for ``--runtime tract`` exactly as it opens an onnxruntime
+The worker (../worker/process.py) opens it for ``--runtime tract`` exactly as it opens an onnxruntime
 session. tract loads ONNX from a file only: the model's bytes are written into the worker's private folder
 (its TMPDIR, mode 0700, removed with the worker) and the file is removed when the session ends. tract needs
 every input's shape and type: the model is typed and optimised for the first dataset of each signature
