@@ -56,6 +56,8 @@ _FLAGS = {
     "--seed": "seed",
     "--config": "config",
     "--node-edges": "node_edges",
+    "--runtime-option": "runtime_options",
+    "--runtime": "runtime",
 }
 _FLAG = re.compile("|".join(re.escape(flag) for flag in sorted(_FLAGS, key=len, reverse=True)) + r"\b")
 _CLI_HINT = re.compile(r" \(see sonnx-check --list-rules\)|, e\.g\. --select \"GR\*\"")
@@ -115,8 +117,15 @@ def compare(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     config: str | os.PathLike[str] | None = None,
+    runtime: str | None = None,
+    runtime_options: Mapping[str, str | int | float] | None = None,
 ) -> ModelResult:
-    """Check one model and compare the installed onnxruntime against the reference kernels, node by node.
+    """Check one model and compare a runtime against the reference kernels, node by node.
+
+    ``runtime``: the runtime under test, as ``--runtime`` names it (``"onnxruntime"``, the default, or
+    ``"openvino"``, ``"tract"``); ``runtime_options``: what ``--runtime-option KEY=VALUE`` hands it (a
+    number is given as its text). An unknown runtime, one that is not installed or an option it does not
+    take raises :class:`InputError` before the model is read, with the command line's message.
 
     ``result.comparison`` is the comparison as typed records (``sonnx_check.results.ComparisonOutcome``;
     its ``to_json()`` is what ``--format json`` writes); divergences are ``RUNTIME.*`` findings. It is
@@ -136,11 +145,44 @@ def compare(
         node_edges=node_edges,
         seed=seed,
         shapes=_shape_options(shapes),
+        **_runtime_choice(runtime, runtime_options),
     )
     if result.load_error:
         causes = "; ".join(f.message for f in result.findings if f.rule == "MODEL.load")
         raise InputError(f"path: {result.path}: {causes or 'cannot read the model'}")
     return result
+
+
+def _runtime_choice(
+    runtime: str | None, options: Mapping[str, str | int | float] | None
+) -> dict[str, object]:
+    """``runtime`` and ``runtime_options`` as the command line's options (only those given, so that a
+    configuration file's choice stands when these are left out)."""
+    chosen: dict[str, object] = {}
+    if runtime is not None:
+        if not isinstance(runtime, str):
+            raise InputError(f"runtime: expected a runtime's name, got {type(runtime).__name__} {runtime!r}")
+        from sonnx_check.option_kinds import check_runtime
+        from sonnx_check.settings import RUNTIMES
+
+        problem = check_runtime(RUNTIMES)(runtime)
+        if problem is not None:
+            raise InputError(_library_words(problem))
+        chosen["runtime"] = runtime
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise InputError(f"runtime_options: expected a mapping of option to value, got {options!r}")
+        pairs = []
+        for key, value in options.items():
+            if (
+                not isinstance(key, str)
+                or isinstance(value, bool)
+                or not isinstance(value, str | int | float)
+            ):
+                raise InputError(f"runtime_options: {key!r}: expected a text or number value, got {value!r}")
+            pairs.append((key, str(value)))
+        chosen["runtime_option"] = tuple(pairs)
+    return chosen
 
 
 def _run(
@@ -163,6 +205,13 @@ def _run(
         settings = configurations.settings_for(text) if automatic else configurations.run
     except UserError as error:
         raise InputError(_library_words(str(error))) from None
+    if settings.compare.enabled:
+        from sonnx_check.compare.runtimes.startup import check_runtime_settings
+
+        try:
+            check_runtime_settings(settings.compare)  # as the command line: before the model is read
+        except UserError as error:
+            raise InputError(_library_words(str(error))) from None
     outcome = process(Target(text), settings)
     if outcome.internal_error:
         raise RuntimeError(outcome.internal_error)

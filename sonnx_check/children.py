@@ -50,7 +50,7 @@ def kill(pid: int) -> None:
 
 
 # Every onnxruntime worker this process started and has not reaped yet (pid -> its Popen): what an interrupted
-# run must kill. Kept here, not in compare/runtimes/onnxruntime/worker.py, so that the runner's signal
+# run must kill. Kept here, not in compare/runtimes/worker/process.py, so that the runner's signal
 # handling does not import
 # the comparison package for a static check.
 LIVE_WORKERS: dict[int, Any] = {}

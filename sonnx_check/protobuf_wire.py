@@ -1,5 +1,5 @@
 """The protobuf wire format, read and written field by field without decoding a message: what the loader's
-skeleton (loading.py) and the onnxruntime worker's model edits (compare/runtimes/onnxruntime/model_bytes.py)
+skeleton (loading.py) and the onnxruntime worker's model edits (compare/runtimes/worker/model_bytes.py)
 share. No imports: the
 worker loads it without onnx.
 """

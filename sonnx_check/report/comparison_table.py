@@ -18,8 +18,10 @@ from sonnx_check.report import NARROW_TERMINAL
 from sonnx_check.report.readings import readings_text
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sonnx_check.results.edges import ConfigurationResult
-    from sonnx_check.results.models import ComparisonOutcome
+    from sonnx_check.results.models import ComparisonOutcome, DatasetEntry
     from sonnx_check.results.outputs import OutputResult
 
 _STATUS_STYLE = {
@@ -197,7 +199,7 @@ def _caption(comparison: ComparisonOutcome) -> str | None:
         if len(datasets) > 12:
             line += ", ..."
         if failed:
-            line += f"; {_runtime_name(comparison)} failed on {len(failed)}"
+            line += f"; {_runtime_name(comparison)} {_failed_on(failed)}"
         lines.append(line)
     end_to_end = comparison.end_to_end
     if end_to_end is not None and not end_to_end.compared:
@@ -228,6 +230,16 @@ def _caption(comparison: ComparisonOutcome) -> str | None:
             )
     lines.append(readings_text(comparison))
     return "\n".join(line for line in lines if line) or None
+
+
+def _failed_on(failed: Sequence[DatasetEntry]) -> str:
+    """How many datasets the runtime refused and how many it failed on otherwise, in the words the finding
+    uses: a refusal is called one everywhere."""
+    refused = sum(1 for d in failed if d.failure == "refused")
+    parts = [f"refused the model on {refused}"] if refused else []
+    if len(failed) > refused:
+        parts.append(f"failed on {len(failed) - refused}")
+    return " and ".join(parts)
 
 
 def _node_label(index: int | None, op_type: str, name: str) -> str:

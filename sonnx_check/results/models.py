@@ -63,6 +63,7 @@ class DatasetEntry:
     inputs: Mapping[str, Mapping[str, Any]]  # input name -> dtype and shape
     status: str = ""  # ok or failed; "" when the comparison stopped before running it
     error: str | None = None  # how the runtime failed on it
+    failure: str | None = None  # which failure (runtimes/base.FAILURE_KINDS: refused, failed, crashed, ...)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,6 +75,8 @@ class DatasetEntry:
             out["status"] = self.status
         if self.error is not None:
             out["error"] = self.error
+        if self.failure is not None:
+            out["failure"] = self.failure
         return out
 
 

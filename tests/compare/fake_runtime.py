@@ -15,7 +15,8 @@ import onnx
 import pytest
 
 from sonnx_check import reference
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.onnxruntime import session as ort_session
+from sonnx_check.compare.runtimes.worker import host as runtime
 
 _RUN_NODE = reference.run_node  # captured: tests may patch the reference to make it fail
 
@@ -74,7 +75,7 @@ class FakeOrt:
                 self.version = fake.version
                 self.output_names = tuple(o.name for o in model.graph.output)
                 self.info = runtime.RuntimeInfo(
-                    fake.version, (runtime.PROVIDER,), level, "ORT_DISABLE_ALL", {}
+                    fake.version, (ort_session.PROVIDER,), level, "ORT_DISABLE_ALL", {}
                 )
 
             def close(self) -> None:
@@ -90,7 +91,7 @@ class FakeOrt:
                 values = fake.evaluate(self.model, feeds, tamper=not (fake.plain_only and self.exposed))
                 return {name: values[name] for name in (outputs or self.output_names)}
 
-        monkeypatch.setattr(runtime, "OrtSession", Session)
+        monkeypatch.setattr(runtime, "HeldSession", Session)
         return self
 
     def evaluate(

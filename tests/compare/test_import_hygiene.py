@@ -13,8 +13,8 @@ SCRIPT = """
 import sys
 sys.path.insert(0, "..")  # the shared test data (seed_data), as tests/conftest.py provides it
 import sonnx_check.compare
-import sonnx_check.compare.runtimes.onnxruntime.worker
-import sonnx_check.compare.runtimes.onnxruntime.host
+import sonnx_check.compare.runtimes.worker.process
+import sonnx_check.compare.runtimes.worker.host
 import sonnx_check.report.comparison_table
 from sonnx_check.engine import check_file
 from models import maxpool, save

@@ -27,7 +27,7 @@ from sonnx_check.cli import main
 from sonnx_check.compare import CompareOptions, compare_loaded, compare_model
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import merge
-from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
+from sonnx_check.compare.runtimes.worker import process as ort_worker
 from sonnx_check.findings import Severity
 
 MIB = 2**20

@@ -17,9 +17,9 @@ from test_shared_arrays import conv_model
 
 from sonnx_check import protobuf_wire
 from sonnx_check.compare import CompareOptions, compare_loaded
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
-from sonnx_check.compare.runtimes.onnxruntime import model_bytes
-from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
+from sonnx_check.compare.runtimes.worker import host as runtime
+from sonnx_check.compare.runtimes.worker import model_bytes
+from sonnx_check.compare.runtimes.worker import process as ort_worker
 
 
 def _model(outputs: int = 2) -> onnx.ModelProto:
@@ -101,7 +101,7 @@ def test_the_worker_runs_without_onnx_or_the_comparison_package():
     """onnx and the comparison's modules cost the worker a tenth of a second of CPU and tens of MB: its
     process maps onnxruntime's library but not onnx's, and neither loads the judge."""
     model = conv_model(channels=2, size=6)
-    with runtime.OrtSession(model) as session:
+    with runtime.HeldSession(model) as session:
         assert session._worker is not None
         maps = Path(f"/proc/{session._worker._process.pid}/maps").read_text(encoding="utf-8")
     assert "onnxruntime_pybind11_state" in maps
@@ -130,14 +130,14 @@ def test_the_edge_battery_sends_the_models_weights_once(monkeypatch: pytest.Monk
     assert len(sent) == 3  # the model, its intermediates, the battery's configurations
     assert sum(sent) < 1.5 * weights, sent
 
-    monkeypatch.setattr(runtime.OrtSession, "__init__", _without_sharing(runtime.OrtSession.__init__))
+    monkeypatch.setattr(runtime.HeldSession, "__init__", _without_sharing(runtime.HeldSession.__init__))
     copied = compare_loaded(model, options)
     assert shared.comparison["node_edges"] == copied.comparison["node_edges"]
     assert shared.comparison["nodes"] == copied.comparison["nodes"]
 
 
 def _without_sharing(init):  # type: ignore[no-untyped-def]
-    """OrtSession built with the weights copied into the model, as before the worker could share them."""
+    """HeldSession built with the weights copied into the model, as before the worker could share them."""
 
     def build(self, model, *args, host=None, constants=None, **kwargs):  # type: ignore[no-untyped-def]
         if constants:

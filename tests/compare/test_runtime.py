@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sonnx_check.compare.runtimes.onnxruntime.host import cpu_description, installed_version, trim_reason
+from sonnx_check.compare.runtimes.onnxruntime.runner import installed_version
+from sonnx_check.compare.runtimes.worker.host import cpu_description, trim_reason
 
 POOL = (
     "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: "

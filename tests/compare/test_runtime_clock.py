@@ -20,7 +20,7 @@ from sonnx_check import reference
 from sonnx_check.cli import main
 from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import DatasetRun, Feeds, Runner, RunnerDescription, Session
-from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
+from sonnx_check.compare.runtimes.worker import process as ort_worker
 
 
 def _compare(path: Path, *options: str) -> dict[str, Any]:

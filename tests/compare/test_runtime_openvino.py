@@ -11,7 +11,7 @@ pytest.importorskip("openvino")
 from runtime_samples import SAMPLES, assert_verdicts, compare, run_cli  # noqa: E402
 
 from sonnx_check.compare.runtimes.base import RunFailure  # noqa: E402
-from sonnx_check.compare.runtimes.onnxruntime import host  # noqa: E402
+from sonnx_check.compare.runtimes.worker import host  # noqa: E402
 
 SMALL_CNN = str(SAMPLES[0] / "small_cnn.onnx")
 
@@ -69,7 +69,7 @@ def test_an_option_the_plugin_refuses_is_a_usage_error_before_any_model(option: 
 
 def test_a_model_openvino_cannot_read_is_a_refusal_not_a_crash() -> None:
     with host.SessionHost(engine="openvino") as shared, pytest.raises(RunFailure) as caught:
-        host.OrtSession(_NotOnnx(), host=shared)  # type: ignore[arg-type]
+        host.HeldSession(_NotOnnx(), host=shared)  # type: ignore[arg-type]
     assert caught.value.kind == "refused" and not caught.value.crashed
 
 

@@ -13,7 +13,7 @@ from onnx import helper as h
 
 pytest.importorskip("tract")
 
-from runtime_samples import SAMPLES, assert_verdicts, compare  # noqa: E402
+from runtime_samples import SAMPLES, assert_verdicts, compare, run_cli  # noqa: E402
 
 SMALL_CNN = str(SAMPLES[0] / "small_cnn.onnx")
 
@@ -55,7 +55,8 @@ def test_an_unknown_transform_is_a_not_compared_naming_it() -> None:
     assert "Stack backtrace" not in finding["message"] and "\n" not in finding["message"]
 
 
-def test_a_model_tract_refuses_is_not_compared_as_refused(tmp_path: Path) -> None:
+def _refused_model(tmp_path: Path) -> Path:
+    """BatchNormalization with its parameters as graph inputs: tract refuses to type it."""
     inputs = [h.make_tensor_value_info("X", T.FLOAT, [1, 2, 3, 3])]
     inputs += [h.make_tensor_value_info(name, T.FLOAT, [2]) for name in ("scale", "bias", "mean", "var")]
     node = h.make_node("BatchNormalization", ["X", "scale", "bias", "mean", "var"], ["Y"], name="bn")
@@ -64,10 +65,27 @@ def test_a_model_tract_refuses_is_not_compared_as_refused(tmp_path: Path) -> Non
     model.ir_version = 8
     path = tmp_path / "bn_inputs.onnx"
     onnx.save(model, path)
-    _, (record,) = compare("--runtime", "tract", str(path))
+    return path
+
+
+def test_a_model_tract_refuses_is_not_compared_as_refused(tmp_path: Path) -> None:
+    _, (record,) = compare("--runtime", "tract", str(_refused_model(tmp_path)))
     (finding,) = [f for f in record["findings"] if f["rule"] == "RUNTIME.not-compared"]
     assert finding["data"]["failure"] == "refused"
     assert "tract refused the model" in finding["message"] and "Params are not const" in finding["message"]
     assert not [
         f for f in record["findings"] if f["rule"] == "RUNTIME.divergence"
     ]  # nothing pinned elsewhere
+
+
+def test_a_refusal_is_called_one_in_the_table_the_finding_and_the_json(tmp_path: Path) -> None:
+    path = str(_refused_model(tmp_path))
+    _, (record,) = compare("--runtime", "tract", "--no-node-edges", path)
+    (finding,) = [f for f in record["findings"] if f["rule"] == "RUNTIME.not-compared"]
+    assert finding["message"].startswith("tract refused the model on every dataset")
+    (node,) = record["comparison"]["nodes"]
+    assert node["reason"] == "tract refused the model on every dataset"
+    assert [(d["status"], d["failure"]) for d in record["comparison"]["datasets"]] == [("failed", "refused")]
+    table = run_cli(["--isolated", "--compare", "--runtime", "tract", "--no-node-edges", path]).stdout
+    assert "tract refused the model on every dataset" in table and "tract refused the model on 1" in table
+    assert "failed at run time" not in table and "tract failed on" not in table

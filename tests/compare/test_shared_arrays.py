@@ -22,9 +22,9 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 from sonnx_check.compare import CompareOptions, compare_loaded
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
-from sonnx_check.compare.runtimes.onnxruntime import shared_arrays
-from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
+from sonnx_check.compare.runtimes.worker import host as runtime
+from sonnx_check.compare.runtimes.worker import process as ort_worker
+from sonnx_check.compare.runtimes.worker import shared_arrays
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd_create")
 
@@ -195,7 +195,7 @@ def test_a_killed_worker_leaves_nothing_and_the_next_worker_has_regions_of_its_o
     model = chain("Relu", 2, (1, 200_000))
     x = np.random.default_rng(1).random((1, 200_000)).astype(np.float32)
     before, regions = _temporary_entries(), _region_descriptors(os.getpid())
-    with runtime.OrtSession(model) as session:
+    with runtime.HeldSession(model) as session:
         worker = session._worker
         assert worker is not None
         pid = worker._process.pid

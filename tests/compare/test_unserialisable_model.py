@@ -3,8 +3,8 @@ reaches the onnxruntime worker: its own session and the host's base model."""
 
 import pytest
 
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
-from sonnx_check.compare.runtimes.onnxruntime.session import RuntimeRefusal
+from sonnx_check.compare.runtimes.worker import host as runtime
+from sonnx_check.compare.runtimes.worker.host import RuntimeRefusal
 
 
 class _TooLarge:
@@ -14,7 +14,7 @@ class _TooLarge:
 
 def test_a_session_on_an_unserialisable_model_is_refused():
     with pytest.raises(RuntimeRefusal) as caught:
-        runtime.OrtSession(_TooLarge())  # type: ignore[arg-type]
+        runtime.HeldSession(_TooLarge())  # type: ignore[arg-type]
     assert "cannot be serialised for onnxruntime" in str(caught.value)
     assert "exceeds maximum protobuf size" in str(caught.value)
 

@@ -19,10 +19,12 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 from sonnx_check.cli import main
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.onnxruntime import session as ort_session
+from sonnx_check.compare.runtimes.worker import host as runtime
+from sonnx_check.compare.runtimes.worker import process as ort_worker
 
 
-def _crash_worker(session: runtime.OrtSession) -> None:
+def _crash_worker(session: runtime.HeldSession) -> None:
     worker = session._worker
     assert worker is not None
     os.kill(worker._process.pid, signal.SIGSEGV)
@@ -32,10 +34,10 @@ def _crash_worker(session: runtime.OrtSession) -> None:
 def test_the_worker_computes_what_onnxruntime_computes_in_process():
     model = maxpool((1, 2, 6, 6), kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
     x = np.random.default_rng(0).standard_normal((1, 2, 6, 6)).astype(np.float32)
-    with runtime.OrtSession(model) as isolated:
+    with runtime.HeldSession(model) as isolated:
         apart = isolated.run({"X": x})
         assert isolated.info.version == isolated.version and "CPUExecutionProvider" in isolated.info.providers
-    here = runtime.InProcessSession(model.SerializeToString()).run({"X": x}, list(apart))
+    here = ort_session.InProcessSession(model.SerializeToString()).run({"X": x}, list(apart))
     assert apart.keys() == here.keys()
     for name in apart:
         assert apart[name].tobytes() == here[name].tobytes() and apart[name].dtype == here[name].dtype
@@ -44,7 +46,7 @@ def test_the_worker_computes_what_onnxruntime_computes_in_process():
 def test_a_refusal_carries_onnxruntimes_own_message():
     model = maxpool((1, 1, 4, 4), kernel=(2, 2), pads=(2, 2, 2, 2))
     with pytest.raises(runtime.RuntimeRefusal) as refused:
-        runtime.OrtSession(model)
+        runtime.HeldSession(model)
     assert refused.value.stage == "session" and not refused.value.crashed
     assert "Pad should be smaller than kernel" in refused.value.reason
 
@@ -52,7 +54,7 @@ def test_a_refusal_carries_onnxruntimes_own_message():
 def test_a_crashed_worker_is_reported_and_the_next_run_starts_a_new_one():
     model = maxpool((1, 1, 4, 4), kernel=(2, 2))
     x = np.ones((1, 1, 4, 4), np.float32)
-    with runtime.OrtSession(model) as session:
+    with runtime.HeldSession(model) as session:
         _crash_worker(session)
         with pytest.raises(runtime.RuntimeRefusal) as crashed:
             session.run({"X": x})
@@ -94,7 +96,6 @@ def test_one_worker_serves_a_whole_comparison(monkeypatch: pytest.MonkeyPatch):
     """Starting a worker (Python importing onnxruntime) costs about a quarter of a second of CPU: the plain
     run, the run exposing intermediate tensors and every node-edge configuration share one."""
     from sonnx_check.compare import CompareOptions, compare_loaded
-    from sonnx_check.compare.runtimes.onnxruntime import worker as ort_worker
 
     started: list[int] = []
     original = ort_worker.Worker.__init__
@@ -117,12 +118,12 @@ def test_a_crash_in_a_shared_worker_ends_only_its_session_and_the_next_starts_a_
     x = np.ones((1, 1, 4, 4), np.float32)
     with runtime.SessionHost() as host:
         host.set_base(model)
-        first = runtime.OrtSession(None, host=host)
+        first = runtime.HeldSession(None, host=host)
         _crash_worker(first)
         with pytest.raises(runtime.RuntimeRefusal) as crashed:
             first.run({"X": x})
         assert crashed.value.crashed
-        exposed = runtime.OrtSession(None, host=host, outputs=["Y"])  # the model is sent to the new worker
+        exposed = runtime.HeldSession(None, host=host, outputs=["Y"])  # the model is sent to the new worker
         assert exposed.run({"X": x})["Y"].shape == (1, 1, 3, 3)
         assert first.run({"X": x})["Y"].shape == (1, 1, 3, 3)  # reopened there too
 
@@ -131,16 +132,16 @@ def test_onnxruntime_runs_the_recorded_number_of_intra_op_threads():
     """Set explicitly (onnxruntime's default is one per core) and recorded in the report's runtime section."""
     model = maxpool((1, 1, 8, 8))
 
-    def threads_of(session: runtime.OrtSession) -> int:
+    def threads_of(session: runtime.HeldSession) -> int:
         assert session._worker is not None
         return len(os.listdir(f"/proc/{session._worker._process.pid}/task"))
 
-    with runtime.OrtSession(model) as one:
+    with runtime.HeldSession(model) as one:
         assert one.info.to_json()["intra_op_threads"] == 1
         if not os.path.isdir("/proc/self/task"):
             return
         alone = threads_of(one)
-    with runtime.SessionHost(threads=3) as host, runtime.OrtSession(model, host=host) as three:
+    with runtime.SessionHost(threads=3) as host, runtime.HeldSession(model, host=host) as three:
         assert three.info.to_json()["intra_op_threads"] == 3
         assert threads_of(three) == alone + 2  # onnxruntime's pool: the calling thread and n - 1 more
 
@@ -168,3 +169,22 @@ def test_the_command_pins_numpys_blas_to_one_thread(tmp_path: Path):
     assert "env" in lines and lines[-1] == "1"
     counts = [line for line in out.stdout.splitlines() if not line.startswith("env")]
     assert all(c in ("1", "none") for c in counts), out.stdout
+
+
+def test_rust_libraries_capture_no_backtrace_for_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RUST_BACKTRACE=1 in the user's environment made each of tract's refusals resolve a backtrace (4.4 s
+    of CPU instead of 1.3 s on a sample, benchmarks/bench_runtimes.py): the worker turns that off for
+    library errors, and leaves the user's setting for panics."""
+    monkeypatch.setenv("RUST_BACKTRACE", "1")
+    monkeypatch.setenv("RUST_LIB_BACKTRACE", "1")
+    started: list[dict[str, str]] = []
+    original = ort_worker.subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> object:
+        started.append(dict(kwargs["env"]))  # type: ignore[arg-type]
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ort_worker.subprocess, "Popen", popen)
+    worker = ort_worker.Worker(engine="tract")
+    worker.close()
+    assert [(env["RUST_LIB_BACKTRACE"], env["RUST_BACKTRACE"]) for env in started] == [("0", "1")]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "SONNX_CHECK_PROCESS_TEST"
-WORKER = "sonnx_check.compare.runtimes.onnxruntime.worker"
+WORKER = "sonnx_check.compare.runtimes.worker.process"
 
 
 @dataclass

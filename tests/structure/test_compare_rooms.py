@@ -1,27 +1,29 @@
 """compare/ by purpose: onnxruntime lives with its runner. No module of the comparison outside
 ``compare/runtimes/onnxruntime/`` imports onnxruntime or any module of that runner (the runners' two doors
 do, when asked: the factory, ``compare/runtimes/__init__.py``, and the check of the runners' options before
-any model, ``compare/runtimes/startup.py``), so the judging, the edge battery, the inputs and the
-suite are the same code for every runtime."""
+any model, ``compare/runtimes/startup.py``), so the judging, the edge battery, the inputs and the suite are
+the same code for every runtime. The worker process every runtime runs in (``compare/runtimes/worker/``),
+the runner on it (``in_worker.py``) and the other runtimes' sessions do not even name onnxruntime in their
+code (comments and docstrings aside): the runtimes' declaration (``engines.py``) and the doors alone do."""
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
 
 COMPARE = Path(__file__).resolve().parents[2] / "sonnx_check" / "compare"
+RUNTIMES = COMPARE / "runtimes"
 RUNNER = "sonnx_check.compare.runtimes.onnxruntime"
-DOORS = {COMPARE / "runtimes" / "__init__.py", COMPARE / "runtimes" / "startup.py"}
-# The other runtimes run in onnxruntime's worker process (--runtime openvino, tract): their runner and
-# sessions may use the worker, its host and its model edits, never onnxruntime's session or runner.
-WORKER_SHARERS = {
-    COMPARE / "runtimes" / "in_worker.py",
-    COMPARE / "runtimes" / "openvino",
-    COMPARE / "runtimes" / "tract",
-}
-SHARED = (f"{RUNNER}.host", f"{RUNNER}.model_bytes", f"{RUNNER}.worker")
+DOORS = {RUNTIMES / "__init__.py", RUNTIMES / "startup.py"}
+DECLARATION = RUNTIMES / "engines.py"  # each runtime's package, distributions and session module, by name
+# The edge battery (compare/edges/, another room) imports the default capabilities under this name.
+KNOWN_NAMES = {"ONNXRUNTIME_LIKE"}
+_ORT = re.compile(r"(ort|Ort|ORT)($|_|\.|[A-Z])")  # ort, OrtSession, ort_worker, ORT_ENABLE_ALL
 
 
 def imported(source: str) -> list[tuple[int, str]]:
@@ -37,7 +39,7 @@ def imported(source: str) -> list[tuple[int, str]]:
 
 
 def _outside_the_runner() -> list[Path]:
-    runner = COMPARE / "runtimes" / "onnxruntime"
+    runner = RUNTIMES / "onnxruntime"
     return sorted(p for p in COMPARE.rglob("*.py") if runner not in p.parents and p not in DOORS)
 
 
@@ -49,37 +51,70 @@ def _onnxruntime_imports(source: str) -> list[tuple[int, str]]:
     ]
 
 
+def _named_in_code(source: str) -> list[tuple[int, str]]:
+    """(line, token) of every name or string that says onnxruntime (or ort), docstrings and comments aside."""
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                docstrings.add(body[0].value.lineno)
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.STRING and token.start[0] in docstrings:
+            continue
+        if token.type in (tokenize.NAME, tokenize.STRING) and (
+            "onnxruntime" in token.string.lower() or _ORT.match(token.string.strip("'\"")) is not None
+        ):
+            found.append((token.start[0], token.string))
+    return found
+
+
+def _runtime_neutral() -> list[Path]:
+    runner = RUNTIMES / "onnxruntime"
+    return sorted(
+        p for p in RUNTIMES.rglob("*.py") if runner not in p.parents and p not in DOORS and p != DECLARATION
+    )
+
+
 @pytest.mark.parametrize("path", _outside_the_runner(), ids=lambda p: p.relative_to(COMPARE).as_posix())
 def test_no_module_outside_the_onnxruntime_runner_imports_it(path: Path) -> None:
     found = _onnxruntime_imports(path.read_text(encoding="utf-8"))
-    if path in WORKER_SHARERS or path.parent in WORKER_SHARERS:
-        # ``from ...onnxruntime import host`` names the package too
-        found = [
-            (n, name)
-            for n, name in found
-            if name not in (*SHARED, RUNNER) and not name.startswith(f"{RUNNER}.host.")
-        ]
     assert not found, f"{path.relative_to(COMPARE)} imports onnxruntime or its runner: {found}"
 
 
-def test_the_check_sees_imports_at_any_depth() -> None:
-    old_judge = "def f():\n    from sonnx_check.compare.runtimes.onnxruntime.host import STAGES\n"
+@pytest.mark.parametrize("path", _runtime_neutral(), ids=lambda p: p.relative_to(COMPARE).as_posix())
+def test_the_runtime_machinery_does_not_name_onnxruntime_in_code(path: Path) -> None:
+    found = [
+        (n, name) for n, name in _named_in_code(path.read_text(encoding="utf-8")) if name not in KNOWN_NAMES
+    ]
+    assert not found, f"{path.relative_to(COMPARE)} names onnxruntime in its code: {found}"
+
+
+def test_the_checks_see_imports_at_any_depth_and_names_in_code_only() -> None:
+    old_judge = "def f():\n    from sonnx_check.compare.runtimes.onnxruntime.session import PROVIDER\n"
     assert _onnxruntime_imports(old_judge) and _onnxruntime_imports("import onnxruntime as ort\n")
-    assert not _onnxruntime_imports("from sonnx_check.compare.runtimes.base import STAGES\n")
+    assert not _onnxruntime_imports("from sonnx_check.compare.runtimes.worker.host import STAGES\n")
+    assert _named_in_code('engine = "onnxruntime"\n') and _named_in_code("class OrtSession: pass\n")
+    assert not _named_in_code('"""Runs onnxruntime."""\nx = 1  # as onnxruntime does\n')
 
 
 def test_the_rooms_are_the_purposes() -> None:
-    """Sub-packages for inputs, runtimes (onnxruntime's host code with its runner), judging, the edge
-    battery, the suite and the per-operator facts; no near-synonym modules left at the top."""
+    """Sub-packages for inputs, runtimes (the worker every runtime runs in, onnxruntime's runner and session
+    beside OpenVINO's and tract's), judging, the edge battery, the suite and the per-operator facts; no
+    near-synonym modules left at the top."""
     rooms = {p.name for p in COMPARE.iterdir() if (p / "__init__.py").exists()}
     assert rooms == {"inputs", "runtimes", "judging", "edges", "suite", "ops", "survey"}
-    assert {p.name for p in (COMPARE / "runtimes" / "onnxruntime").glob("*.py")} >= {
-        "runner.py",
+    assert {p.name for p in (RUNTIMES / "worker").glob("*.py")} >= {
         "host.py",
-        "session.py",
-        "worker.py",
+        "process.py",
         "shared_arrays.py",
         "model_bytes.py",
+    }
+    assert {p.name for p in (RUNTIMES / "onnxruntime").glob("*.py")} == {
+        "__init__.py",
+        "runner.py",
+        "session.py",
     }
     top = {p.stem for p in COMPARE.glob("*.py")}
     assert not top & {"judge", "judging", "outcomes", "battery", "battery_model", "runtime", "ort_worker"}

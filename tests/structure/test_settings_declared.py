@@ -123,6 +123,6 @@ def test_compare_options_apply_each_declared_check(option: declared.Option) -> N
 
 
 def test_the_declared_optimisation_levels_are_the_runtimes() -> None:
-    from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+    from sonnx_check.compare.runtimes.onnxruntime import session
 
-    assert tuple(runtime.OPT_LEVELS) == declared.OPT_LEVELS
+    assert tuple(session.OPT_LEVELS) == declared.OPT_LEVELS

@@ -118,7 +118,7 @@ class Judge:
             # the runtime produced nothing: that finding says it all, the nodes need no finding of their own
             for entry in nodes:
                 if entry.has_kernel and not entry.reason:
-                    entry.reason = f"{self.subject} failed at run time on every dataset"
+                    entry.reason = f"{self.subject} {_failed(observed.failure_kinds)} on every dataset"
         results = tuple(n.result(seen) for n in nodes)
         silent = set(failed) == {d.name for d in datasets}
         not_compared = self._not_compared_nodes(nodes, compared_anything, silent)
@@ -127,7 +127,7 @@ class Judge:
             self.outcome,
             status=self._status(nodes, end_to_end, failed, compared_anything, edges, end_to_end_info),
             datasets=tuple(
-                replace(d, status="failed", error=failed[d.name])
+                replace(d, status="failed", error=failed[d.name], failure=observed.failure_kinds.get(d.name))
                 if d.name in failed
                 else replace(d, status="ok")
                 for d in self.outcome.datasets
@@ -179,7 +179,7 @@ class Judge:
         first, reason = next(iter(failed.items()))
         everything = len(failed) == count
         scope = "every dataset" if everything else f"{len(failed)} of {count} datasets"
-        what = "refused the model" if kinds.get(first) == REFUSED else "failed at run time"
+        what = _failed({first: kinds.get(first, "")})
         message = f"{self.subject} {what} on {scope} (first: {first}): {reason}"
         if not everything:
             message += "; the other datasets were compared"
@@ -301,3 +301,9 @@ class Judge:
             return None
         indices = [i for i, n in enumerate(self.view.nodes) if n.name == match[1]]
         return self.view.refs[indices[0]] if len(indices) == 1 else None
+
+
+def _failed(kinds: dict[str, str]) -> str:
+    """How a sentence says the runtime failed on datasets: "refused the model" when each was a refusal (the
+    finding, the nodes' reason and the table say the same), "failed at run time" otherwise."""
+    return "refused the model" if kinds and set(kinds.values()) == {REFUSED} else "failed at run time"

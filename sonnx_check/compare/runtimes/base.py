@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sonnx_check.compare.runtimes.engines import DEFAULT as DEFAULT_RUNTIME
 from sonnx_check.results.models import RuntimeRecord
 
 if TYPE_CHECKING:  # annotations only: the onnxruntime worker imports this module and not onnx
@@ -175,10 +176,10 @@ class Capabilities:
     """What the edge battery needs of a runner, frozen once the runner is made (it takes these, not the
     runner's flags one by one)."""
 
-    subject: str = "onnxruntime"  # how a sentence names the runtime under test
+    subject: str = DEFAULT_RUNTIME  # how a sentence names the runtime under test
     prunes_outputs: bool = True  # see Runner.prunes_outputs
     shares_constants: bool = False  # see Runner.shares_constants
-    label: str = "onnxruntime"  # how a first mismatch names its value (RunnerDescription.label)
+    label: str = DEFAULT_RUNTIME  # how a first mismatch names its value (RunnerDescription.label)
 
 
 ONNXRUNTIME_LIKE = Capabilities()  # what a battery run with no runner assumes (the --export-suite cases)

@@ -1,5 +1,5 @@
 """A runtime run in sonnx-check's worker process (``--runtime NAME``: onnxruntime, OpenVINO, tract) as a
-runner: one worker per model's comparison (onnxruntime/host.SessionHost), which holds the model once and
+runner: one worker per model's comparison (worker/host.SessionHost), which holds the model once and
 opens in it the comparison's sessions (the model with its intermediate tensors exposed as graph outputs, the
 edge battery's node configurations, which take their weights from the model held there).
 
@@ -24,7 +24,7 @@ from sonnx_check.compare.runtimes.base import (
     RunnerDescription,
     Session,
 )
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
+from sonnx_check.compare.runtimes.worker import host as runtime
 
 
 class WorkerRunner(Runner):
@@ -42,7 +42,7 @@ class WorkerRunner(Runner):
         memory_budget: int | None = None,
         *,
         level: str = "default",
-        providers: Sequence[str] = (runtime.PROVIDER,),
+        providers: Sequence[str] = (),
     ) -> None:
         self.engine = engines.ENGINES[engine]
         self.options = tuple(options)
@@ -51,7 +51,7 @@ class WorkerRunner(Runner):
         self.deadline: float | None = None
         self.host = runtime.SessionHost(memory_budget, providers=providers, engine=engine, options=options)
         self.info: runtime.RuntimeInfo | None = None  # from the first session on the model
-        self._sessions: weakref.WeakSet[runtime.OrtSession] = weakref.WeakSet()  # open: postpone moves them
+        self._sessions: weakref.WeakSet[runtime.HeldSession] = weakref.WeakSet()  # open: postpone moves them
         self.details: Mapping[str, Any] | None = (
             None  # what the runtime reported applying (device, precision)
         )
@@ -80,7 +80,7 @@ class WorkerRunner(Runner):
         outputs: Sequence[str] | None = None,
         constants: Mapping[str, str] | None = None,
     ) -> WorkerSession:
-        session = runtime.OrtSession(  # looked up on the module: tests stand a fake runtime in for it
+        session = runtime.HeldSession(  # looked up on the module: tests stand a fake runtime in for it
             model,
             self.level,
             deadline=self.deadline,
@@ -114,7 +114,7 @@ class WorkerRunner(Runner):
 class WorkerSession(Session):
     """A session held by the worker, run dataset by dataset."""
 
-    def __init__(self, session: runtime.OrtSession) -> None:
+    def __init__(self, session: runtime.HeldSession) -> None:
         self.session = session
 
     def run_datasets(self, datasets: Iterable[Feeds]) -> Iterator[DatasetRun]:

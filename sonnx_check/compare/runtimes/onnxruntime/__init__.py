@@ -1,6 +1,5 @@
-"""onnxruntime as the runtime under test: the runner (runner.py), the host side of its worker process
-(host.py), the worker itself (worker.py) and the session it runs (session.py), and what crosses between them
-(shared_arrays.py, model_bytes.py). The only place in the comparison that imports onnxruntime.
+"""onnxruntime as the runtime under test: its runner (runner.py: execution providers, optimisation level)
+and the session the worker process opens for it (session.py). The only place in the comparison that
+imports onnxruntime or names it in code (besides the runtimes' declaration, ../engines.py).
 
-The worker and its host are shared: OpenVINO and tract (``--runtime``, ../engines.py, ../in_worker.py) run
-in the same worker process, which opens their session class instead of onnxruntime's."""
+The worker process and its host are every runtime's: ../worker/."""

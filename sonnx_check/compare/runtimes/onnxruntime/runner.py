@@ -1,5 +1,5 @@
-"""onnxruntime as a runner: the sessions live in one worker process per model (runtime.SessionHost), with the
-execution providers and session options the user chose (``--ort-provider``, ``--ort-opt-level``)."""
+"""onnxruntime as a runner: the sessions live in one worker process per model (worker/host.SessionHost),
+with the execution providers and session options the user chose (``--ort-provider``, ``--ort-opt-level``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.base import RunnerDescription
 from sonnx_check.compare.runtimes.in_worker import WorkerRunner, WorkerSession
-from sonnx_check.compare.runtimes.onnxruntime import host as runtime
-from sonnx_check.compare.runtimes.onnxruntime import worker
+from sonnx_check.compare.runtimes.onnxruntime.session import (
+    INTRA_OP_THREADS,
+    OPT_LEVELS,
+    PROVIDER,
+    _check_level,
+)
+from sonnx_check.compare.runtimes.worker import process as worker
+from sonnx_check.compare.runtimes.worker.host import cpu_description
 from sonnx_check.errors import UsageError
 
 NAME = "onnxruntime"
@@ -42,7 +49,7 @@ def available_providers() -> tuple[str, ...] | None:
 
 def check_providers(providers: Sequence[str]) -> None:
     """A usage error (exit 2) for a provider this onnxruntime does not offer, listing those it does."""
-    if tuple(providers) == (runtime.PROVIDER,):
+    if tuple(providers) == (PROVIDER,):
         return  # the default: no need to start onnxruntime to know it
     available = available_providers()
     if available is None:
@@ -55,6 +62,24 @@ def check_providers(providers: Sequence[str]) -> None:
         )
 
 
+def installed_version() -> str | None:
+    """onnxruntime's version from package metadata, without importing it."""
+    return engines.installed_version(engines.ENGINES[NAME])
+
+
+def describe_unavailable(level: str, providers: Sequence[str] = (PROVIDER,)) -> dict[str, Any]:
+    """The environment record when no session could be created, so the report still says what was tried."""
+    applied = OPT_LEVELS.get(level) or "onnxruntime default"
+    return {
+        "version": installed_version(),
+        "providers": list(providers),
+        "optimization_level": applied,
+        "requested_optimization_level": level,
+        "intra_op_threads": INTRA_OP_THREADS,
+        "cpu": cpu_description(),
+    }
+
+
 class OrtRunner(WorkerRunner):
     """onnxruntime with the given providers and optimisation level, intra-op threads 1 (unless
     ``--runtime-option intra_op_num_threads=N``), and session configuration entries (``--runtime-option``)."""
@@ -64,10 +89,11 @@ class OrtRunner(WorkerRunner):
     def __init__(
         self,
         level: str = "default",
-        providers: Sequence[str] = (runtime.PROVIDER,),
+        providers: Sequence[str] = (PROVIDER,),
         memory_budget: int | None = None,
         options: Sequence[tuple[str, str]] = (),
     ) -> None:
+        _check_level(level)  # before a worker is started for nothing
         super().__init__(NAME, options, memory_budget, level=level, providers=providers)
         self.providers = tuple(providers)
 
@@ -84,7 +110,7 @@ class OrtRunner(WorkerRunner):
         return RunnerDescription(
             name=NAME,
             subject=NAME,
-            version=info.version if info else runtime.installed_version(),
+            version=info.version if info else installed_version(),
             providers=info.providers if info else self.providers,
             options=options,
         )
@@ -93,7 +119,7 @@ class OrtRunner(WorkerRunner):
         if self.info is not None:
             record = self.info.to_json()
         else:
-            record = runtime.describe_unavailable(self.level, self.providers)
+            record = describe_unavailable(self.level, self.providers)
         if self.options:
             record["runtime_options"] = dict(self.options)
         return record

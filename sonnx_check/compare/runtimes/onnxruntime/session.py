@@ -1,6 +1,5 @@
-"""onnxruntime in this process: the session the worker process runs (``ort_worker``), its options, and the
-errors and stages both sides of the worker name. ``runtime`` is the host side (it starts the worker and
-re-exports these names); this module imports onnxruntime only inside functions.
+"""onnxruntime in this process: the session the worker process runs (../worker/process.py opens it through
+engines.py), its options and its errors. This module imports onnxruntime only inside functions.
 """
 
 from __future__ import annotations
@@ -10,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from sonnx_check.compare.runtimes.base import (  # noqa: F401 - STAGES re-exported for the worker
-    STAGES,
+from sonnx_check.compare.runtimes.base import (
     RunFailure,
     RunnerUnavailable,
     trim_reason,
@@ -82,9 +80,8 @@ def _session_options(
 
 class InProcessSession:
     """One onnxruntime inference session on the providers asked for (the CPU provider by default), in this
-    process. Only the worker process uses it (sonnx_check.compare.runtimes.onnxruntime.worker); the
-    comparison talks to
-    ``OrtSession``.
+    process. Only the worker process uses it (../worker/process.py); the
+    comparison talks to the worker's ``HeldSession``.
 
     Raises RuntimeRefusal when onnxruntime refuses the model: that is a result (the model cannot be
     compared), not an error of sonnx-check."""
@@ -113,7 +110,9 @@ class InProcessSession:
         # what the record shows beside the version and providers: the options given, as applied
         self.details: dict[str, Any] = {"intra_op_threads": threads}
         try:
-            self._session = ort.InferenceSession(serialized, session_options, providers=list(providers))
+            self._session = ort.InferenceSession(
+                serialized, session_options, providers=list(providers) or [PROVIDER]
+            )
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         self.version = ort.__version__

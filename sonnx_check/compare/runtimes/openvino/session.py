@@ -1,6 +1,6 @@
 """OpenVINO in the worker process: one compiled model on the CPU plugin.
 
-The worker (onnxruntime/worker.py) opens it for ``--runtime openvino`` exactly as it opens an onnxruntime
+The worker (../worker/process.py) opens it for ``--runtime openvino`` exactly as it opens an onnxruntime
 session: the same model bytes (the comparison's model with its intermediate tensors as graph outputs, or a
 node configuration of the edge battery), the same limits, one thread unless an option says otherwise.
 OpenVINO reads the ONNX bytes with its own ONNX frontend and computes every graph output on each run.
@@ -143,7 +143,7 @@ else:
 def check_options(options: Sequence[tuple[str, str]]) -> str | None:
     """The CPU plugin's objection to ``options`` (a key it does not know, a value it refuses), or None; None
     too when the check itself cannot run (the first model then says why)."""
-    from sonnx_check.compare.runtimes.onnxruntime import worker
+    from sonnx_check.compare.runtimes.worker import process as worker
 
     home = worker.private_home()
     try:

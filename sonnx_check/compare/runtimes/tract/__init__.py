@@ -1,2 +1,2 @@
 """tract as the runtime under test (``--runtime tract``): the session its worker process runs
-(session.py). It runs in the same worker as onnxruntime (onnxruntime/worker.py), started for it."""
+(session.py). It runs in the same worker as onnxruntime (../worker/process.py), started for it."""

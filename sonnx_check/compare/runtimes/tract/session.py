@@ -1,6 +1,6 @@
 """tract in the worker process: one ONNX model, made runnable for the shapes and types of the datasets fed.
 
-The worker (onnxruntime/worker.py) opens it for ``--runtime tract`` exactly as it opens an onnxruntime
+The worker (../worker/process.py) opens it for ``--runtime tract`` exactly as it opens an onnxruntime
 session. tract loads ONNX from a file only: the model's bytes are written into the worker's private folder
 (its TMPDIR, mode 0700, removed with the worker) and the file is removed when the session ends. tract needs
 every input's shape and type: the model is typed and optimised for the first dataset of each signature
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from sonnx_check.compare.runtimes.base import RunFailure, RunnerUnavailable, trim_reason
-from sonnx_check.compare.runtimes.onnxruntime import model_bytes
+from sonnx_check.compare.runtimes.worker import model_bytes
 
 # numpy's dtype -> tract's name in a fact ("1,3,16,16,f32")
 _TRACT_TYPES = {

@@ -1,16 +1,10 @@
-"""Running a model in onnxruntime, and describing the runtime that ran it.
+"""The comparison's side of the worker process that runs the runtime under test (onnxruntime, OpenVINO or
+tract, ``--runtime``): the host that keeps one worker per model's comparison (``SessionHost``), the sessions
+held in it (``HeldSession``), and the record of what ran them (``RuntimeInfo``).
 
-This module and ``ort_session`` alone import onnxruntime, inside functions: importing onnxruntime
-costs a noticeable fraction of a second and pulls in native libraries, and the static check (run by
-pre-commit on every commit) must never pay for it. Since onnxruntime can crash on hostile models, the
-session lives in a worker process (``ort_worker``); sonnx-check itself never imports onnxruntime.
-
-The CPU provider is used unless ``--ort-provider`` names others (the report records the providers the
-session actually used); one session option matters for the results: the graph optimisation level.
-"default" sets nothing, so the comparison sees what a deployed onnxruntime does; the other levels exist
-because the optimisation level changes which kernel runs (MaxPool on float32 with the default level is
-rewritten to the NCHWc kernel, which pads differently). The session the worker runs is in ``ort_session``
-(its names are re-exported here).
+sonnx-check never imports a runtime: each is native code that can crash on a hostile model, and importing
+one costs a noticeable fraction of a second that the static check (run by pre-commit on every commit) must
+never pay. The worker (``process.py``) imports the runtime and opens its session class (engines.py).
 """
 
 from __future__ import annotations
@@ -21,29 +15,32 @@ import platform
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 
-from sonnx_check.compare.runtimes.onnxruntime.session import (  # noqa: F401 - re-exported: the runtime's names, in one place
-    INTRA_OP_THREADS,
-    OPT_LEVELS,
-    PROVIDER,
+from sonnx_check.compare.runtimes import engines
+from sonnx_check.compare.runtimes.base import (  # noqa: F401 - re-exported: the failures and stages, in one place
     STAGES,
-    InProcessSession,
-    RuntimeRefusal,
-    RuntimeUnavailable,
-    _check_level,
-    _import_ort,
+    RunFailure,
+    RunnerUnavailable,
     trim_reason,
 )
 
 if TYPE_CHECKING:
-    from sonnx_check.compare.runtimes.onnxruntime.worker import Worker
+    from sonnx_check.compare.runtimes.worker.process import Worker
 
-# CPU features that select onnxruntime/MLAS kernel paths (block sizes, SIMD max semantics).
+RuntimeRefusal = (
+    RunFailure  # a refusal, a failure, a crash or a limit (the name both sides of the worker use)
+)
+RuntimeUnavailable = RunnerUnavailable
+# Every runtime runs on one thread unless told otherwise (--runtime-option): by default they start one per
+# core, which on a shared CI machine spin-waits against the reference kernels and every other job; one
+# thread also makes the run reproducible whatever machine it is on (the report records the count).
+THREADS = 1
+
+# CPU features that select the runtimes' kernel paths (onnxruntime's MLAS block sizes, SIMD max semantics).
 _CPU_FLAGS = (
     "sse4_1",
     "sse4_2",
@@ -65,16 +62,6 @@ _CPU_FLAGS = (
 )
 
 
-def installed_version() -> str | None:
-    """onnxruntime's version from package metadata, without importing it."""
-    for dist in ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
 @dataclass(frozen=True)
 class RuntimeInfo:
     """What ran the comparison: needed to reproduce it, since results depend on version, level and CPU."""
@@ -84,7 +71,7 @@ class RuntimeInfo:
     requested_level: str
     applied_level: str
     cpu: Mapping[str, Any]
-    intra_op_threads: int = INTRA_OP_THREADS
+    intra_op_threads: int = THREADS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,7 +86,7 @@ class RuntimeInfo:
 
 @functools.cache
 def cpu_description() -> dict[str, Any]:
-    """Machine, processor, model name and the SIMD flags that pick onnxruntime's kernel paths."""
+    """Machine, processor, model name and the SIMD flags that pick the runtimes' kernel paths."""
     info: dict[str, Any] = {"machine": platform.machine(), "processor": platform.processor()}
     model_name, flags = _proc_cpuinfo()
     if model_name:
@@ -115,23 +102,25 @@ def _proc_cpuinfo() -> tuple[str, set[str]]:
 
 
 class SessionHost:
-    """The one worker process that runs every onnxruntime session of a model's comparison, one after
-    another. Starting a worker (a Python process importing onnxruntime) costs about a quarter of a second of
-    CPU, and the model is sent to it once (``set_base``): the sessions that expose intermediate tensors are
-    built from that copy inside the worker. A crash or a deadline ends the worker; the next session starts a
-    new one (and sends the model again)."""
+    """The one worker process that runs every session of a model's comparison, one after another, in the
+    runtime ``engine`` (engines.ENGINES). Starting a worker (a Python process importing the runtime) costs
+    about a quarter of a second of CPU, and the model is sent to it once (``set_base``): the sessions that
+    expose intermediate tensors are built from that copy inside the worker. A crash or a deadline ends the
+    worker; the next session starts a new one (and sends the model again)."""
 
     def __init__(
         self,
         memory_budget: int | None = None,
-        threads: int = INTRA_OP_THREADS,
-        providers: Sequence[str] = (PROVIDER,),
-        engine: str = "onnxruntime",
+        threads: int = THREADS,
+        providers: Sequence[str] = (),
+        engine: str = engines.DEFAULT,
         options: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.memory_budget = memory_budget
         self.threads = threads
-        self.providers = tuple(providers)  # the execution providers asked for, in onnxruntime's order
+        self.providers = tuple(
+            providers
+        )  # onnxruntime's execution providers, in its order (() for its CPU one)
         self.engine = engine  # the runtime the worker runs (engines.py): OpenVINO and tract share this host
         self.options = tuple(options)  # --runtime-option, handed to the runtime as given
         self.generation = 0  # which worker: a session opened on an earlier one is gone with it
@@ -141,12 +130,12 @@ class SessionHost:
         self._next_id = 0
 
     def set_base(self, model: onnx.ModelProto) -> None:
-        """The model that ``OrtSession(None, ..., host=self)`` sessions run (with their own outputs)."""
+        """The model that ``HeldSession(None, ..., host=self)`` sessions run (with their own outputs)."""
         self.base = model
         self._base_sent = False
 
     def worker(self) -> Worker:
-        from sonnx_check.compare.runtimes.onnxruntime.worker import (
+        from sonnx_check.compare.runtimes.worker.process import (
             Worker,  # loaded when a comparison first needs a session
         )
 
@@ -163,7 +152,7 @@ class SessionHost:
         assert self.base is not None, "set_base before a session on the base model"
         if self._base_sent:
             return None
-        return _serialised(self.base)
+        return _serialised(self.base, self.engine)
 
     def base_sent(self) -> None:
         self._base_sent = True
@@ -198,10 +187,10 @@ class SessionHost:
         self.close()
 
 
-class OrtSession:
-    """An onnxruntime session held by a worker process.
+class HeldSession:
+    """A session of the runtime under test, held by a worker process.
 
-    onnxruntime is native code: on a hostile or broken model it can crash (the mutation fuzzer found
+    A runtime is native code: on a hostile or broken model it can crash (the mutation fuzzer found
     segmentation faults in session.run). In a worker, a crash ends the worker, not sonnx-check, and becomes a
     RuntimeRefusal saying so; the next run starts a new worker, so one crashing dataset does not stop the
     others. ``deadline`` (``time.monotonic()`` value) ends every call, session creation included, by killing
@@ -209,7 +198,7 @@ class OrtSession:
 
     ``host``: the worker shared by a comparison's sessions (SessionHost); without one the session has a
     worker of its own. ``model`` None: the host's base model, with ``outputs`` as its graph outputs when
-    given (the outputs carry only a name: onnxruntime infers their types). ``constants``: initializers
+    given (the outputs carry only a name: the runtime infers their types). ``constants``: initializers
     ``model`` leaves out, taken from the host's base model (``model``'s name -> the base model's): the
     edge battery's models use the model's own weights without sending a copy of them."""
 
@@ -225,12 +214,11 @@ class OrtSession:
         constants: Mapping[str, str] | None = None,
     ) -> None:
         self._worker: Worker | None = None
-        _check_level(level)  # before a worker is started for nothing
         self._owns_host = host is None
         self._host = host if host is not None else SessionHost(memory_budget)
         self._serialized: bytes | None = None
         if model is not None:
-            self._serialized = _serialised(model)
+            self._serialized = _serialised(model, self._host.engine)
         self._outputs = None if outputs is None else list(outputs)
         self._constants = dict(constants) if constants else None
         self.requested_level = level
@@ -267,7 +255,7 @@ class OrtSession:
                 )
             except RuntimeRefusal as exc:
                 if base is not None and not exc.crashed:
-                    host.base_sent()  # the worker keeps it even when onnxruntime refused the session
+                    host.base_sent()  # the worker keeps it even when the runtime refused the session
                 raise
             if base is not None:
                 host.base_sent()
@@ -310,7 +298,7 @@ class OrtSession:
             raise
 
     def close(self) -> None:
-        """End the session (in a shared worker: free what onnxruntime holds for it; the worker stays)."""
+        """End the session (in a shared worker: free what the runtime holds for it; the worker stays)."""
         if self._owns_host:
             self._host.close()
         elif self._alive():
@@ -321,7 +309,7 @@ class OrtSession:
                 pass  # the worker is gone (the host forgot it): so is the session
         self._worker = None
 
-    def __enter__(self) -> OrtSession:
+    def __enter__(self) -> HeldSession:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -332,26 +320,13 @@ class OrtSession:
             self.close()
 
 
-def _serialised(model: onnx.ModelProto) -> bytes:
+def _serialised(model: onnx.ModelProto, engine: str) -> bytes:
     """The model's bytes for the worker; protobuf refuses messages over 2 GiB, which is a refusal."""
     try:
         return model.SerializeToString()
     except ValueError as exc:
-        raise RuntimeRefusal("session", f"the model cannot be serialised for onnxruntime: {exc}") from None
+        raise RuntimeRefusal("session", f"the model cannot be serialised for {engine}: {exc}") from None
 
 
 def _out_of_band(serialized: bytes | None) -> pickle.PickleBuffer | None:
     return None if serialized is None else pickle.PickleBuffer(serialized)
-
-
-def describe_unavailable(level: str, providers: Sequence[str] = (PROVIDER,)) -> dict[str, Any]:
-    """The environment record when no session could be created, so the report still says what was tried."""
-    applied = OPT_LEVELS.get(level) or "onnxruntime default"
-    return {
-        "version": installed_version(),
-        "providers": list(providers),
-        "optimization_level": applied,
-        "requested_optimization_level": level,
-        "intra_op_threads": INTRA_OP_THREADS,
-        "cpu": cpu_description(),
-    }

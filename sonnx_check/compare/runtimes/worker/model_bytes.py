@@ -1,6 +1,6 @@
 """Edits of a serialised ONNX model made on its protobuf encoding, without decoding it.
 
-The onnxruntime worker derives models from the comparison's model, which it holds as bytes: the same model
+The worker process derives models from the comparison's model, which it holds as bytes: the same model
 with other graph outputs (the intermediate tensors a run exposes), and the edge battery's small models, whose
 held inputs are the model's own initializers. Decoding a model with onnx and encoding it again costs about
 a second per GB and importing onnx a tenth of a second in a process that otherwise needs only onnxruntime;

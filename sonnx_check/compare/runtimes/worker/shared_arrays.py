@@ -1,4 +1,5 @@
-"""Large arrays between sonnx-check and its onnxruntime worker without copying them through a pipe.
+"""Large arrays between sonnx-check and its worker process (the runtime under test) without copying them
+through a pipe.
 
 A request or a reply is pickled with protocol 5: the buffers of large arrays (and of model bytes wrapped in
 ``pickle.PickleBuffer``) are written out of band to a shared memory file, and only the small pickle and the

@@ -10,7 +10,7 @@ pairs)
 outputs; ``constants``: initializers of the base model added to ``model_bytes`` under other names), then
 any number of
 ``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
-Replies are ``("ok", value)``, ``("refused", stage, onnxruntime's message)``, ``("over-memory", stage,
+Replies are ``("ok", value)``, ``("refused", stage, the runtime's message)``, ``("over-memory", stage,
 message)`` when an allocation failed under the memory limit, ``("unavailable", message)`` or ``("error",
 traceback)`` for a bug in the worker itself. The worker exits when its stdin closes.
 
@@ -49,13 +49,9 @@ from sonnx_check.children import (
     kill_live_workers,
 )
 from sonnx_check.compare.runtimes import engines
-from sonnx_check.compare.runtimes.onnxruntime import model_bytes, shared_arrays
-from sonnx_check.compare.runtimes.onnxruntime.session import (
-    STAGES,
-    InProcessSession,
-    RuntimeRefusal,
-    RuntimeUnavailable,
-)
+from sonnx_check.compare.runtimes.base import STAGES, RunnerUnavailable
+from sonnx_check.compare.runtimes.base import RunFailure as RuntimeRefusal
+from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
@@ -71,7 +67,7 @@ _ENTRY = (
     "package = types.ModuleType('sonnx_check.compare'); "
     "package.__path__ = [os.path.join(os.path.dirname(sonnx_check.__file__), 'compare')]; "
     "sys.modules['sonnx_check.compare'] = package; "
-    "from sonnx_check.compare.runtimes.onnxruntime.worker import main; main()"
+    "from sonnx_check.compare.runtimes.worker.process import main; main()"
 )
 # Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
 # the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
@@ -92,7 +88,7 @@ class Worker:
     may allocate once the session exists (None: no limit); ``engine``: the runtime it runs (engines.py), the
     name its messages give."""
 
-    def __init__(self, memory_budget: int | None = None, engine: str = "onnxruntime") -> None:
+    def __init__(self, memory_budget: int | None = None, engine: str = engines.DEFAULT) -> None:
         stop.check()  # no new worker once the run is being stopped
         self.memory_budget = memory_budget
         self.engine = engine
@@ -103,6 +99,11 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env[_PARENT_VARIABLE] = str(os.getpid())
         env[_ENGINE_VARIABLE] = engine
+        # With RUST_BACKTRACE=1 in the user's environment, every error of a Rust library (tract's, through
+        # anyhow) captures and resolves a stack backtrace: ~0.05 s of CPU for each configuration tract
+        # refuses, three times the whole comparison's cost on a model with many. The message keeps no
+        # backtrace anyway (tract/session.message); a panic's still follows RUST_BACKTRACE.
+        env["RUST_LIB_BACKTRACE"] = "0"
         # stderr is kept (in a temporary file, so a chatty worker cannot block on a full pipe) for the last
         # words of a worker that dies: a Python error there names the cause better than an exit code.
         # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
@@ -167,7 +168,7 @@ class Worker:
         if kind == "over-memory":
             raise RuntimeRefusal(reply[1], self._over_memory_message(reply[1], reply[2]), over_memory=True)
         if kind == "unavailable":
-            raise RuntimeUnavailable(reply[1])
+            raise RunnerUnavailable(reply[1])
         raise RuntimeError(f"the {self.engine} worker failed: {reply[1]}")
 
     def _expire(self) -> None:
@@ -324,11 +325,6 @@ def _session_model(
     return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
 
 
-def _session_class(engine: str) -> Any:
-    """The session class of ``engine`` (onnxruntime's is imported above)."""
-    return InProcessSession if engine == "onnxruntime" else engines.session_class(engine)
-
-
 def _regions() -> tuple[shared_arrays.Region, shared_arrays.Region] | None:
     """The request and reply regions the parent handed over, if any."""
     given = os.environ.get(_REGIONS_VARIABLE)
@@ -389,7 +385,7 @@ def _serve(
                     limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
                 # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
                 # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = _session_class(engine)(
+                session = engines.session_class(engine)(
                     serialized,
                     level,
                     arena=budget is None,
@@ -422,7 +418,7 @@ def _serve(
             reply = ("over-memory" if over else "refused", exc.stage, exc.full)
         except MemoryError:
             reply = ("over-memory", stage, "MemoryError")
-        except RuntimeUnavailable as exc:
+        except RunnerUnavailable as exc:
             reply = ("unavailable", str(exc))
         except Exception:  # noqa: BLE001 - a bug here is reported to the parent, which reports it as one
             reply = ("error", traceback.format_exc())
@@ -440,12 +436,12 @@ def main() -> None:
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     # the first session imports the runtime anyway: here, while the collector is still off
-    engines.preimport(os.environ.get(_ENGINE_VARIABLE, "onnxruntime"))
+    engines.preimport(os.environ.get(_ENGINE_VARIABLE, engines.DEFAULT))
     gc.enable()
     gc.freeze()  # what the imports built is never collected: no need to traverse it again
     _serve(sys.stdin.buffer, channel, _regions())
 
 
-# python -m sonnx_check.compare.runtimes.onnxruntime.worker: the same worker, package and all
+# python -m sonnx_check.compare.runtimes.worker.process: the same worker, package and all
 if __name__ == "__main__":
     main()
