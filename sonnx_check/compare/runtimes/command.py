@@ -353,7 +353,7 @@ class CommandSession(Session):
             how = f"exit status {code}"
         over = limit is not None and _OUT_OF_MEMORY.search(last) is not None
         message = how
-        if over:
+        if over and limit is not None:
             message = f"out of memory under its --max-memory limit of {limit / 2**20:.0f} MiB ({how})"
         elif limit is not None and code < 0:  # an allocation that fails where it cannot be reported
             message += f" (its address space was limited to {limit / 2**20:.0f} MiB by --max-memory)"
