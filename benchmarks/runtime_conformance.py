@@ -81,7 +81,10 @@ def _children_cpu() -> float:
 # ---------------------------------------------------------------- models
 def sample_models(work: Path) -> list[tuple[str, Path, tuple[str, ...]]]:
     """The conforming samples (sample_models/conforming and torch), and the violating ones that onnx.checker accepts (for no-crash only)."""
-    conforming = [*(ROOT / "sample_models/conforming").glob("*.onnx"), *(ROOT / "sample_models/torch").glob("*.onnx")]
+    conforming = [
+        *(ROOT / "sample_models/conforming").glob("*.onnx"),
+        *(ROOT / "sample_models/torch").glob("*.onnx"),
+    ]
     found = [("sample", p, ()) for p in sorted(conforming)]
     for path in sorted((ROOT / "sample_models/violating").glob("*.onnx")):
         try:
@@ -102,9 +105,16 @@ def _write_case(case: Any, folder: Path) -> bool:
     inputs, outputs = case.data_sets[0]
     data = folder / "test_data_set_0"
     data.mkdir(exist_ok=True)
-    for kind, values, infos in (("input", inputs, graph_inputs), ("output", outputs, case.model.graph.output)):
+    for kind, values, infos in (
+        ("input", inputs, graph_inputs),
+        ("output", outputs, case.model.graph.output),
+    ):
         for index, value in enumerate(values):
-            tensor = value if isinstance(value, TensorProto) else numpy_helper.from_array(np.asarray(value), infos[index].name)
+            tensor = (
+                value
+                if isinstance(value, TensorProto)
+                else numpy_helper.from_array(np.asarray(value), infos[index].name)
+            )
             (data / f"{kind}_{index}.pb").write_bytes(tensor.SerializeToString())
     return True
 
@@ -128,8 +138,20 @@ def backend_models(work: Path) -> list[tuple[str, Path, tuple[str, ...]]]:
         if _write_case(case, target):
             written.append(target / "model.onnx")
     static = subprocess.run(
-        [sys.executable, "-m", "sonnx_check", "--isolated", "--no-compare", "--format", "json", *map(str, written)],
-        capture_output=True, text=True, check=False, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "sonnx_check",
+            "--isolated",
+            "--no-compare",
+            "--format",
+            "json",
+            *map(str, written),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
     )
     records = {Path(m["path"]).resolve(): m for m in json.loads(static.stdout)["models"]}
     kept = []
@@ -165,17 +187,36 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
             _tensor(f"{stage}_mean", rng.normal(0, 0.1, channels), dtype),
             _tensor(f"{stage}_var", rng.uniform(0.5, 1.5, channels), dtype),
         ]
-    conv = {"kernel_shape": [kernel, kernel], "pads": [pad] * 4, "strides": [1, 1], "dilations": [1, 1], "group": 1}
+    conv = {
+        "kernel_shape": [kernel, kernel],
+        "pads": [pad] * 4,
+        "strides": [1, 1],
+        "dilations": [1, 1],
+        "group": 1,
+    }
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", **conv),
-        helper.make_node("BatchNormalization", ["c1", "bn1_scale", "bn1_bias", "bn1_mean", "bn1_var"], ["n1"], name="bn1"),
+        helper.make_node(
+            "BatchNormalization", ["c1", "bn1_scale", "bn1_bias", "bn1_mean", "bn1_var"], ["n1"], name="bn1"
+        ),
         helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
         helper.make_node(
-            "MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0],
-            dilations=[1, 1], ceil_mode=0, storage_order=0, auto_pad="NOTSET",
+            "MaxPool",
+            ["r1"],
+            ["p1"],
+            name="pool1",
+            kernel_shape=[2, 2],
+            strides=[2, 2],
+            pads=[0, 0, 0, 0],
+            dilations=[1, 1],
+            ceil_mode=0,
+            storage_order=0,
+            auto_pad="NOTSET",
         ),
         helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", **conv),
-        helper.make_node("BatchNormalization", ["c2", "bn2_scale", "bn2_bias", "bn2_mean", "bn2_var"], ["n2"], name="bn2"),
+        helper.make_node(
+            "BatchNormalization", ["c2", "bn2_scale", "bn2_bias", "bn2_mean", "bn2_var"], ["n2"], name="bn2"
+        ),
         helper.make_node("Relu", ["n2"], ["r2"], name="relu2"),
         helper.make_node("Add", ["r2", "p1"], ["s"], name="skip"),
         helper.make_node("Reshape", ["s", "shape"], ["flat"], name="flatten"),
@@ -183,12 +224,15 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
         helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=-1),
     ]
     graph = helper.make_graph(
-        nodes, "cnn",
+        nodes,
+        "cnn",
         [helper.make_tensor_value_info("x", dtype, [1, 3, size, size])],
         [helper.make_tensor_value_info("probs", dtype, [1, classes])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="runtime_conformance")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="runtime_conformance"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model
@@ -242,17 +286,38 @@ def _record(record: dict[str, Any], tally: Tally) -> None:
     tally.verdicts[name] = f"{comparison.get('status')} {dict(sorted(classes.items()))}"
 
 
-def run_batch(models: list[Path], extra: tuple[str, ...], runtime: tuple[str, ...], work: Path, tally: Tally) -> None:
+def run_batch(
+    models: list[Path], extra: tuple[str, ...], runtime: tuple[str, ...], work: Path, tally: Tally
+) -> None:
     """One sonnx-check process for ``models``; when it writes no report, each model again on its own."""
-    report = work / "reports" / f"{len(list((work / 'reports').glob('*.json'))) if (work / 'reports').exists() else 0}.json"
+    report = (
+        work
+        / "reports"
+        / f"{len(list((work / 'reports').glob('*.json'))) if (work / 'reports').exists() else 0}.json"
+    )
     report.parent.mkdir(parents=True, exist_ok=True)
-    args = [sys.executable, "-m", "sonnx_check", "--isolated", "--compare", *runtime, *extra,
-            "--format", "text", "-q", "--output-format", f"json:{report}", *map(str, models)]
+    args = [
+        sys.executable,
+        "-m",
+        "sonnx_check",
+        "--isolated",
+        "--compare",
+        *runtime,
+        *extra,
+        "--format",
+        "text",
+        "-q",
+        "--output-format",
+        f"json:{report}",
+        *map(str, models),
+    ]
     before = _children_cpu()
     done = subprocess.run(args, capture_output=True, text=True, check=False, cwd=ROOT)
     tally.cpu += _children_cpu() - before
     if done.returncode not in (0, 1, 2):  # 2: a model refused (its record says why)
-        tally.failures.append(f"{[m.name for m in models][:3]}: exit {done.returncode}: {done.stderr.strip()[-200:]}")
+        tally.failures.append(
+            f"{[m.name for m in models][:3]}: exit {done.returncode}: {done.stderr.strip()[-200:]}"
+        )
     try:
         records = json.loads(report.read_text())["models"]
     except (OSError, ValueError, KeyError):
@@ -264,7 +329,9 @@ def run_batch(models: list[Path], extra: tuple[str, ...], runtime: tuple[str, ..
         _record(record, tally)
 
 
-def run_configuration(runtime: tuple[str, ...], models: list[tuple[str, Path, tuple[str, ...]]], work: Path) -> Tally:
+def run_configuration(
+    runtime: tuple[str, ...], models: list[tuple[str, Path, tuple[str, ...]]], work: Path
+) -> Tally:
     """Models sharing their extra arguments (none: random inputs and the edge battery) run in one process."""
     tally = Tally()
     groups: dict[tuple[str, ...], list[Path]] = collections.defaultdict(list)
@@ -287,11 +354,15 @@ def command_runtime(command: str, work: Path) -> tuple[tuple[str, ...], Path]:
 
 def print_table(label: str, tally: Tally) -> None:
     print(f"\n## {label}")
-    print("| models | nodes compared | unexplained | departure elements | not-compared | failures | runtime starts | CPU s |")
+    print(
+        "| models | nodes compared | unexplained | departure elements | not-compared | failures | runtime starts | CPU s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     starts = "-" if tally.starts is None else str(tally.starts)
-    print(f"| {tally.models} | {tally.nodes} | {len(tally.unexplained)} | {sum(tally.departures.values())} | "
-          f"{len(tally.not_compared)} | {len(tally.failures)} | {starts} | {tally.cpu:.1f} |")
+    print(
+        f"| {tally.models} | {tally.nodes} | {len(tally.unexplained)} | {sum(tally.departures.values())} | "
+        f"{len(tally.not_compared)} | {len(tally.failures)} | {starts} | {tally.cpu:.1f} |"
+    )
     if tally.departures:
         print("departures: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.departures.items())))
     for line in tally.unexplained:
@@ -315,8 +386,10 @@ def main() -> None:
     samples = sample_models(work)
     models = (samples if "samples" in parts else []) + (backend_models(work) if "backend" in parts else [])
     models += cnn_models(work) if "cnn" in parts else []
-    print(f"work folder {work}: {len(models)} models "
-          f"({dict(collections.Counter(kind for kind, _, _ in models))})")
+    print(
+        f"work folder {work}: {len(models)} models "
+        f"({dict(collections.Counter(kind for kind, _, _ in models))})"
+    )
     builtin: dict[str, Tally] = {}
     for label in arguments.configurations.split(","):
         runtime = CONFIGURATIONS[label]
@@ -332,9 +405,14 @@ def main() -> None:
             tally.starts = len(counter.read_text().splitlines())
             print_table(f"{label} (samples)", tally)
             if twin in builtin:
-                differ = [f"{m}: built-in {builtin[twin].verdicts.get(m)} / command {v}"
-                          for m, v in tally.verdicts.items() if builtin[twin].verdicts.get(m) != v]
-                print(f"  {label} against {twin}: {len(tally.verdicts) - len(differ)} of {len(tally.verdicts)} agree")
+                differ = [
+                    f"{m}: built-in {builtin[twin].verdicts.get(m)} / command {v}"
+                    for m, v in tally.verdicts.items()
+                    if builtin[twin].verdicts.get(m) != v
+                ]
+                print(
+                    f"  {label} against {twin}: {len(tally.verdicts) - len(differ)} of {len(tally.verdicts)} agree"
+                )
                 for line in differ:
                     print(f"  disagree: {line}")
 

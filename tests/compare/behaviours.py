@@ -338,3 +338,8 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "FLOAT16-WIDENED-CHAIN": _widened_chain,
     "BATCHNORM-FOLDED-INTO-CONV": _batchnorm_folded,
 }
+
+# verify29: appended (the catalogue entry of rules/Max.toml's end)
+from behaviours_float64 import float64_saturated_add  # noqa: E402
+
+BEHAVIOURS["FLOAT64-AS-SATURATED-FLOAT32"] = float64_saturated_add
