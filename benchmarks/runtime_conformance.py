@@ -80,7 +80,8 @@ def _children_cpu() -> float:
 
 # ---------------------------------------------------------------- models
 def sample_models(work: Path) -> list[tuple[str, Path, tuple[str, ...]]]:
-    """The conforming samples (sample_models/conforming and torch), and the violating ones that onnx.checker accepts (for no-crash only)."""
+    """The conforming samples (sample_models/conforming and torch), and the violating ones that onnx.checker
+    accepts (for no-crash only)."""
     conforming = [
         *(ROOT / "sample_models/conforming").glob("*.onnx"),
         *(ROOT / "sample_models/torch").glob("*.onnx"),
@@ -271,11 +272,10 @@ def _record(record: dict[str, Any], tally: Tally) -> None:
         node = finding.get("node") or {}
         if kind == "unexplained-divergence":
             first = data.get("first_mismatch") or {}
-            where = (
-                f"{first.get('dataset')} {first.get('index')}: runtime {first.get('runtime')}, SONNX {first.get('sonnx')}"
-                if first
-                else finding["message"][:160]
-            )
+            where = finding["message"][:160]
+            if first:
+                where = f"{first.get('dataset')} {first.get('index')}: runtime {first.get('runtime')}, "
+                where += f"SONNX {first.get('sonnx')}"
             tally.unexplained.append(
                 f"{name} | {node.get('name')} | {node.get('op_type')} | {data.get('scope', '')} | {where}"
             )
@@ -354,9 +354,8 @@ def command_runtime(command: str, work: Path) -> tuple[tuple[str, ...], Path]:
 
 def print_table(label: str, tally: Tally) -> None:
     print(f"\n## {label}")
-    print(
-        "| models | nodes compared | unexplained | departure elements | not-compared | failures | runtime starts | CPU s |"
-    )
+    print("| models | nodes compared | unexplained | departure elements | not-compared | failures |", end="")
+    print(" runtime starts | CPU s |")
     print("|---|---|---|---|---|---|---|---|")
     starts = "-" if tally.starts is None else str(tally.starts)
     print(
@@ -411,7 +410,8 @@ def main() -> None:
                     if builtin[twin].verdicts.get(m) != v
                 ]
                 print(
-                    f"  {label} against {twin}: {len(tally.verdicts) - len(differ)} of {len(tally.verdicts)} agree"
+                    f"  {label} against {twin}: {len(tally.verdicts) - len(differ)} of "
+                    f"{len(tally.verdicts)} agree"
                 )
                 for line in differ:
                     print(f"  disagree: {line}")
