@@ -222,7 +222,7 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
         helper.make_node("Add", ["r2", "p1"], ["s"], name="skip"),
         helper.make_node("Reshape", ["s", "shape"], ["flat"], name="flatten"),
         helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc"),
-        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=-1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
     ]
     graph = helper.make_graph(
         nodes,
