@@ -178,7 +178,7 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
         _tensor("w2", rng.normal(0, 0.3, (channels, channels, kernel, kernel)), dtype),
         _tensor("b2", rng.normal(0, 0.1, channels), dtype),
         _tensor("fc_w", rng.normal(0, 0.1, (channels * pooled * pooled, classes)), dtype),
-        _tensor("fc_b", rng.normal(0, 0.1, classes), dtype),
+        _tensor("fc_b", rng.normal(0, 0.1, (1, classes)), dtype),
         _tensor("shape", np.array([1, channels * pooled * pooled]), TensorProto.INT64),
     ]
     for stage in ("bn1", "bn2"):
@@ -194,11 +194,17 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
         "strides": [1, 1],
         "dilations": [1, 1],
         "group": 1,
+        "auto_pad": "NOTSET",
     }
+    bn = {"epsilon": 1e-5, "momentum": 0.9, "training_mode": 0}
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", **conv),
         helper.make_node(
-            "BatchNormalization", ["c1", "bn1_scale", "bn1_bias", "bn1_mean", "bn1_var"], ["n1"], name="bn1"
+            "BatchNormalization",
+            ["c1", "bn1_scale", "bn1_bias", "bn1_mean", "bn1_var"],
+            ["n1"],
+            name="bn1",
+            **bn,
         ),
         helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
         helper.make_node(
@@ -216,12 +222,18 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
         ),
         helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", **conv),
         helper.make_node(
-            "BatchNormalization", ["c2", "bn2_scale", "bn2_bias", "bn2_mean", "bn2_var"], ["n2"], name="bn2"
+            "BatchNormalization",
+            ["c2", "bn2_scale", "bn2_bias", "bn2_mean", "bn2_var"],
+            ["n2"],
+            name="bn2",
+            **bn,
         ),
         helper.make_node("Relu", ["n2"], ["r2"], name="relu2"),
         helper.make_node("Add", ["r2", "p1"], ["s"], name="skip"),
-        helper.make_node("Reshape", ["s", "shape"], ["flat"], name="flatten"),
-        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc"),
+        helper.make_node("Reshape", ["s", "shape"], ["flat"], name="flatten", allowzero=0),
+        helper.make_node(
+            "Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc", alpha=1.0, beta=1.0, transA=0, transB=0
+        ),
         helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
     ]
     graph = helper.make_graph(
@@ -235,6 +247,9 @@ def build_cnn(channels: int, size: int, kernel: int, classes: int, dtype: int, s
         graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="runtime_conformance"
     )
     model.ir_version = 8
+    model = onnx.shape_inference.infer_shapes(
+        model, strict_mode=True
+    )  # every tensor's type and shape declared
     onnx.checker.check_model(model, full_check=True)
     return model
 

@@ -71,6 +71,14 @@ def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[
         # the data's radius through the weights: sum |w| r_x, the magnitude of (r_x, w) without the bias
         spread = [np.broadcast_to(r[0], first.shape).copy(), *inputs[1:2]]
         return own + np.asarray(magnitude_of(node, spread, None), np.float64)
+    if op == "BatchNormalization" and len(centers) == 5 and all(c is not None for c in centers):
+        # Y = k (X - mean) + B, k = scale / sqrt(var + eps) per channel: X's radius scaled by |k|, plus
+        # float32's roundings of the few operations (gamma_6 of the terms' magnitudes, in any order)
+        shape = (1, -1) + (1,) * (first.ndim - 2)
+        scale, bias, mean, var = (np.asarray(c, np.float64).reshape(shape) for c in centers[1:])
+        k = np.abs(scale / np.sqrt(var + float(attribute(node, "epsilon", 1e-5))))
+        magnitude = k * (np.abs(first) + np.abs(mean)) + np.abs(bias)
+        return k * r[0] + float(gamma(6, _F32_U)) * magnitude
     return None
 
 
