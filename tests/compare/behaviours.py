@@ -343,3 +343,6 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
 from behaviours_float64 import float64_saturated_add  # noqa: E402
 
 BEHAVIOURS["FLOAT64-AS-SATURATED-FLOAT32"] = float64_saturated_add
+from behaviours_maxpool_lowest import lowest_window_case  # noqa: E402
+
+BEHAVIOURS["MAXPOOL-INDEX-ZERO-FOR-LOWEST-WINDOW"] = lowest_window_case
