@@ -346,3 +346,6 @@ BEHAVIOURS["FLOAT64-AS-SATURATED-FLOAT32"] = float64_saturated_add
 from behaviours_maxpool_lowest import lowest_window_case  # noqa: E402
 
 BEHAVIOURS["MAXPOOL-INDEX-ZERO-FOR-LOWEST-WINDOW"] = lowest_window_case
+from behaviours_softmax_subnormal import subnormal_case  # noqa: E402
+
+BEHAVIOURS["SOFTMAX-SUBNORMAL-RANGE-LOST"] = subnormal_case
