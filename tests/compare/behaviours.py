@@ -349,3 +349,6 @@ BEHAVIOURS["MAXPOOL-INDEX-ZERO-FOR-LOWEST-WINDOW"] = lowest_window_case
 from behaviours_softmax_subnormal import subnormal_case  # noqa: E402
 
 BEHAVIOURS["SOFTMAX-SUBNORMAL-RANGE-LOST"] = subnormal_case
+from behaviours_unsigned import unsigned_case  # noqa: E402
+
+BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case
