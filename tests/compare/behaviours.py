@@ -338,3 +338,17 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "FLOAT16-WIDENED-CHAIN": _widened_chain,
     "BATCHNORM-FOLDED-INTO-CONV": _batchnorm_folded,
 }
+
+# verify29: appended (the catalogue entry of rules/Max.toml's end)
+from behaviours_float64 import float64_saturated_add  # noqa: E402
+
+BEHAVIOURS["FLOAT64-AS-SATURATED-FLOAT32"] = float64_saturated_add
+from behaviours_maxpool_lowest import lowest_window_case  # noqa: E402
+
+BEHAVIOURS["MAXPOOL-INDEX-ZERO-FOR-LOWEST-WINDOW"] = lowest_window_case
+from behaviours_softmax_subnormal import subnormal_case  # noqa: E402
+
+BEHAVIOURS["SOFTMAX-SUBNORMAL-RANGE-LOST"] = subnormal_case
+from behaviours_unsigned import unsigned_case  # noqa: E402
+
+BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case

@@ -76,6 +76,23 @@ def _radius(node: onnx.NodeProto, centers: list[np.ndarray | None], radii: list[
         # the data's radius through the weights: sum |w| r_x, the magnitude of (r_x, w) without the bias
         spread = [np.broadcast_to(r[0], first.shape).copy(), *inputs[1:2]]
         return own + np.asarray(magnitude_of(node, spread, None), np.float64)
+    if op == "BatchNormalization" and len(centers) == 5 and all(c is not None for c in centers):
+        # Y = k (X - mean) + B, k = scale / sqrt(var + eps) per channel: X's radius scaled by |k|, plus
+        # float32's roundings of the few operations (gamma_6 of the terms' magnitudes, in any order)
+        shape = (1, -1) + (1,) * (first.ndim - 2)
+        scale, bias, mean, var = (np.asarray(c, np.float64).reshape(shape) for c in centers[1:])
+        k = np.abs(scale / np.sqrt(var + float(attribute(node, "epsilon", 1e-5))))
+        magnitude = k * (np.abs(first) + np.abs(mean)) + np.abs(bias)
+        return k * r[0] + float(gamma(6, _F32_U)) * magnitude
+    if op == "Softmax":
+        # e^(x_i - M) / sum e^(x_j - M): inputs within r of their centres move each y_i by a factor within
+        # e^(±2 max r) of the slice; float32's own roundings (exp, the n-term sum, the quotient) add
+        # gamma_(n+3) relative, and a float32 subnormal's absolute error
+        axis = int(attribute(node, "axis", -1)) % first.ndim
+        spread = np.max(np.broadcast_to(r[0], first.shape), axis=axis, keepdims=True)
+        n = first.shape[axis]
+        relative = np.expm1(2 * spread) + float(gamma(n + 3, _F32_U))
+        return np.abs(center) * relative + float(np.finfo(np.float32).smallest_subnormal)
     return None
 
 

@@ -1,0 +1,90 @@
+"""FLOAT64-AS-SATURATED-FLOAT32 (rules/Max.toml declares it for every operator with a float64 type): a
+runtime with no float64 kernels converts float64 tensors to float32 on load, saturating (OpenVINO's CPU plugin
+measured: -inf and -1e300 both become -3.4028235e38, NaN stays NaN), computes the node in float32 and converts
+its outputs back, saturating again (Exp(+inf) = 3.4028235e38). SONNX computes in binary64."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sonnx_check.compare.judging.known_departures import DivergenceCase, none
+from sonnx_check.compare.ops.div import same_floats
+
+_LARGEST = float(np.finfo(np.float32).max)
+# Operators whose float32 result is exact given the narrowed operands: the runtime's element must be the
+# narrowed recomputation bit for bit. The others round in float32 (a kernel of its own, another summation
+# order), so their element may lie a few float32 ulps from the recomputation.
+_EXACT = frozenset(
+    {
+        "Abs",
+        "Neg",
+        "Relu",
+        "Max",
+        "MaxPool",
+        "Concat",
+        "Flatten",
+        "Reshape",
+        "Unsqueeze",
+        "Slice",
+        "Less",
+        "Where",
+        "Clip",
+        "ArgMax",
+        "Pad",
+        "Shape",
+    }
+)
+_ROUNDING_ULPS = 64.0  # float32 ulps of slack for a rounding operator: far below binary64's own differences
+
+
+def saturated(values: np.ndarray) -> np.ndarray:
+    """float64 values as the runtime reads them: NaN kept, everything else clipped to float32's finite range
+    (infinities included) and rounded to float32."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        clipped = np.where(np.isnan(values), values, np.clip(values, -_LARGEST, _LARGEST))
+    return clipped.astype(np.float32)
+
+
+def _narrowed_result(case: DivergenceCase) -> np.ndarray | None:
+    """The node recomputed by the reference on the narrowed operands, its float32 output saturated and widened
+    back to the output's type (None when no operand is float64, one is unknown or the reference refuses)."""
+    from sonnx_check import reference
+
+    inputs = list(case.inputs)
+    if any(value is None for value in inputs) or not any(np.asarray(v).dtype == np.float64 for v in inputs):
+        return None
+    narrowed = [
+        saturated(np.asarray(v)) if np.asarray(v).dtype == np.float64 else np.asarray(v) for v in inputs
+    ]
+    try:
+        outputs = reference.run_node(case.node, narrowed)
+    except reference.ReferenceError:
+        return None
+    if case.output_position >= len(outputs):
+        return None
+    computed = np.asarray(outputs[case.output_position])
+    if computed.dtype == np.float32:
+        computed = saturated(computed.astype(np.float64)).astype(np.float64)
+    if computed.shape != case.actual.shape:
+        return None
+    return computed.astype(case.actual.dtype)
+
+
+def float64_as_saturated_float32(case: DivergenceCase) -> np.ndarray:
+    """The element equals the node computed in float32 on saturated operands, its result saturated and
+    widened back (bit for bit for an exact operator; within 64 float32 ulps of it for one that rounds), where
+    SONNX's float64 result differs."""
+    computed = _narrowed_result(case)
+    if computed is None:
+        return none(case)
+    actual = case.actual
+    if actual.dtype.kind != "f":
+        return np.asarray(actual == computed)
+    same = same_floats(actual, computed)
+    if case.node.op_type in _EXACT:
+        return same
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.maximum(np.abs(computed), float(np.finfo(np.float32).tiny))
+        slack = _ROUNDING_ULPS * np.float64(np.finfo(np.float32).eps) * scale
+        close = np.isfinite(actual) & np.isfinite(computed) & (np.abs(actual - computed) <= slack)
+    return same | close
