@@ -157,9 +157,14 @@ def abs_sum(
 def narrow_magnitudes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
     """For float16/float32 operands: |L| and |R| in float32, whether every operand is finite, and whether
     ``abs_sum`` needs float64 for them (``wide``: not ``float32_suffices``): one look at each range."""
+    given_left, given_right = left, right
     left = np.abs(np.asarray(left, dtype=np.float32))
     right = np.abs(np.asarray(right, dtype=np.float32))
-    left_range, right_range = magnitude_range(left), magnitude_range(right)
+    # a weight's range is the same on every dataset: kept while the weight lives (an exact min and max)
+    left_range = constant_cache.derived_from_view(given_left, "magnitude range", lambda: magnitude_range(left))
+    right_range = constant_cache.derived_from_view(
+        given_right, "magnitude range", lambda: magnitude_range(right)
+    )
     finite = bool(left_range[1] < np.inf and right_range[1] < np.inf)  # NaN compares false
     return left, right, finite, not float32_suffices(left_range, right_range, left.shape[-1])
 
