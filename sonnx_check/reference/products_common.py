@@ -161,7 +161,9 @@ def narrow_magnitudes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, 
     left = np.abs(np.asarray(left, dtype=np.float32))
     right = np.abs(np.asarray(right, dtype=np.float32))
     # a weight's range is the same on every dataset: kept while the weight lives (an exact min and max)
-    left_range = constant_cache.derived_from_view(given_left, "magnitude range", lambda: magnitude_range(left))
+    left_range = constant_cache.derived_from_view(
+        given_left, "magnitude range", lambda: magnitude_range(left)
+    )
     right_range = constant_cache.derived_from_view(
         given_right, "magnitude range", lambda: magnitude_range(right)
     )

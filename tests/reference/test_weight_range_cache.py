@@ -41,7 +41,11 @@ def _counting(monkeypatch) -> list[int]:
 def test_a_weights_range_is_taken_once_over_datasets_through_new_views(monkeypatch) -> None:
     calls = _counting(monkeypatch)
     w = _weight(np.linspace(-1, 1, 12 * 5, dtype=np.float32).reshape(5, 12))
-    for a in (np.full((1, 12), 1e-40, np.float32), np.ones((1, 12), np.float32), np.zeros((1, 12), np.float32)):
+    for a in (
+        np.full((1, 12), 1e-40, np.float32),
+        np.ones((1, 12), np.float32),
+        np.zeros((1, 12), np.float32),
+    ):
         gemm_abs(a, w.T, None)  # a new transposed view each time, as Gemm's transB gives it
     assert calls.count(w.size) == 1 and calls.count(12) == 3  # the data's range: every time
 
