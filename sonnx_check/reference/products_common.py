@@ -330,7 +330,7 @@ class Products:
         if skip is not None:
             certified |= skip
         pending = np.logical_not(certified, out=certified)
-        if _in_bulk(np.count_nonzero(pending), pending.size):
+        if _in_bulk(int(np.count_nonzero(pending)), pending.size):
             self._settle_in_bulk(result, approx, pending)
         left_over = np.flatnonzero(pending)
         if left_over.size:
