@@ -122,3 +122,18 @@ def clear() -> None:
     with _lock:
         _entries.clear()
         _kept_bytes = 0
+
+
+def derived_from_view(array: np.ndarray, name: Hashable, compute: Callable[[], Any]) -> Any:
+    """``derived`` for a view of an immutable array (a transposed or expanded weight, a new view object on
+    every call): kept on the array the view's memory belongs to, under ``name`` and the view's geometry
+    (type, shape, strides, offset), which with that array's values determine the view's values."""
+    if not isinstance(array, np.ndarray) or not immutable(array):
+        return compute()
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is array:
+        return derived(array, name, compute)
+    offset = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return derived(root, (name, array.dtype.str, array.shape, array.strides, offset), compute)

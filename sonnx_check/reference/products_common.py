@@ -79,6 +79,13 @@ _CHUNK = 1 << 21  # gathered terms per vectorised step of tier 3 (float64 words)
 _BULK = 256
 
 
+def _in_bulk(pending: int, size: int) -> bool:
+    """Whether tier 2 settles the ``pending`` elements of an output of ``size``: many of them, or a quarter of
+    a small output (a block of a wide Gemm, 167 columns of VGG's 25088-long rows, left whole by signed-zero
+    data and a zero bias: tier 3 would gather 25088 terms per element). Both tiers give the same values."""
+    return pending >= _BULK or (pending > 0 and 4 * pending >= size)
+
+
 def abs_sum(
     left: np.ndarray,
     right: np.ndarray,
@@ -157,9 +164,16 @@ def abs_sum(
 def narrow_magnitudes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
     """For float16/float32 operands: |L| and |R| in float32, whether every operand is finite, and whether
     ``abs_sum`` needs float64 for them (``wide``: not ``float32_suffices``): one look at each range."""
+    given_left, given_right = left, right
     left = np.abs(np.asarray(left, dtype=np.float32))
     right = np.abs(np.asarray(right, dtype=np.float32))
-    left_range, right_range = magnitude_range(left), magnitude_range(right)
+    # a weight's range is the same on every dataset: kept while the weight lives (an exact min and max)
+    left_range = constant_cache.derived_from_view(
+        given_left, "magnitude range", lambda: magnitude_range(left)
+    )
+    right_range = constant_cache.derived_from_view(
+        given_right, "magnitude range", lambda: magnitude_range(right)
+    )
     finite = bool(left_range[1] < np.inf and right_range[1] < np.inf)  # NaN compares false
     return left, right, finite, not float32_suffices(left_range, right_range, left.shape[-1])
 
@@ -316,7 +330,7 @@ class Products:
         if skip is not None:
             certified |= skip
         pending = np.logical_not(certified, out=certified)
-        if np.count_nonzero(pending) >= _BULK:
+        if _in_bulk(int(np.count_nonzero(pending)), pending.size):
             self._settle_in_bulk(result, approx, pending)
         left_over = np.flatnonzero(pending)
         if left_over.size:
