@@ -30,7 +30,7 @@ class ConfigurationResult:
     scope: str  # node-edges (the model's constants held) or operator-edges
     key: str  # the configuration's digest
     op_type: str
-    attributes: str
+    attributes: Mapping[str, Any]  # the node's attributes as plain values (tensors by their shape)
     inputs: tuple[Mapping[str, Any], ...]  # position, dtype, shape, and whether edge values or held
     nodes: tuple[ConfiguredNode, ...]
     status: str  # match, diverges, not-compared

@@ -103,7 +103,7 @@ class Configuration:
             model = self.model_shapes.get(position, shape)
             if model != shape:  # run at a reduced shape (extents.py): the model's
                 entry["model_shape"] = list(model)
-        held = [
+        held: list[dict[str, object]] = [
             {
                 "position": p,
                 "dtype": dtype.name,
@@ -140,7 +140,7 @@ def value_digest(value: np.ndarray) -> bytes:
     """The SHA-256 of a held value's bytes (its dtype and shape are hashed beside it)."""
     if value.dtype.hasobject:  # strings: their text, not the addresses of Python objects
         return hashlib.sha256(repr(value.tolist()).encode()).digest()
-    return hashlib.sha256(np.ascontiguousarray(value).reshape(-1).view(np.uint8)).digest()
+    return hashlib.sha256(np.ascontiguousarray(value).reshape(-1).view(np.uint8).data).digest()
 
 
 def held_positions(node: onnx.NodeProto, count: int) -> set[int]:

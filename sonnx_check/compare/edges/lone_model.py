@@ -13,11 +13,17 @@ from onnx import helper, numpy_helper
 class Configuration(Protocol):
     """What of battery.Configuration the model needs (named here: battery imports this module)."""
 
-    node: onnx.NodeProto
-    fed: tuple[tuple[int, np.dtype, tuple[int, ...]], ...]
-    held: dict[int, np.ndarray]
-    held_meta: Mapping[int, Any]
-    held_from: Mapping[int, str]  # held inputs that are initializers of the source model: position -> name
+    @property
+    def node(self) -> onnx.NodeProto: ...
+    @property
+    def fed(self) -> tuple[tuple[int, np.dtype, tuple[int, ...]], ...]: ...
+    @property
+    def held(self) -> Mapping[int, np.ndarray]: ...
+    @property
+    def held_meta(self) -> Mapping[int, Any]: ...
+    @property
+    def held_from(self) -> Mapping[int, str]:  # held inputs that are the source model's initializers
+        ...
 
 
 def input_name(number: int, position: int) -> str:
