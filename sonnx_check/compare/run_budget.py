@@ -121,7 +121,7 @@ def _fold_shape_values(
     computed (at most _SHAPE_TENSOR_LIMIT elements each), by onnx's own evaluator: these values only size
     the plan, they are not compared."""
     graph = probe.graph
-    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    values = _decodable(graph.initializer)
     kept: list[onnx.NodeProto] = []
     for node in graph.node:
         outputs = _small_outputs(node, values, shapes)
@@ -136,6 +136,18 @@ def _fold_shape_values(
     del graph.node[:]
     graph.node.extend(kept)
     return True
+
+
+def _decodable(initializers: Sequence[onnx.TensorProto]) -> dict[str, np.ndarray]:
+    """The small initializers' values by name, leaving out those whose data does not decode (a damaged
+    tensor: the comparison reports it where it reads the weights; here it only folds nothing)."""
+    values: dict[str, np.ndarray] = {}
+    for tensor in initializers:
+        try:
+            values[tensor.name] = numpy_helper.to_array(tensor)
+        except (ValueError, TypeError, KeyError, OSError):  # wrong byte count, unknown type, external data
+            continue
+    return values
 
 
 # Operators whose outputs follow from their inputs' values alone (nothing random, no subgraph): the ones a

@@ -110,3 +110,16 @@ def test_broadcasting_small_values_into_a_large_one_is_not_computed() -> None:
         "b": np.ones((1, 1, 1024), np.float32),
     }
     assert _small_outputs(where, values, {}) is None
+
+
+def test_a_damaged_small_initializer_folds_nothing_and_is_no_internal_error() -> None:
+    """A small initializer whose bytes do not fill its shape (a damaged file: the fuzzer's damage_weights) was
+    decoded by the shape folding and ended the run in an internal error; it now only folds nothing, and the
+    damage is reported where the model is read (onnx.checker, the runtime's refusal)."""
+    x = h.make_tensor_value_info("x", T.FLOAT, [1, 4])
+    y = h.make_tensor_value_info("y", T.FLOAT, [1, 4])
+    bias = numpy_helper.from_array(np.ones(4, np.float32), "b")
+    bias.raw_data = bias.raw_data[:8]  # half of the declared bytes
+    graph = h.make_graph([h.make_node("Add", ["x", "b"], ["y"])], "g", [x], [y], [bias])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    assert inferred_sizes(model, {"x": [1, 4]})["y"] == (4, 4)
