@@ -60,13 +60,10 @@ BOUND = Rule(
 
 def softmax_row_all_neg_inf(case: DivergenceCase) -> np.ndarray:
     """NaN results in a slice (along the axis) whose elements are all -inf."""
-    x = input_value(case, 0)
-    if x is None or x.dtype.kind != "f" or x.shape != case.actual.shape or x.ndim == 0:
+    sliced = _float_input_and_axis(case)
+    if sliced is None:
         return none(case)
-    axis = int(attribute(case.node, "axis", -1))
-    axis = axis + x.ndim if axis < 0 else axis
-    if not 0 <= axis < x.ndim:
-        return none(case)
+    x, axis = sliced
     all_neg_inf = np.broadcast_to(np.isneginf(x).all(axis=axis, keepdims=True), x.shape)
     return all_neg_inf & np.isnan(case.actual)
 
@@ -123,14 +120,22 @@ def wide_rows(node: onnx.NodeProto, fed: Fed, rng: np.random.Generator) -> dict[
 def inf_slice_one_hot(case: DivergenceCase) -> np.ndarray:
     """+0 at the finite and -inf elements of a slice holding +inf or NaN, where SONNX's slice is NaN
     everywhere (the runtime gives NaN only at the +inf and NaN elements: exp(x - max) with max = +inf)."""
-    x = input_value(case, 0)
-    if x is None or x.dtype.kind != "f" or x.shape != case.actual.shape or x.ndim == 0:
+    sliced = _float_input_and_axis(case)
+    if sliced is None:
         return none(case)
-    axis = int(attribute(case.node, "axis", -1))
-    axis = axis + x.ndim if axis < 0 else axis
-    if not 0 <= axis < x.ndim:
-        return none(case)
+    x, axis = sliced
     poisoned = (np.isnan(x) | np.isposinf(x)).any(axis=axis, keepdims=True)
     ordinary = ~np.isnan(x) & ~np.isposinf(x)
     actual = case.actual
     return np.broadcast_to(poisoned, x.shape) & ordinary & (actual == 0) & ~np.signbit(actual)
+
+
+def _float_input_and_axis(case: DivergenceCase) -> tuple[np.ndarray, int] | None:
+    """X (a float input of the output's shape) and Softmax's axis made non-negative; None where either is
+    missing or out of range."""
+    x = input_value(case, 0)
+    if x is None or x.dtype.kind != "f" or x.shape != case.actual.shape or x.ndim == 0:
+        return None
+    axis = int(attribute(case.node, "axis", -1))
+    axis = axis + x.ndim if axis < 0 else axis
+    return (x, axis) if 0 <= axis < x.ndim else None
