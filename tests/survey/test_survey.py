@@ -190,3 +190,13 @@ def test_the_whole_survey_on_onnxruntime(tmp_path: Path, capsys: pytest.CaptureF
     assert code == 0, printed
     assert {o["op_type"] for o in record["operators"]} == set(profile_operators())
     assert record["summary"]["compared"] > 200 and record["summary"]["unexplained"] == 0
+
+
+def test_a_survey_of_openvino_records_the_precision_it_applied(tmp_path: Path) -> None:
+    """The survey opens only the battery's models, never a model's own run: the runtime's record still says
+    what OpenVINO applied (its default precision on this CPU), as a comparison's does."""
+    pytest.importorskip("openvino")
+    code, _, record, _ = _survey(tmp_path, CompareOptions(runtime="openvino"), operators=("Relu",))
+    runtime = record["runtime"]
+    assert isinstance(runtime, dict) and runtime["name"] == "openvino"
+    assert code in (0, 1) and runtime["options"]["inference_precision_hint"]

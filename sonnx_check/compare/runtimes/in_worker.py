@@ -92,7 +92,8 @@ class WorkerRunner(Runner):
         self._sessions.add(session)
         if self.info is None and model is None:
             self.info = session.info
-            self.details = getattr(session, "details", None)
+        if self.details is None:  # what the runtime applied: the same for every session (the survey opens
+            self.details = getattr(session, "details", None)  # only the battery's models, never the model's)
         return WorkerSession(session)
 
     def postpone(self, seconds: float) -> None:
