@@ -27,6 +27,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_processes import descendants, pss_kib
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 NETS = ("resnet18", "shufflenet_v2", "efficientnet_b0", "densenet121", "inception_v3", "vgg16", "vgg11")
@@ -65,31 +67,6 @@ class Peak:
     seconds: float
 
 
-def _descendants(pid: int) -> list[int]:
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        try:
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    pending.extend(int(p) for p in children.read().split())
-        except OSError:
-            continue
-    return found
-
-
-def _pss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def measured(command: list[str], cwd: Path, interval: float, output: Path | None = None) -> Peak:
     import time
 
@@ -101,8 +78,8 @@ def measured(command: list[str], cwd: Path, interval: float, output: Path | None
 
     def sample() -> None:
         while not done.is_set():
-            pids = _descendants(process.pid)
-            sizes = [_pss_kib(p) for p in pids]
+            pids = descendants(process.pid)
+            sizes = [pss_kib(p) for p in pids]
             tree[0] = max(tree[0], sum(sizes))
             main[0] = max(main[0], sizes[0] if sizes else 0)
             children[0] = max(children[0], sum(sizes[1:]))

@@ -266,3 +266,31 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (from /proc: Linux), read while they run."""
+    """``pid`` and every process below it, from /proc/<pid>/task/*/children."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    pending.extend(int(p) for p in children.read().split())
+        except OSError:  # ended between two reads
+            continue
+    return found
+
+
+def pss_kib(pid: int) -> int:
+    """The proportional set size of one process in KiB (0 once it has ended)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0

@@ -52,7 +52,17 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_processes import EVALUATOR, ORT, PYTHON, REPLAY, ROOT, SPLIT, captured_runs
+from bench_processes import (
+    EVALUATOR,
+    ORT,
+    PYTHON,
+    REPLAY,
+    ROOT,
+    SPLIT,
+    captured_runs,
+    descendants,
+    pss_kib,
+)
 
 NETS = ("resnet18", "shufflenet_v2", "efficientnet_b0", "densenet121", "inception_v3", "vgg16")
 
@@ -66,32 +76,6 @@ class Run:
     own: float | None = None  # A only: sonnx-check's own CPU seconds, and its children's
     children: float | None = None
     status: int = 0
-
-
-def _descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it, from /proc/<pid>/task/*/children."""
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        try:
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    pending.extend(int(p) for p in children.read().split())
-        except OSError:  # ended between two reads
-            continue
-    return found
-
-
-def _pss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def measured(
@@ -110,7 +94,7 @@ def measured(
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], sum(_pss_kib(p) for p in _descendants(process.pid)))
+            peak[0] = max(peak[0], sum(pss_kib(p) for p in descendants(process.pid)))
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
