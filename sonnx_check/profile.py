@@ -90,8 +90,25 @@ class Observation:
         return f"{self.runtime} {spans}{configured}: {self.where}"
 
 
+class ObservedIn:
+    """What a departure's observations say, for its declaration (Departure) and its resolved form
+    (compare/judging/known_departures.KnownDivergence) alike."""
+
+    observed: tuple[Observation, ...]
+
+    @property
+    def seen_in(self) -> tuple[str, ...]:
+        """The observations as lines (the JSON's ``seen_in``, kept for one release)."""
+        return tuple(o.text() for o in self.observed)
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        """The runtimes it was observed in, in declaration order, each once."""
+        return tuple(dict.fromkeys(o.runtime for o in self.observed))
+
+
 @dataclass(frozen=True)
-class Departure:
+class Departure(ObservedIn):
     """A known runtime departure from the operator's text (``[[comparison.departure]]``), named by its
     behaviour, not by a runtime: explained where a divergence is reported, never forgiven. ``aliases``: the
     IDs it was known by before (``ORT-...``), accepted wherever an ID is; ``operators``: the declaring
@@ -111,16 +128,6 @@ class Departure:
     predicate: str
     aliases: tuple[str, ...] = ()
     refines: str | None = None
-
-    @property
-    def seen_in(self) -> tuple[str, ...]:
-        """The observations as lines (the JSON's ``seen_in``, kept for one release)."""
-        return tuple(o.text() for o in self.observed)
-
-    @property
-    def runtimes(self) -> tuple[str, ...]:
-        """The runtimes it was observed in, in declaration order, each once."""
-        return tuple(dict.fromkeys(o.runtime for o in self.observed))
 
 
 @dataclass(frozen=True)

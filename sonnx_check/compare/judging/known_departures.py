@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from sonnx_check.profile import Observation, profile_operators, resolve_reference
+from sonnx_check.profile import Observation, ObservedIn, profile_operators, resolve_reference
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ Predicate = Callable[[DivergenceCase], np.ndarray]
 
 
 @dataclass(frozen=True)
-class KnownDivergence:
+class KnownDivergence(ObservedIn):
     id: str
     operators: tuple[str, ...]
     outputs: tuple[int, ...] | None  # output positions the behaviour affects; None = every output
@@ -109,15 +109,6 @@ class KnownDivergence:
     predicate: Predicate
     aliases: tuple[str, ...] = ()  # the IDs it was known by before (ORT-...)
     refines: str | None = None  # a broader departure: an element both explain is reported under this one
-
-    @property
-    def seen_in(self) -> tuple[str, ...]:
-        """The observations as lines: "runtime versions (configuration): where"."""
-        return tuple(o.text() for o in self.observed)
-
-    @property
-    def runtimes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(o.runtime for o in self.observed))
 
     def explains(self, case: DivergenceCase) -> np.ndarray:
         """The mismatching elements this behaviour accounts for (a subset of ``case.mismatch``)."""
