@@ -71,7 +71,7 @@ from sonnx_check.compare.runtimes.base import (
 from sonnx_check.errors import first_line
 
 EDGE_PREFIX = "edge/"
-STOPPED = "onnxruntime was stopped by the time limit (--timeout) before this configuration ran"
+STOPPED = "{runtime} was stopped by the time limit (--timeout) before this configuration ran"
 
 # a session on a configurations model and the initializers it takes from the compared model (None: none)
 OpenSession = Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]
@@ -160,7 +160,7 @@ class NodeEdges:
         except BaseException:
             for config in pending:
                 if not config.records and not config.crashes and not config.reason:
-                    config.reason = STOPPED
+                    config.reason = STOPPED.format(runtime=self.runner.subject)
             raise
         finally:
             for config in every:
