@@ -152,7 +152,7 @@ def _max_nan_dropped() -> DivergenceCase:
     return case_of(node_model("Max", [a, b]), [a, b], first_wins_max)
 
 
-def _float64_max() -> DivergenceCase:
+def float64_max() -> DivergenceCase:
     a = np.array([1 + 2.0**-40, 1e300, 3.0, -1e300])
     b = np.array([0.5, 2.0, 1.0, -2.0])
 
@@ -241,7 +241,7 @@ def _int64_as_int32() -> DivergenceCase:
     return case_of(node_model("Add", [a, b]), [a, b], lambda a, b: a.astype(np.int32) + b.astype(np.int32))
 
 
-def _uint32_as_int32() -> DivergenceCase:
+def uint32_less() -> DivergenceCase:
     a = np.array([2**31 + 5, 2**32 - 1, 3], np.uint32)
     b = np.array([1, 2, 4], np.uint32)
     return case_of(node_model("Less", [a, b]), [a, b], lambda a, b: a.view(np.int32) < b.view(np.int32))
@@ -319,7 +319,6 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "RELU-NEGATIVE-ZERO-TO-POSITIVE": _relu_negative_zero,
     "MAXPOOL-INDEX-ZERO-FOR-EMPTY-WINDOW": _maxpool_empty_window,
     "MAX-NAN-DROPPED": _max_nan_dropped,
-    "FLOAT64-MAX-AS-FLOAT32": _float64_max,
     "CLIP-NAN-TO-LOWER-BOUND": _clip_nan,
     "CLIP-ZERO-BOUND-SIGN": _clip_zero_bound,
     "ARGMAX-NAN-IGNORED": _argmax_nan_ignored,
@@ -330,7 +329,6 @@ BEHAVIOURS: dict[str, Callable[[], DivergenceCase]] = {
     "CONV-PADDING-TAPS-SKIPPED": _conv_padding,
     "INT8-SATURATING-ARITHMETIC": _int8_saturating,
     "INT64-AS-INT32": _int64_as_int32,
-    "UINT32-AS-INT32": _uint32_as_int32,
     "BFLOAT16-INFERENCE": _bfloat16_matmul,
     "SUBNORMAL-OPERANDS-AS-ZERO": _subnormal_matmul,
     "SIGMOID-CLAMPED-RATIONAL": _tract_sigmoid,
@@ -352,3 +350,6 @@ BEHAVIOURS["SOFTMAX-SUBNORMAL-RANGE-LOST"] = subnormal_case
 from behaviours_unsigned import unsigned_case  # noqa: E402
 
 BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case
+from behaviours_integers import relu_int32_case  # noqa: E402
+
+BEHAVIOURS["INTEGER-IN-FLOAT32"] = relu_int32_case

@@ -148,8 +148,11 @@ def test_an_alias_of_another_behaviour_does_not_waive(tmp_path: Path, monkeypatc
 
 
 def test_every_old_onnxruntime_id_is_an_alias_of_one_behaviour():
-    old = [a for entry in _all() for a in entry.aliases]
-    assert len(old) == len(set(old)) == 20 and all(a.startswith("ORT-") for a in old)
+    aliases = [a for entry in _all() for a in entry.aliases]
+    old = [a for a in aliases if a.startswith("ORT-")]
+    assert len(aliases) == len(set(aliases)) and len(old) == 20
+    # the behaviours one runtime's ID named twice (issue 29): kept as aliases of the one behaviour
+    assert set(aliases) - set(old) == {"FLOAT64-MAX-AS-FLOAT32", "UINT32-AS-INT32"}
     assert all(by_id(a).id == by_id(a.lower()).id != a for a in old)
     assert not {e.id for e in _all()} & set(old)
 

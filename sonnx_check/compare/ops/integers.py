@@ -1,88 +1,90 @@
-"""The integer arithmetic a runtime narrows (rules/Add.toml declares the departures, for Add, Sub, Mul, Div,
-Less and Max): 8-bit results saturated instead of wrapped, 64-bit integers computed in 32 bits, uint32
-compared and divided as int32. Each predicate recomputes the node with the SONNX kernel on the operands as
-the runtime reads them, so an element is explained only when it equals that computation."""
+"""The integer arithmetic a runtime narrows (rules/Add.toml and rules/Div.toml declare the departures): 8-bit
+results saturated instead of wrapped, int64 computed in 32 bits, int32 Relu, Div, Pow and MatMul computed in
+float32, uint32 compared and divided as int32. Each predicate recomputes the node on the operands as the
+runtime reads them (compare/ops/int32_kernels.py), so an element is explained only when it equals that
+computation."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, as_output, input_value, none
+from sonnx_check.compare.ops import int32_kernels
 
-_WIDE = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
+_8_BIT = (np.int8, np.uint8)
 
 
-def _recomputed(case: DivergenceCase, convert: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
-    """The node's output computed by the SONNX kernel on ``convert``ed operands (None: it refuses them)."""
-    from sonnx_check import reference
-
-    operands: list[np.ndarray | None] = []
-    for position in range(len(case.inputs)):
-        value = input_value(case, position)
-        operands.append(None if value is None else convert(value))
-    try:
-        outputs: Sequence[np.ndarray | None] = reference.run_node(case.node, operands)
-    except reference.ReferenceError:
+def _exact_8_bit(case: DivergenceCase, a: np.ndarray, b: np.ndarray | None) -> np.ndarray | None:
+    """The node's exact result on the 8-bit operands (int64), before any wrap or clamp: None for an
+    operator without one here."""
+    x = a.astype(np.int64)
+    op = case.node.op_type
+    if op == "Neg":
+        return -x
+    if op == "Abs":
+        return np.abs(x)
+    if b is None:
         return None
-    result = outputs[case.output_position] if case.output_position < len(outputs) else None
-    if result is None or np.shape(result) != case.actual.shape:
-        return None
-    return np.asarray(result)
+    y = b.astype(np.int64)
+    if op == "Add":
+        return x + y
+    if op == "Mul":
+        return x * y
+    if op == "Sub":
+        if a.dtype == np.int8:  # a + sat(-b), measured: -128 - (-128) = -1, 5 - (-128) = 5 + 127
+            return np.clip(x + np.clip(-y, -128, 127), -128, 127)
+        return x - y
+    if op == "Div":
+        with np.errstate(all="ignore"):
+            quotient = np.trunc(x.astype(np.float64) / np.where(y == 0, 1, y))
+        return np.where(y == 0, 0, quotient).astype(np.int64)  # 0: SONNX excludes a zero divisor
+    return None
 
 
 def saturating_8_bit(case: DivergenceCase) -> np.ndarray:
-    """int8/uint8 Add, Sub and Mul: the exact result clamped to the type's range, where SONNX wraps around
-    modulo 2^8."""
+    """int8/uint8 Add, Sub, Mul, Neg, Abs and Div: the exact result clamped to the type's range, where SONNX
+    wraps around modulo 2^8 (int8 Sub adds the saturated negation of b: -128 - (-128) = -1)."""
     dtype = case.actual.dtype
     a, b = input_value(case, 0), input_value(case, 1)
-    operation = _WIDE.get(case.node.op_type)
-    if dtype not in (np.int8, np.uint8) or operation is None or a is None or b is None:
+    if dtype not in _8_BIT or a is None or a.dtype != dtype:
+        return none(case)
+    try:
+        exact = _exact_8_bit(case, a, b)
+    except ValueError:  # operands that do not broadcast
+        return none(case)
+    if exact is None:
         return none(case)
     info = np.iinfo(dtype)
-    try:
-        exact = np.broadcast_to(operation(a.astype(np.int64), b.astype(np.int64)), case.actual.shape)
-    except ValueError:
+    shaped = as_output(np.clip(exact, info.min, info.max), case)
+    if shaped is None:
         return none(case)
-    return case.actual.astype(np.int64) == np.clip(exact, info.min, info.max)
+    return np.asarray(case.actual.astype(np.int64) == shaped)
 
 
 def wide_as_32_bit(case: DivergenceCase) -> np.ndarray:
-    """int64/uint64 operands read as 32-bit integers (their low 32 bits) and the operation done there: the
-    element equals that result widened back, where SONNX computes in 64 bits."""
-    dtype = case.actual.dtype
-    operand = input_value(case, 0)
-    if operand is None or operand.dtype not in (np.int64, np.uint64):
+    """int64 data read as int32 (its low 32 bits) and the node computed there as the runtime's 32-bit
+    kernel does (exactly, or in float32 for Relu, Div, Pow and MatMul), its result sign-extended back,
+    where SONNX computes in 64 bits. Integer parameters (a shape, starts, axes) are read as they are."""
+    operands = int32_kernels.narrowed_operands(case.node, list(case.inputs), (np.dtype(np.int64),))
+    if operands is None or case.actual.dtype.kind not in "iub":
         return none(case)
-    narrow = np.int32 if operand.dtype == np.int64 else np.uint32
-    computed = _recomputed(case, lambda v: v.astype(narrow) if v.dtype == operand.dtype else v)
-    if computed is None:
-        return none(case)
-    if dtype == np.bool_:
-        return case.actual == computed
-    return case.actual == computed.astype(dtype)
+    found = int32_kernels.explains_32_bit(case.node, operands, case.actual, case.output_position)
+    return none(case) if found is None else found
 
 
-def unsigned_as_signed(case: DivergenceCase) -> np.ndarray:
-    """uint32 operands read as int32 (the same bits) for Less and Div: the element equals the signed
-    comparison, or the signed quotient computed in float32 and truncated (its bits as uint32), where SONNX
-    compares and divides the unsigned values."""
-    operand = input_value(case, 0)
-    if operand is None or operand.dtype != np.uint32:
+def integer_in_float32(case: DivergenceCase) -> np.ndarray:
+    """int32, int16 or uint16 Relu, Div, Pow and MatMul computed in float32 on the operands and converted back
+    (truncated, INT32_MIN when out of range; MatMul clamped), written at the output's width, where SONNX
+    computes on the integers."""
+    kinds = (np.dtype(np.int32), np.dtype(np.int16), np.dtype(np.uint16))
+    operands = [input_value(case, k) for k in range(len(case.inputs))]
+    if (
+        case.node.op_type not in int32_kernels.IN_FLOAT32
+        or case.actual.dtype not in kinds
+        or any(v is None or v.dtype not in kinds for v in operands)
+    ):
         return none(case)
-    if case.actual.dtype == np.bool_:
-        computed = _recomputed(case, lambda v: v.view(np.int32) if v.dtype == np.uint32 else v)
-        return none(case) if computed is None else case.actual == computed
-    divisor = input_value(case, 1)
-    if case.node.op_type != "Div" or divisor is None or divisor.dtype != np.uint32:
-        return none(case)
-    # Div: the int32 readings divided in float32 and truncated (OpenVINO measured: 2^31 / 3 gives
-    # -715827904 as int32, 3579139392 as uint32)
-    with np.errstate(all="ignore"):
-        quotient = operand.view(np.int32).astype(np.float32) / divisor.view(np.int32).astype(np.float32)
-        truncated = np.trunc(quotient).astype(np.float64)
-        fits = np.isfinite(truncated) & (truncated >= -(2.0**31)) & (truncated < 2.0**31)
-        computed = np.where(fits, truncated, 0).astype(np.int64).astype(np.int32).view(np.uint32)
-    shaped = as_output(computed, case)
-    return none(case) if shaped is None else fits & (case.actual == shaped)
+    found = int32_kernels.explains_32_bit(
+        case.node, [v for v in operands if v is not None], case.actual, case.output_position
+    )
+    return none(case) if found is None else found

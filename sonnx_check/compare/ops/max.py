@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, as_output, none
-from sonnx_check.compare.ops.div import same_floats
 
 
 def _operands(case: DivergenceCase) -> np.ndarray | None:
@@ -36,23 +35,3 @@ def nan_dropped(case: DivergenceCase) -> np.ndarray:
     actual = case.actual
     some_number = ~nan.all(axis=-1)
     return np.isnan(case.expected) & some_number & ~np.isnan(actual) & (actual == top)
-
-
-def double_as_float(case: DivergenceCase) -> np.ndarray:
-    """float64 Max computed in float32: the element equals the maximum of the operands converted to float32
-    (out-of-range values to the largest finite float32), widened back, where SONNX keeps binary64."""
-    operands = _operands(case)
-    if case.actual.dtype != np.float64 or operands is None:
-        return none(case)
-    largest = float(np.finfo(np.float32).max)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # a saturating conversion (OpenVINO measured: 1e300 -> 3.4028235e38, not inf); NaN and inf kept
-        finite = np.isfinite(operands)
-        narrowed = np.where(finite, np.clip(operands, -largest, largest), operands).astype(np.float32)
-    from sonnx_check import reference
-
-    try:
-        computed = reference.run_node(case.node, [narrowed[..., k] for k in range(narrowed.shape[-1])])[0]
-    except reference.ReferenceError:
-        return none(case)
-    return same_floats(case.actual, np.asarray(computed).astype(np.float64))
