@@ -103,8 +103,8 @@ def test_int64_arithmetic_on_the_low_halves_is_explained(op):
     if op in ("Abs", "Neg", "Relu"):
         case = narrowed_case(op, [x])
     elif op == "Pow":
-        case = narrowed_case(op, [np.array([2, 3, 7, 2**16 + 1, 2**32 + 2, 10, 5, 0], np.int64),
-                                  np.array([31, 32, 11, 2, 1, 10, 27, 3], np.int64)], data=(0, 1))  # fmt: skip
+        base = np.array([2, 3, 7, 2**16 + 1, 2**32 + 2, 10, 5, 0], np.int64)
+        case = narrowed_case(op, [base, np.array([31, 32, 11, 2, 1, 10, 27, 3], np.int64)], data=(0, 1))
     else:
         case = narrowed_case(op, [x, y], data=(0, 1))
     _only(case, "INT64-AS-INT32")
