@@ -1,5 +1,5 @@
-"""FLOAT64-AS-SATURATED-FLOAT32 composed with the runtime's own float32 behaviours (issue 29): OpenVINO computes
-a float64 node in float32, where its float32 departures happen too, and saturates the result on the way out
+"""FLOAT64-AS-SATURATED-FLOAT32 composed with the runtime's own float32 behaviours (issue 29): OpenVINO
+computes a float64 node in float32, where its float32 departures happen too, and saturates the result on the way out
 (Exp(NaN) = +inf written as 3.4028235e38; a MatMul whose fused float32 partial sum overflows to -inf,
 written as -3.4028235e38, where SONNX's binary64 sum is NaN or +inf). Measured on OpenVINO 2026.4.1
 (--survey's reproducers); emulated in numpy here. An ordinary wrong element stays unexplained."""
@@ -48,7 +48,7 @@ def _fused_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_exp_of_nan_written_as_the_largest_float32_is_explained():
     x = np.array([np.nan, 1.0, -np.inf, 0.5, np.nan])
     found = _case("Exp", [x], _exp_nan_to_infinity(x))
-    assert found.actual[0] == TOP and np.isnan(found.expected[0])  # measured on OpenVINO: 3.4028234663852886e+38
+    assert found.actual[0] == TOP and np.isnan(found.expected[0])  # OpenVINO: 3.4028234663852886e+38
     assert by_id(ID).explains(found)[found.mismatch].all()
 
 
