@@ -1,8 +1,8 @@
 """FLOAT64-AS-SATURATED-FLOAT32 composed with the runtime's own float32 behaviours (issue 29): OpenVINO
-computes a float64 node in float32, where its float32 departures happen too, and saturates the result on the way out
-(Exp(NaN) = +inf written as 3.4028235e38; a MatMul whose fused float32 partial sum overflows to -inf,
-written as -3.4028235e38, where SONNX's binary64 sum is NaN or +inf). Measured on OpenVINO 2026.4.1
-(--survey's reproducers); emulated in numpy here. An ordinary wrong element stays unexplained."""
+computes a float64 node in float32, where its float32 departures happen too, and saturates the result on
+the way out (Exp(NaN) = +inf written as 3.4028235e38; a MatMul whose fused float32 partial sum overflows
+to -inf, written as -3.4028235e38, where SONNX's binary64 sum is NaN or +inf). Measured on OpenVINO
+2026.4.1 (--survey's reproducers); emulated in numpy here. An ordinary wrong element stays unexplained."""
 
 from __future__ import annotations
 
