@@ -29,6 +29,7 @@ class FakeOrt:
     tamper: dict[str, Tamper] = field(default_factory=dict)  # tensor name -> how onnxruntime gets it wrong
     plain_only: bool = False  # tamper only the unmodified model's run (a kernel choice that exposing undoes)
     refuse: str | None = None  # session-creation error message
+    refuse_model: Callable[[onnx.ModelProto], str | None] = lambda model: None  # per model (a type declined)
     fail_run: Callable[[Mapping[str, np.ndarray]], str | None] = lambda feeds: None
     crash_run: Callable[[Mapping[str, np.ndarray]], bool] = lambda feeds: False  # the worker dies
     sessions: list[onnx.ModelProto] = field(default_factory=list)
@@ -68,6 +69,9 @@ class FakeOrt:
                         copy.graph.initializer.add().CopyFrom(weights[source])
                         copy.graph.initializer[-1].name = name
                 model = copy
+                declined = fake.refuse_model(copy)
+                if declined:
+                    raise runtime.RuntimeRefusal("session", declined)
                 self.exposed = bool(fake.sessions)  # the first session is the unmodified model's
                 fake.sessions.append(copy)
                 fake.limits.append(limits)

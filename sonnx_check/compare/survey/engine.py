@@ -207,15 +207,21 @@ def _row(config: Configuration, variant: Variant, subject: str) -> Configuration
         refused_datasets=refused_on,
     )
     if not config.records and not config.crashes:
+        # the datasets the runtime was given (the others the reference declined)
         declined = [
             why
             for why in config.skipped.values()
             if why.startswith((f"{subject} refused", f"{subject} failed"))
         ]
-        # nothing compared and the runtime declined what it was given: a refusal, at load or at run time
-        refused = config.reason.startswith(f"{subject} refused") or (not config.reason and bool(declined))
+        # nothing compared: a refusal only when the runtime said so (at load, or for every dataset it was
+        # given); one that loaded the configuration and then failed did not refuse it (issue 29: most of
+        # OpenVINO's "refusals" were failures at run time)
+        everywhere = bool(declined) and all(why.startswith(f"{subject} refused") for why in declined)
+        refused = config.reason.startswith(f"{subject} refused") or (not config.reason and everywhere)
         row.state = REFUSED if refused else NOT_COMPARED
-        row.reason = config.reason or (f"on every dataset: {declined[0]}" if refused else _no_dataset(config))
+        row.reason = config.reason or (
+            f"on every dataset: {declined[0]}" if declined else _no_dataset(config)
+        )
     return row
 
 

@@ -99,7 +99,8 @@ class InProcessSession:
 
     def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         try:
-            given = {self._inputs[name]: np.ascontiguousarray(value) for name, value in feeds.items()}
+            # np.require keeps a scalar 0-d (np.ascontiguousarray makes it [1]: refused against its shape [])
+            given = {self._inputs[name]: np.require(value, requirements="C") for name, value in feeds.items()}
             results = self._request.infer(given)
         except MemoryError:
             raise
