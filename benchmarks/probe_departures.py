@@ -208,17 +208,26 @@ def _cases() -> list[Case]:
                     ALL,
                 )
             )
-    big = np.array([2**33 + 1, 5, -(2**40), 7, 2**31 + 3], np.int64)
-    small = np.array([1, 2**31 - 1, 3, 2, 2**31], np.int64)
-    for op, out in (("Add", None), ("Mul", None), ("Div", None), ("Less", np.bool_), ("Max", None)):
-        add(Case("INT64-AS-INT32", f"{op} int64", one_node(op, [big, small], out), [big, small], ALL))
-    ua = np.array([2**31 + 5, 2**32 - 1, 3, 2**31], np.uint32)
-    ub = np.array([1, 2, 4, 3], np.uint32)
-    for op, out in (("Less", np.bool_), ("Div", None)):
-        add(Case("UINT32-AS-INT32", f"{op} uint32", one_node(op, [ua, ub], out), [ua, ub], ALL))
-    da = np.array([1 + 2.0**-40, 1e300, 3.0, -1e300, 1e-310])
-    db = np.array([0.5, 2.0, 1.0, -2.0, 0.0])
-    add(Case("FLOAT64-MAX-AS-FLOAT32", "Max float64", one_node("Max", [da, db]), [da, db], ALL))
+    n8 = np.arange(-128, 128)
+    p8, q8 = (t.ravel().astype(np.int8) for t in np.meshgrid(n8, n8, indexing="ij"))
+    add(Case("INT8-SATURATING-ARITHMETIC", "Sub int8, every pair", one_node("Sub", [p8, q8]), [p8, q8], ALL))
+    low8 = np.array([-128, -127, 0, 5], np.int8)
+    add(Case("INT8-SATURATING-ARITHMETIC", "Neg int8 of -128", one_node("Neg", [low8]), [low8], ALL))
+    cases.extend(_wide_integer_cases())
+    da = np.array([1 + 2.0**-40, 1e300, 3.0, -1e300, 1e-310, -np.inf])
+    db = np.array([0.5, 2.0, 1.0, -2.0, 0.0, 1.0])
+    add(Case("FLOAT64-AS-SATURATED-FLOAT32", "Max float64", one_node("Max", [da, db]), [da, db], ALL))
+    ma = np.array([[5.9, -np.inf, -np.inf], [-np.inf, -np.inf, -2.8]])
+    mb = np.array([[6.1, -np.inf, -np.inf, -np.inf], [-np.inf, -8.3, -np.inf, -np.inf],
+                   [-np.inf, -np.inf, -8.3, -np.inf]])  # fmt: skip
+    model = one_node("MatMul", [ma, mb])
+    add(
+        Case(
+            "FLOAT64-AS-SATURATED-FLOAT32", "MatMul float64, a float32 sum overflowing", model, [ma, mb], ALL
+        )
+    )
+    ex = np.array([np.nan, 1.0, np.inf, -np.inf])
+    add(Case("FLOAT64-AS-SATURATED-FLOAT32", "Exp float64 NaN, +-inf", one_node("Exp", [ex]), [ex], ALL))
 
     ga = rng.standard_normal((64, 256)).astype(np.float32)
     gb = rng.standard_normal((256, 32)).astype(np.float32)
@@ -302,6 +311,57 @@ def _cases() -> list[Case]:
     model.ir_version = 10
     add(Case("BATCHNORM-FOLDED-INTO-CONV", "Conv -> BatchNormalization 4->8 (end to end)", model, [nx], ALL))
     return cases
+
+
+def _wide_integer_cases() -> list[Case]:
+    """int64, uint32/uint64 data through every operator that moves or computes it (INT64-AS-INT32,
+    UNSIGNED-AS-INT32), and int32 Relu, Div, Pow and MatMul (INTEGER-IN-FLOAT32)."""
+    found: list[Case] = []
+    wide = {
+        "INT64-AS-INT32": np.array([2**33 + 1, 5, -(2**40), 7, 2**31 + 3, 3_000_000_000], np.int64),
+        "UNSIGNED-AS-INT32": np.array([2**32 - 1, 5, 2**40 + 9, 7, 2**31 + 3, 3_000_000_000], np.uint64),
+    }
+    for behaviour, x in wide.items():
+        y = np.array([1, 2**31 - 1, 3, 2, 2**31, 9], x.dtype)
+        kind = x.dtype.name
+        for op, out in (("Add", None), ("Sub", None), ("Mul", None), ("Div", None), ("Less", np.bool_),
+                        ("Max", None)):  # fmt: skip
+            found.append(Case(behaviour, f"{op} {kind}", one_node(op, [x, y], out), [x, y], ALL))
+        for op in ("Abs", "Neg", "Relu") if x.dtype == np.int64 else ("Abs",):
+            found.append(Case(behaviour, f"{op} {kind}", one_node(op, [x]), [x], ALL))
+        moved = [
+            ("Reshape", [x, np.array([2, 3], np.int64)], {}),
+            ("Flatten", [x.reshape(2, 3)], {"axis": 1}),
+            ("Slice", [x, *(np.array([v], np.int64) for v in (1, 6, 0, 1))], {}),
+            ("Concat", [x, y], {"axis": 0}),
+            ("Where", [np.array([True, False] * 3), x, y], {}),
+        ]
+        for op, inputs, attrs in moved:
+            found.append(Case(behaviour, f"{op} {kind}", one_node(op, inputs, x.dtype, **attrs), inputs, ALL))
+        unsqueeze = one_node("Unsqueeze", [x], x.dtype)  # its axes a constant (OpenVINO reads no axes input)
+        unsqueeze.graph.node[0].input.append("axes")
+        unsqueeze.graph.initializer.append(onnx.numpy_helper.from_array(np.array([0], np.int64), "axes"))
+        found.append(Case(behaviour, f"Unsqueeze {kind}", unsqueeze, [x], ALL))
+        rows = x.reshape(2, 3)
+        model = one_node("ArgMax", [rows], np.int64, axis=1, keepdims=1, select_last_index=0)
+        found.append(Case(behaviour, f"ArgMax {kind}", model, [rows], ALL))
+        w = (np.arange(3, dtype=np.int64).reshape(3, 1) + 2**31 + 12345).astype(x.dtype)
+        found.append(Case(behaviour, f"MatMul {kind}", one_node("MatMul", [rows, w]), [rows, w], ALL))
+    base = np.array([2, 7, 3, 2**16 + 1], np.int64)
+    power = np.array([40, 11, 3, 2], np.int64)
+    found.append(Case("INT64-AS-INT32", "Pow int64", one_node("Pow", [base, power]), [base, power], ALL))
+    i32 = np.array([16777217, 16777219, 2**31 - 1, -5, 2**31 - 100, 7], np.int32)
+    d32 = np.array([1, 3, 1, 2, 7, -2], np.int32)
+    for op, inputs in (
+        ("Relu", [i32]),
+        ("Div", [i32, d32]),
+        ("Pow", [i32[3:], np.array([3, 1, 11], np.int32)]),
+    ):
+        found.append(Case("INTEGER-IN-FLOAT32", f"{op} int32", one_node(op, inputs), inputs, ALL))
+    ma = np.array([[16777217, 1, 3], [2**31 - 1, 0, 0], [-(2**30), -(2**30), -1]], np.int32)
+    mb = np.ones((3, 1), np.int32)
+    found.append(Case("INTEGER-IN-FLOAT32", "MatMul int32", one_node("MatMul", [ma, mb]), [ma, mb], ALL))
+    return found
 
 
 # -- runtimes ----------------------------------------------------------------------------------------------
