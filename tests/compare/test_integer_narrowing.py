@@ -240,3 +240,15 @@ def test_an_old_id_names_the_one_behaviour_and_its_waiver_still_waives(
         "pyproject.toml",
     )
     assert config.waivers[0].known == (behaviour,)
+
+
+@pytest.mark.parametrize(
+    ("values", "divergence_id"), [(WIDE, "INT64-AS-INT32"), (UWIDE, "UNSIGNED-AS-INT32")]
+)
+def test_a_clip_of_wide_integers_in_32_bits_is_explained(values, divergence_id):
+    low, high = (
+        np.array(3, values.dtype),
+        np.array(2**40, values.dtype),
+    )  # the bound beyond 32 bits reads as 0
+    case = narrowed_case("Clip", [values, low, high], data=(0, 1, 2))
+    _only(case, divergence_id)
