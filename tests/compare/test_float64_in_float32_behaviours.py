@@ -77,3 +77,13 @@ def test_an_ordinary_wrong_element_stays_unexplained(op):
     actual[k] = 3.0
     planted = with_actual(found, actual)
     assert planted.mismatch[k] and not by_id(ID).explains(planted)[k]
+
+
+def test_a_binary64_quotient_one_ulp_off_is_not_narrowing():
+    # tract's float64 Div as a * (1 / b): 7 / 10 one float64 ulp off, far within 64 float32 ulps of the
+    # narrowed quotient but not a float32 value: DIV-RECIPROCAL's, not FLOAT64-AS-SATURATED-FLOAT32's
+    a, b = np.array([7.0, 1.0]), np.array([10.0, 3.0])
+    found = _case("Div", [a, b], a * (1 / b))
+    assert found.mismatch[0]
+    assert not by_id(ID).explains(found)[0]
+    assert by_id("DIV-RECIPROCAL").explains(found)[0]
