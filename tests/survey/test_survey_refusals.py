@@ -70,3 +70,17 @@ def test_failing_on_every_dataset_is_not_a_refusal(tmp_path: Path, monkeypatch: 
     assert not_compared["configuration"] == "int8"
     assert "int8 Abs failed while running" in not_compared["reason"]
     assert "failed" in not_compared["reason"] and "refused" not in not_compared["reason"]
+
+
+def test_openvino_compares_a_clip_with_scalar_bounds(tmp_path: Path) -> None:
+    """OpenVINO was fed Clip's 0-d bounds as [1] and failed on every dataset: never compared."""
+    pytest.importorskip("openvino")
+    folder = tmp_path / "survey"
+    options = CompareOptions(runtime="openvino", runtime_options=(("INFERENCE_PRECISION_HINT", "f32"),))
+    run_survey_command(options, str(folder), operators=["Clip"], types=["float", "int64"])
+    [clip] = json.loads((folder / "survey.json").read_text(encoding="utf-8"))["operators"]
+    assert {c["configuration"]: c["state"] for c in clip["configurations"]} == {
+        "float": "compared",
+        "int64": "compared",
+    }
+    assert clip["unexplained"] == [] and "INT64-AS-INT32" in {d["id"] for d in clip["departures"]}
