@@ -1,8 +1,8 @@
 """The integer arithmetic a runtime narrows (rules/Add.toml and rules/Div.toml declare the departures): 8-bit
 results saturated instead of wrapped, int64 computed in 32 bits, int32 Relu, Div, Pow and MatMul computed in
-float32, uint32 compared and divided as int32. Each predicate recomputes the node on the operands as the
-runtime reads them (compare/ops/int32_kernels.py), so an element is explained only when it equals that
-computation."""
+float32 (uint32 and uint64 read as int32: unsigned_narrowed.py). Each predicate recomputes the node on the
+operands as the runtime reads them (compare/ops/int32_kernels.py), so an element is explained only when it
+equals that computation."""
 
 from __future__ import annotations
 
