@@ -48,20 +48,20 @@ def _matmul_range(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.clip(low, _INT32_MIN, _MATMUL_TOP), np.clip(high, _INT32_MIN, _MATMUL_TOP)
 
 
-def float32_candidates(node: onnx.NodeProto, operands: Sequence[np.ndarray]) -> np.ndarray | None:
-    """Relu, Div or Pow computed in float32 on int32 operands and truncated: the int32 results (int64) on a
-    new axis 0; None for another operator or operands that do not broadcast."""
+def float32_result(node: onnx.NodeProto, operands: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Relu, Div or Pow computed in float32 on int32 operands and truncated: the int32 results (as int64);
+    None for another operator or operands that do not broadcast."""
     with np.errstate(all="ignore"):
         try:
             if node.op_type == "Relu" and len(operands) == 1:
                 value = np.maximum(operands[0].astype(np.float32), np.float32(0))
-                return _truncated(value)[np.newaxis]
+                return _truncated(value)
             if node.op_type == "Div" and len(operands) == 2:
                 value = operands[0].astype(np.float32) / operands[1].astype(np.float32)
-                return _truncated(value)[np.newaxis]
+                return _truncated(value)
             if node.op_type == "Pow" and len(operands) == 2:  # powf (measured: 7^11 = 1977326720)
                 value = np.power(operands[0].astype(np.float32), operands[1].astype(np.float32))
-                return _truncated(value)[np.newaxis]
+                return _truncated(value)
         except ValueError:
             return None
     return None
@@ -86,10 +86,10 @@ def explains_32_bit(
         representable = value.astype(np.float32).astype(np.int64) == value
         return fits & representable & (value >= np.ceil(bounds[0])) & (value <= np.floor(bounds[1]))
     if node.op_type in IN_FLOAT32 and actual.dtype.kind in "iu":
-        stacked = float32_candidates(node, operands)
-        if stacked is None or stacked.shape[1:] != actual.shape:
+        computed = float32_result(node, operands)
+        if computed is None or computed.shape != actual.shape:
             return None
-        return np.any(actual[np.newaxis] == written(stacked, actual.dtype), axis=0)
+        return np.asarray(actual == written(computed, actual.dtype))
     if node.op_type in _WRAPPING and len(operands) == 1 and operands[0].dtype == np.int32:
         # Abs and Neg of -2^31 wrap to -2^31 (measured), a value SONNX's own int32 domain excludes
         computed = _WRAPPING[node.op_type](operands[0]).astype(np.int64)
