@@ -352,3 +352,6 @@ BEHAVIOURS["SOFTMAX-SUBNORMAL-RANGE-LOST"] = subnormal_case
 from behaviours_unsigned import unsigned_case  # noqa: E402
 
 BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case
+from behaviours_tract_activations import leaky_relu_case  # noqa: E402
+
+BEHAVIOURS["LEAKYRELU-ZERO-TIMES-ALPHA"] = leaky_relu_case
