@@ -8,7 +8,6 @@ import numpy as np
 from test_known_operators import crafted, node_model
 
 from sonnx_check import reference
-
 from sonnx_check.compare.judging.known_departures import DivergenceCase
 
 
