@@ -355,3 +355,6 @@ BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case
 from behaviours_tract_activations import leaky_relu_case  # noqa: E402
 
 BEHAVIOURS["LEAKYRELU-ZERO-TIMES-ALPHA"] = leaky_relu_case
+from behaviours_conv_channel_pad import read_only_case  # noqa: E402
+
+BEHAVIOURS["BFLOAT16-CHANNEL-PAD-READS-NEXT-PIXEL"] = read_only_case
