@@ -39,7 +39,9 @@ def _chain_case(seed: int, round_product: bool, round_sum: bool, plant: bool = F
         actual[-1] += F16(0.5)  # far beyond any rounding of the chain
     found = case_of(outer, [inner_sum, d], lambda *_: actual)
     mul_producer = Upstream(mul.graph.node[0], 0, [a, b])
-    inner_producer = Upstream(inner.graph.node[0], 0, [product, c], lambda k: mul_producer if k == 0 else None)
+    inner_producer = Upstream(
+        inner.graph.node[0], 0, [product, c], lambda k: mul_producer if k == 0 else None
+    )
     return replace(found, upstream=lambda k: inner_producer if k == 0 else None)
 
 

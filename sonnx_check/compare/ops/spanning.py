@@ -157,9 +157,10 @@ def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
 
 def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
     """float16: the node and its float16 producers (up to eight levels up) computed in float32, each
-    intermediate kept in float32 or rounded to float16 as the runtime chooses, the result rounded to float16,
-    where SONNX rounds every node's result to float16. The chain's value is carried in float64 with the radius its float32 evaluation may lie
-    within (each node's roundings; a sum of products' gamma_n(2^-24) sum |terms|, in any order); the element
+    intermediate kept in float32 or rounded to float16 as the runtime chooses, the result rounded to
+    float16, where SONNX rounds every node's result to float16. The chain's value is carried in float64 with
+    the radius its float32 evaluation may lie within (each node's roundings; a sum of products'
+    gamma_n(2^-24) sum |terms|, in any order; an intermediate's float16 rounding); the element
     is explained when it lies between the float16 roundings of value - radius and value + radius. Covered
     operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm, BatchNormalization (and Flatten,
     which moves its elements, inside a chain)."""
