@@ -91,3 +91,16 @@ def _bfloat16_only(x: np.ndarray, w: np.ndarray, pad: int, stride: int) -> np.nd
     padded_channels = np.concatenate([x, np.zeros_like(x[:, :1])], axis=1)
     padded_weights = np.concatenate([w, np.zeros_like(w[:, :1])], axis=1)
     return openvino_bfloat16_conv(padded_channels, padded_weights, pad, stride)
+
+
+def test_a_nan_the_bfloat16_convolution_gives_by_itself_is_not_the_reads() -> None:
+    # +inf and -inf meet in the windows of outputs (0..2, 0..2) with positive weights: NaN without any read
+    # (tract gives such NaN too: a float32 overflow against an infinity); the read reaches (1..3, 1..3)
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-1, 1, (1, 3, 6, 8)).astype(np.float32)
+    x[0, 0, 2, 3] = np.inf
+    x[0, 1, 1, 1], x[0, 2, 1, 1] = np.inf, -np.inf
+    case = conv_case(x, rng.uniform(0.1, 1, (1, 3, 3, 3)).astype(np.float32))
+    explained = _explains(case)[0, 0]
+    assert np.isnan(case.actual[0, 0, 1:3, 1:3]).all() and not explained[1:3, 1:3].any()
+    assert explained[3, 3] and explained[1, 3]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
-from sonnx_check.compare.ops.reduced_precision import round_to_bfloat16
+from sonnx_check.compare.ops.reduced_precision import recomputed, round_to_bfloat16
 
 
 def _box_any(
@@ -37,7 +37,7 @@ def _window_bounds(out: int, stride: int, pad: int, kernel: int, size: int) -> t
 def next_pixel_read(case: DivergenceCase) -> np.ndarray:
     """float32 Conv, one group, no dilation, an odd number (3 or more) of input channels: NaN at an output
     whose window holds a pixel followed, in its row, by a first-channel value infinite in bfloat16, except
-    in the last output column."""
+    in the last output column, where the convolution on bfloat16 operands is not NaN by itself."""
     x, w = input_value(case, 0), input_value(case, 1)
     actual = case.actual
     if x is None or w is None or actual.dtype != np.float32 or x.ndim != 4 or w.ndim != 4 or actual.ndim != 4:
@@ -62,4 +62,12 @@ def next_pixel_read(case: DivergenceCase) -> np.ndarray:
         infinite = np.isinf(round_to_bfloat16(x[:, 0].astype(np.float32)))
     reach = _box_any(infinite, rows, following)
     reach[:, :, -1] = False  # the last output column does not read past its window
-    return np.isnan(actual) & reach[:, None, :, :]
+    candidates = np.isnan(actual) & reach[:, None, :, :]
+    if not candidates.any():
+        return candidates
+    # the read's NaN only: where the convolution on bfloat16 operands is NaN by itself, the NaN is
+    # BFLOAT16-INFERENCE's (or an overflow's), not this read's
+    found = recomputed(case, round_to_bfloat16, (0, 1))
+    if found is None:
+        return none(case)
+    return candidates & ~np.isnan(found[0])
