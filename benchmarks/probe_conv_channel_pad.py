@@ -1,9 +1,10 @@
 """Measure BFLOAT16-CHANNEL-PAD-READS-NEXT-PIXEL against OpenVINO (no sonnx-check here): one-node float32
 Conv models compiled for the CPU plugin in its default precision (bfloat16 on a CPU with AVX-512 BF16 or AMX)
-and with INFERENCE_PRECISION_HINT=f32, fed normal values with 3 % of +-inf and +-FLT_MAX. For each
+and with INFERENCE_PRECISION_HINT=f32, float32 and float16 models, fed normal values with 3 % of +-inf, NaN
+and the type's largest finite values. For each
 configuration it counts the NaN the runtime gives where the convolution on bfloat16-rounded operands gives
 none, and compares them with the rule rules/Conv.toml declares (NaN at an output whose window holds a pixel
-followed in its row by a first-channel value infinite in bfloat16, odd channel count >= 3, not the last
+followed in its row by a first-channel value not finite in bfloat16, odd channel count >= 3, not the last
 output column): 'missed' NaN the rule does not predict, 'extra' predictions the runtime did not make.
 
     python benchmarks/probe_conv_channel_pad.py [--trials 15]
@@ -36,9 +37,10 @@ def compiled(core, shape, weights: np.ndarray, pad: int, stride: int, precision:
         "Conv", ["x", "w"], ["y"], kernel_shape=[kernel, kernel], pads=[pad] * 4, strides=[stride] * 2,
         dilations=[1, 1], group=1,
     )  # fmt: skip
+    element = TensorProto.FLOAT16 if weights.dtype == np.float16 else TensorProto.FLOAT
     graph = helper.make_graph(
-        [node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [node], "conv", [helper.make_tensor_value_info("x", element, list(shape))],
+        [helper.make_tensor_value_info("y", element, None)],
         [numpy_helper.from_array(weights, "w")],
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -63,7 +65,7 @@ def bfloat16_convolution(x: np.ndarray, w: np.ndarray, pad: int, stride: int) ->
 def declared_rule(x: np.ndarray, pad: int, kernel: int, stride: int, out_h: int, out_w: int) -> np.ndarray:
     if x.shape[1] < 3 or x.shape[1] % 2 == 0:
         return np.zeros((x.shape[0], out_h, out_w), bool)
-    infinite = np.isinf(bfloat16(x[:, 0]))
+    infinite = ~np.isfinite(bfloat16(x[:, 0]))
     height, width = x.shape[2:]
     found = np.zeros((x.shape[0], out_h, out_w), bool)
     for i in range(out_h):
@@ -85,31 +87,35 @@ def main() -> None:
     core = ov.Core()
     rng = np.random.default_rng(1)
     print(f"openvino {ov.get_version()}")
-    print("precision  batch ch  HxW    pad k s   NaN not in the bf16 convolution   missed  extra")
-    for precision in (None, "f32"):
+    print("precision  model    batch ch  HxW    pad k s   NaN not in the bf16 convolution   missed  extra")
+    for precision, dtype in [(None, np.float32), (None, np.float16), ("f32", np.float32)]:
         for batch, channels, height, width, pad, kernel, stride in CONFIGURATIONS:
-            weights = (
-                np.random.default_rng(0).uniform(-1, 1, (4, channels, kernel, kernel)).astype(np.float32)
-            )
+            shape = (4, channels, kernel, kernel)
+            weights = np.random.default_rng(0).uniform(-1, 1, shape).astype(dtype)
             model = compiled(core, (batch, channels, height, width), weights, pad, stride, precision)
             applied = str(model.get_property("INFERENCE_PRECISION_HINT"))
             total = missed = extra = 0
             for _ in range(args.trials):
-                x = rng.standard_normal((batch, channels, height, width)).astype(np.float32)
+                x = rng.standard_normal((batch, channels, height, width)).astype(dtype)
                 specials = rng.random(x.shape) < 0.03
-                x[specials] = rng.choice([np.inf, -np.inf, FLT_MAX, -FLT_MAX], int(specials.sum()))
+                top = float(np.finfo(dtype).max)
+                x[specials] = rng.choice([np.inf, -np.inf, np.nan, top, -top], int(specials.sum()))
                 y = model([x])[model.outputs[0]]
-                reference = bfloat16_convolution(x, weights, pad, stride)
+                reference = bfloat16_convolution(
+                    x.astype(np.float32), weights.astype(np.float32), pad, stride
+                )
                 runtime_nan = np.isnan(y) & ~np.isnan(reference)
-                rule = declared_rule(x, pad, kernel, stride, *y.shape[2:])[:, None] & ~np.isnan(reference)
+                rule = declared_rule(x.astype(np.float32), pad, kernel, stride, *y.shape[2:])[
+                    :, None
+                ] & ~np.isnan(reference)
                 if "bf16" not in applied and "bfloat16" not in applied:
                     rule = np.zeros_like(rule)  # the rule is bfloat16 inference's
                 total += int(runtime_nan.sum())
                 missed += int((runtime_nan & ~rule).sum())
                 extra += int((rule & ~runtime_nan).sum())
             print(
-                f"{applied:10} {batch:5} {channels:2} {height:3}x{width:<3} {pad:3} {kernel} {stride}"
-                f"   {total:31}   {missed:6} {extra:6}"
+                f"{applied:10} {np.dtype(dtype).name:8} {batch:5} {channels:2} {height:3}x{width:<3} {pad:3}"
+                f" {kernel} {stride}   {total:31}   {missed:6} {extra:6}"
             )
 
 

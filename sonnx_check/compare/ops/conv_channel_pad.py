@@ -1,18 +1,23 @@
 """BFLOAT16-CHANNEL-PAD-READS-NEXT-PIXEL (declared in rules/Conv.toml): OpenVINO's CPU plugin in bfloat16
 inference (its default on a CPU with AVX-512 BF16 or AMX) pairs a Conv's input channels for its bfloat16
 dot products; with an odd channel count (3, 5, 7: an RGB first layer) the pair left open takes a zero weight
-and reads the value that follows in memory, the first channel of the next pixel. A value that is infinite in
-bfloat16 there (+-inf, or a float32 above 3.3961e38, which rounds to infinity) makes 0 * inf = NaN in every
-output whose window holds the pixel before it. Measured (benchmarks/probe_conv_channel_pad.py, OpenVINO
+and reads the value that follows in memory, the first channel of the next pixel. A value that is not finite
+in bfloat16 there (NaN, +-inf, or a float32 above 3.3961e38, which rounds to infinity) makes 0 * inf = NaN
+in every output whose window holds the pixel before it. Measured (benchmarks/probe_conv_channel_pad.py, OpenVINO
 2026.4.1): exactly those outputs, over kernels 3 and 5, strides 1 and 2, pads 0 to 2, batches 1 and 2,
-3, 5 and 7 channels, except in the last output column (computed without the read)."""
+3, 5 and 7 channels, float32 and float16 models, except in the last output column (computed without the
+read)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
 from sonnx_check.compare.ops.reduced_precision import recomputed, round_to_bfloat16
+
+_READ_TYPES = (np.dtype(np.float32), np.dtype(np.float16))  # a float16 model runs in bfloat16 too
 
 
 def _box_any(
@@ -35,12 +40,20 @@ def _window_bounds(out: int, stride: int, pad: int, kernel: int, size: int) -> t
 
 
 def next_pixel_read(case: DivergenceCase) -> np.ndarray:
-    """float32 Conv, one group, no dilation, an odd number (3 or more) of input channels: NaN at an output
-    whose window holds a pixel followed, in its row, by a first-channel value infinite in bfloat16, except
-    in the last output column, where the convolution on bfloat16 operands is not NaN by itself."""
+    """float32 or float16 Conv, one group, no dilation, an odd number (3 or more) of input channels: NaN at
+    an output whose window holds a pixel followed, in its row, by a first-channel value not finite in
+    bfloat16, except in the last output column, where the convolution on bfloat16 operands is not NaN by
+    itself."""
     x, w = input_value(case, 0), input_value(case, 1)
     actual = case.actual
-    if x is None or w is None or actual.dtype != np.float32 or x.ndim != 4 or w.ndim != 4 or actual.ndim != 4:
+    if (
+        x is None
+        or w is None
+        or actual.dtype not in _READ_TYPES
+        or x.ndim != 4
+        or w.ndim != 4
+        or actual.ndim != 4
+    ):
         return none(case)
     channels = x.shape[1]
     pads = list(attribute(case.node, "pads", [0, 0, 0, 0]))
@@ -59,15 +72,16 @@ def next_pixel_read(case: DivergenceCase) -> np.ndarray:
     # each real pixel of the window reads the next pixel's first channel: columns [start + 1, end + 1)
     following = (np.minimum(start + 1, width), np.minimum(end + 1, width))
     with np.errstate(invalid="ignore"):
-        infinite = np.isinf(round_to_bfloat16(x[:, 0].astype(np.float32)))
-    reach = _box_any(infinite, rows, following)
+        not_finite = ~np.isfinite(round_to_bfloat16(x[:, 0].astype(np.float32)))
+    reach = _box_any(not_finite, rows, following)
     reach[:, :, -1] = False  # the last output column does not read past its window
     candidates = np.isnan(actual) & reach[:, None, :, :]
     if not candidates.any():
         return candidates
     # the read's NaN only: where the convolution on bfloat16 operands is NaN by itself, the NaN is
     # BFLOAT16-INFERENCE's (or an overflow's), not this read's
-    found = recomputed(case, round_to_bfloat16, (0, 1))
+    widened = [None if v is None else np.asarray(v).astype(np.float32) for v in case.inputs]
+    found = recomputed(replace(case, inputs=widened), round_to_bfloat16, (0, 1))
     if found is None:
         return none(case)
     return candidates & ~np.isnan(found[0])
