@@ -3,10 +3,10 @@ inference (its default on a CPU with AVX-512 BF16 or AMX) pairs a Conv's input c
 dot products; with an odd channel count (3, 5, 7: an RGB first layer) the pair left open takes a zero weight
 and reads the value that follows in memory, the first channel of the next pixel. A value that is not finite
 in bfloat16 there (NaN, +-inf, or a float32 above 3.3961e38, which rounds to infinity) makes 0 * inf = NaN
-in every output whose window holds the pixel before it. Measured (benchmarks/probe_conv_channel_pad.py, OpenVINO
-2026.4.1): exactly those outputs, over kernels 3 and 5, strides 1 and 2, pads 0 to 2, batches 1 and 2,
-3, 5 and 7 channels, float32 and float16 models, except in the last output column (computed without the
-read)."""
+in every output whose window holds the pixel before it. Measured (benchmarks/probe_conv_channel_pad.py,
+OpenVINO 2026.4.1): exactly those outputs, over kernels 3 and 5, strides 1 and 2, pads 0 to 2, batches 1
+and 2, 3, 5 and 7 channels, float32 and float16 models, except in the last output column (computed without
+the read)."""
 
 from __future__ import annotations
 
