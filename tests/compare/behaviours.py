@@ -353,3 +353,9 @@ BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case
 from behaviours_integers import relu_int32_case  # noqa: E402
 
 BEHAVIOURS["INTEGER-IN-FLOAT32"] = relu_int32_case
+from behaviours_tract_activations import leaky_relu_case  # noqa: E402
+
+BEHAVIOURS["LEAKYRELU-ZERO-TIMES-ALPHA"] = leaky_relu_case
+from behaviours_conv_channel_pad import read_only_case  # noqa: E402
+
+BEHAVIOURS["BFLOAT16-CHANNEL-PAD-READS-NEXT-PIXEL"] = read_only_case

@@ -137,13 +137,23 @@ def _pooling_x(case: DivergenceCase) -> np.ndarray | None:
     return x
 
 
+def plane_starts(x: np.ndarray) -> np.ndarray:
+    """The flat index of the first element of each (batch, channel) plane of ``x`` (N x C x 1 x 1): the
+    index a runtime keeps for a window in which no element beat its start value (OpenVINO 2026.4.1 and
+    tract 0.23.9 both: 0 in the first channel, c*H*W in channel c)."""
+    batch, channels = x.shape[:2]
+    plane = int(np.prod(x.shape[2:]))
+    return (np.arange(batch * channels, dtype=np.int64) * plane).reshape(batch, channels, 1, 1)
+
+
 def index_zero_for_empty_window(case: DivergenceCase) -> np.ndarray:
-    """Indices: 0 for a window none of whose real elements is above -inf (all -inf or NaN, or padding
-    only), where SONNX gives the index of the window's first real element; 0 lies outside most windows."""
+    """Indices: the first element of the output's own plane for a window none of whose real elements is
+    above -inf (all -inf or NaN, or padding only), where SONNX gives the index of the window's first real
+    element; the plane's first element lies outside most windows."""
     x = _pooling_x(case)
     if x is None or x.dtype.kind != "f" or case.actual.dtype.kind not in "iu":
         return none(case)
     values, valid = window_values(x, case.node, case.actual.shape)
     with np.errstate(invalid="ignore"):
         above = valid & (values > -np.inf)
-    return ~above.any(axis=-1) & (case.actual == 0)
+    return ~above.any(axis=-1) & (case.actual == plane_starts(x))

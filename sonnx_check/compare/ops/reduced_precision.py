@@ -38,7 +38,7 @@ def flush_subnormals(values: np.ndarray) -> np.ndarray:
     return np.where(subnormal, np.copysign(np.zeros((), values.dtype), values), values)
 
 
-def _recomputed(
+def recomputed(
     case: DivergenceCase, convert: Callable[[np.ndarray], np.ndarray], positions: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]] | None:
     """The SONNX result on the operands at ``positions`` converted, its sum |terms| (float64), the
@@ -86,7 +86,7 @@ def bfloat16_inference(case: DivergenceCase) -> np.ndarray:
     positions = _OPERANDS.get(case.node.op_type)
     if case.actual.dtype != np.float32 or positions is None:
         return none(case)
-    found = _recomputed(case, round_to_bfloat16, positions)
+    found = recomputed(case, round_to_bfloat16, positions)
     if found is None:
         return none(case)
     result, magnitude, operands = found
@@ -129,7 +129,7 @@ def subnormal_operands_as_zero(case: DivergenceCase) -> np.ndarray:
         held = any(((v != 0) & (np.abs(v) < tiny)).any() for v in values)
     if not held:
         return none(case)
-    found = _recomputed(case, flush_subnormals, floats)
+    found = recomputed(case, flush_subnormals, floats)
     if found is None:
         return none(case)
     result, magnitude, operands = found

@@ -8,6 +8,7 @@ import numpy as np
 from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_error
 from sonnx_check.compare.judging.known_departures import DivergenceCase, doubles, none
 from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.ops.clamped_rational import APPROXIMATED, in_output_type, rounding_slack
 
 
 def _sigmoid(data: NodeData) -> RuleResult:
@@ -64,17 +65,18 @@ RATIONAL_PLATEAUS = tuple(float(v) for v in np.array([0x34F00000, 0x3F7FFFF8], n
 
 
 def sigmoid_clamped_rational(case: DivergenceCase) -> np.ndarray:
-    """float32: a value between the two plateaus within 2^-21 of SONNX's in absolute terms (its finite and
+    """float32, and float16 as the float32 result rounded (clamped_rational.py): a value between the two
+    plateaus within 2^-21 of SONNX's in absolute terms (its finite and
     infinite inputs), or, for a NaN of X, the lower plateau: what the approximation gives, not any value (a
     result below the lower plateau, as onnxruntime's near-zero ones, is not the approximation's). The
     elements ``sigmoid_float_absolute`` explains (below 1/2, within 2^-22) are left to it: the same
     absolute-error behaviour, so a report names one ID for them whichever runtime gave them."""
-    if case.actual.dtype != np.float32:
+    if case.actual.dtype not in APPROXIMATED:
         return none(case)
     e, a = doubles(case)
-    low, high = RATIONAL_PLATEAUS
+    low, high = (in_output_type(v, case) for v in RATIONAL_PLATEAUS)
     with np.errstate(invalid="ignore"):
         between = (a >= low) & (a <= high)
-        close = between & (np.abs(a - e) <= RATIONAL_ABSOLUTE)
+        close = between & (np.abs(a - e) <= RATIONAL_ABSOLUTE + rounding_slack(case))
         nan_at_plateau = np.isnan(e) & (a == low)
     return (close & ~sigmoid_float_absolute(case)) | nan_at_plateau

@@ -32,6 +32,8 @@ def _run(node: object, inputs: Sequence[np.ndarray | None], position: int) -> np
 _SUMS = ("Conv", "MatMul", "Gemm")  # sums of products: their float32 result depends on the summation order
 _MONOTONE = ("Relu", "MaxPool", "Max", "Clip")  # the radius of the result is at most the inputs' largest
 _F32_U = 2.0**-24
+_F16_U = 2.0**-11
+_F16_SUBNORMAL_HALF_ULP = 2.0**-25
 _DEPTH = 8  # producers followed up the chain at most
 Widened = tuple[np.ndarray, np.ndarray]  # a float32 chain's value in float64 and the radius it lies within
 
@@ -115,6 +117,15 @@ def _batchnorm_radius(node: onnx.NodeProto, centers: list[np.ndarray | None], r_
         return np.abs(k) * np.broadcast_to(r_x, x.shape) + own
 
 
+def _either_rounding(center: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """The radius of an intermediate of the chain that the runtime may also round to float16 (a tensor it
+    materialises: one with two consumers, or one it exposes as a graph output): the float16 rounding of a
+    value within ``radius`` of ``center`` is at most half a float16 ulp of it away (relative 2^-11, or 2^-25
+    among the subnormals). Measured: OpenVINO 2026.4.1 (f32 hint) on a float16 CNN whose Add takes a MaxPool
+    and the Conv fed by it (benchmarks/probe_float16_cnns.py's matmul_cnn_float16)."""
+    return radius + (np.abs(center) + radius) * _F16_U + _F16_SUBNORMAL_HALF_ULP
+
+
 def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
                    upstream: object, position: int, depth: int) -> Widened | None:  # fmt: skip
     """``node``'s output ``position`` when it and its float16 producers (up to ``depth`` levels) compute in
@@ -132,7 +143,7 @@ def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
                 )
         if found is not None:
             centers.append(found[0])
-            radii.append(found[1])
+            radii.append(_either_rounding(*found))
         else:
             wide = None if value is None else value.astype(np.float64)
             centers.append(wide)
@@ -145,10 +156,11 @@ def _widened_value(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None],
 
 
 def float16_widened_chain(case: DivergenceCase) -> np.ndarray:
-    """float16: the node and its float16 producers (up to eight levels up) computed in float32 with no
-    float16 rounding in between, the result rounded to float16 once, where SONNX rounds every node's result
-    to float16. The chain's value is carried in float64 with the radius its float32 evaluation may lie
-    within (each node's roundings; a sum of products' gamma_n(2^-24) sum |terms|, in any order); the element
+    """float16: the node and its float16 producers (up to eight levels up) computed in float32, each
+    intermediate kept in float32 or rounded to float16 as the runtime chooses, the result rounded to
+    float16, where SONNX rounds every node's result to float16. The chain's value is carried in float64 with
+    the radius its float32 evaluation may lie within (each node's roundings; a sum of products'
+    gamma_n(2^-24) sum |terms|, in any order; an intermediate's float16 rounding); the element
     is explained when it lies between the float16 roundings of value - radius and value + radius. Covered
     operators: Add, Sub, Mul, Relu, Max, Clip, MaxPool, Conv, MatMul, Gemm, BatchNormalization (and Flatten,
     which moves its elements, inside a chain)."""

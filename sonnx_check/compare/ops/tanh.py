@@ -8,6 +8,7 @@ import numpy as np
 from sonnx_check.compare.judging.floats import ceil_log2
 from sonnx_check.compare.judging.known_departures import DivergenceCase, Predicate, doubles, none
 from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
+from sonnx_check.compare.ops.clamped_rational import APPROXIMATED, in_output_type, rounding_slack
 
 
 def _tanh(data: NodeData) -> RuleResult:
@@ -65,14 +66,16 @@ RATIONAL_TOP = float(np.array([0x3F7FFFF8], np.uint32).view(np.float32)[0])
 
 
 def tanh_clamped_rational(case: DivergenceCase) -> np.ndarray:
-    """float32: a value within [-0.99999952, 0.99999952] and 2^-20 of SONNX's in absolute terms, or, for a
-    NaN of X, the lower plateau (-0.99999952 up to -1 + 2^-20). The elements ``float_rational`` explains
-    (near saturation within 2^-21) are left to it: the same kind of approximation, one ID for them."""
-    if case.actual.dtype != np.float32:
+    """float32, and float16 as the float32 result rounded (clamped_rational.py, where the plateau rounds to
+    1): a value within [-0.99999952, 0.99999952] and 2^-20 of SONNX's in absolute terms, or, for a NaN of X,
+    the lower plateau (-0.99999952 up to -1 + 2^-20). The elements ``float_rational`` explains (near
+    saturation within 2^-21) are left to it: the same kind of approximation, one ID for them."""
+    if case.actual.dtype not in APPROXIMATED:
         return none(case)
     e, a = doubles(case)
+    top = in_output_type(RATIONAL_TOP, case)
     with np.errstate(invalid="ignore"):
-        inside = np.abs(a) <= RATIONAL_TOP
-        close = inside & (np.abs(a - e) <= RATIONAL_ABSOLUTE)
-        nan_at_plateau = np.isnan(e) & (a >= -RATIONAL_TOP) & (a <= -1 + RATIONAL_ABSOLUTE)
+        inside = np.abs(a) <= top
+        close = inside & (np.abs(a - e) <= RATIONAL_ABSOLUTE + rounding_slack(case))
+        nan_at_plateau = np.isnan(e) & (a >= -top) & (a <= -1 + RATIONAL_ABSOLUTE)
     return (close & ~float_rational(case)) | nan_at_plateau
