@@ -95,16 +95,23 @@ class InProcessSession:
         threads: int = INTRA_OP_THREADS,
         providers: Sequence[str] = (PROVIDER,),
         options: Sequence[tuple[str, str]] = (),
+        initializers: Mapping[str, np.ndarray] | None = None,
     ) -> None:
+        """``initializers``: arrays the model's placeholders of the same names stand for
+        (worker/shared_weights): onnxruntime computes on them where they lie, without a copy."""
         ort = _import_ort()
         self._errors = _ort_errors()
         given = dict(options)  # --runtime-option: the thread count, or session configuration entries
         if "intra_op_num_threads" in given:
             threads = int(given.pop("intra_op_num_threads"))
         session_options, self.applied_level = _session_options(ort, level, arena, threads)
+        # held as long as the session: onnxruntime keeps pointers into them, not copies
+        self._initializers = [ort.OrtValue.ortvalue_from_numpy(a) for a in (initializers or {}).values()]
         try:
             for key, value in given.items():
                 session_options.add_session_config_entry(key, value)
+            if initializers:
+                session_options.add_external_initializers(list(initializers), self._initializers)
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         # what the record shows beside the version and providers: the options given, as applied
@@ -118,6 +125,11 @@ class InProcessSession:
         self.version = ort.__version__
         self.providers = tuple(self._session.get_providers())
         self.output_names = tuple(o.name for o in self._session.get_outputs())
+
+    @staticmethod
+    def takes_initializers() -> bool:
+        """Whether this onnxruntime takes initializers from memory (1.21, the oldest supported, does)."""
+        return hasattr(_import_ort().SessionOptions, "add_external_initializers")
 
     def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         try:

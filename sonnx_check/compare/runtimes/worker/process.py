@@ -51,7 +51,7 @@ from sonnx_check.children import (
 from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.base import STAGES, RunnerUnavailable
 from sonnx_check.compare.runtimes.base import RunFailure as RuntimeRefusal
-from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays
+from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays, shared_weights
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
@@ -109,10 +109,12 @@ class Worker:
         # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
         self._stderr = tempfile.TemporaryFile()
         self._requests, self._replies = shared_arrays.Region.create(), shared_arrays.Region.create()
-        regions = [r.fd for r in (self._requests, self._replies) if r is not None]
+        # the model's weights, written once (shared_weights): the worker maps them, never copies them
+        self.weights = shared_arrays.Region.create()
+        regions = [r.fd for r in (self._requests, self._replies, self.weights) if r is not None]
         env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
-        if len(regions) == 2:
-            env[_REGIONS_VARIABLE] = f"{regions[0]},{regions[1]}"
+        if len(regions) == 3:
+            env[_REGIONS_VARIABLE] = ",".join(map(str, regions))
         else:  # no shared memory here: everything through the pipes
             self._close_regions()
         try:
@@ -234,10 +236,10 @@ class Worker:
         remove_private_home(self._home)
 
     def _close_regions(self) -> None:
-        for region in (self._requests, self._replies):
+        for region in (self._requests, self._replies, self.weights):
             if region is not None:
                 region.close()
-        self._requests = self._replies = None
+        self._requests = self._replies = self.weights = None
 
 
 def private_home() -> Path:
@@ -325,24 +327,59 @@ def _session_model(
     return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
 
 
-def _regions() -> tuple[shared_arrays.Region, shared_arrays.Region] | None:
-    """The request and reply regions the parent handed over, if any."""
+Regions = tuple[shared_arrays.Region, shared_arrays.Region, shared_arrays.Region]
+
+
+def _open(
+    engine: str,
+    serialized: bytes,
+    initializers: dict[str, Any],
+    level: str,
+    budget: int | None,
+    threads: int,
+    providers: Any,
+    options: Any,
+) -> Any:
+    """A session of ``engine`` on ``serialized`` whose placeholders are ``initializers`` (shared_weights):
+    given as they lie to a runtime that takes them, filled into the model's bytes for one that does not."""
+    opened = engines.session_class(engine)
+    given: dict[str, Any] = {}
+    if initializers and getattr(opened, "takes_initializers", lambda: False)():
+        given["initializers"] = initializers
+    elif initializers:
+        serialized = model_bytes.with_data(serialized, initializers)
+    # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves in growing
+    # chunks); it changes how memory is obtained, never what is computed.
+    return opened(
+        serialized,
+        level,
+        arena=budget is None,
+        threads=threads,
+        providers=providers,
+        options=options,
+        **given,
+    )
+
+
+def _regions() -> Regions | None:
+    """The request, reply and weights regions the parent handed over, if any."""
     given = os.environ.get(_REGIONS_VARIABLE)
     if not given:
         return None
-    inbound, outbound = (int(fd) for fd in given.split(","))
-    return shared_arrays.Region(inbound), shared_arrays.Region(outbound)
+    inbound, outbound, weights = (shared_arrays.Region(int(fd)) for fd in given.split(","))
+    return inbound, outbound, weights
 
 
 def _serve(
     requests: IO[bytes],
     replies: IO[bytes],
-    regions: tuple[shared_arrays.Region, shared_arrays.Region] | None = None,
+    regions: Regions | None = None,
 ) -> None:
     sessions: dict[int, Any] = {}  # each an InProcessSession of its engine
     base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
+    weights: shared_weights.Mapped | None = None  # the base model's large initializers, where they lie
     limited = False
-    inbound, outbound = regions if regions is not None else (None, None)
+    inbound, outbound, held = regions if regions is not None else (None, None, None)
     while True:
         try:
             framing = pickle.load(requests)
@@ -375,25 +412,24 @@ def _serve(
                 ) = request[1:]
                 del request
                 if sent_base is not None:
-                    base = bytes(sent_base)  # kept: a copy of its own, out of the region
-                    del sent_base
+                    base_bytes, table = sent_base
+                    base = bytes(base_bytes)  # kept: a copy of its own, out of the region (the graph only)
+                    if table:
+                        assert held is not None, "shared weights without their region"
+                        weights = shared_weights.Mapped(held.fd, table)
+                    del sent_base, base_bytes
                 serialized = _session_model(own, base, outputs, constants)
+                initializers = {}
+                if weights is not None and (own is None or constants):
+                    initializers = weights.named(None if own is None else constants)
                 del own
                 if inbound is not None:
                     inbound.release()  # the model's bytes were copied out: not held twice while it loads
                 if budget is not None:
-                    limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
-                # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
-                # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = engines.session_class(engine)(
-                    serialized,
-                    level,
-                    arena=budget is None,
-                    threads=threads,
-                    providers=providers,
-                    options=options,
-                )
-                del serialized
+                    size = len(serialized) + sum(a.nbytes for a in initializers.values())
+                    limited = _limit_memory(budget + _SESSION_COPIES * size)
+                session = _open(engine, serialized, initializers, level, budget, threads, providers, options)
+                del serialized, initializers
                 sessions[key] = session
                 if budget is not None:
                     limited = _limit_memory(budget)

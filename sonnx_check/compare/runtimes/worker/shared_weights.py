@@ -1,0 +1,174 @@
+"""The model's weights held once between sonnx-check and its worker process (issue 31).
+
+sonnx-check sends its worker the model's graph without the data of its large initializers, each replaced by
+a placeholder (its name, type and shape, its data "external" at a location no file has), and writes their
+data once into an anonymous shared memory file of that worker (``shared_arrays.Region``). The worker maps
+that file and hands onnxruntime numpy views of it (``SessionOptions.add_external_initializers``): the
+session computes on the weights where they lie, and every session of the comparison (the model with its
+intermediate tensors exposed, the edge battery's models that take the model's weights) shares the same
+pages. Before, the model's bytes were serialised in sonnx-check, copied into the worker, kept there for
+later sessions, copied again per session, then parsed and copied into onnxruntime's tensors.
+
+A runtime that cannot take weights from memory (OpenVINO, tract, an onnxruntime without the call) gets
+the placeholders filled back in (``model_bytes.with_data``): the same model, at the old cost.
+
+What stays in the graph: small initializers (under ``SMALL`` bytes: shapes, axes, scalars that shape
+inference reads while the model loads), initializers that are also graph inputs (a feed may replace
+them), types numpy cannot hold, data that does not decode, and repeated names (onnxruntime takes the last;
+placeholders would blur which). The bits onnxruntime computes on are the same either way.
+
+The sonnx-check side imports onnx (it holds the model as a ModelProto); the worker side needs only numpy.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
+
+    from sonnx_check.compare.runtimes.worker.shared_arrays import Region
+
+SMALL = 1 << 10  # bytes: an initializer smaller than this stays in the graph
+# where a placeholder's data "is": no file has this name, so a runtime given a placeholder unfilled says so
+LOCATION = "sonnx-check-shared-weights"
+
+# TensorProto data types numpy holds as they are (onnx.proto numbering): the others stay in the graph
+_NUMPY_TYPES = {
+    1: "<f4",  # FLOAT
+    2: "u1",  # UINT8
+    3: "i1",  # INT8
+    4: "<u2",  # UINT16
+    5: "<i2",  # INT16
+    6: "<i4",  # INT32
+    7: "<i8",  # INT64
+    9: "?",  # BOOL
+    10: "<f2",  # FLOAT16
+    11: "<f8",  # DOUBLE
+    12: "<u4",  # UINT32
+    13: "<u8",  # UINT64
+}
+
+
+@dataclass(frozen=True)
+class Weight:
+    """Where one initializer's data lies in the shared file."""
+
+    name: str
+    dtype: str  # numpy's type string, little-endian as ONNX stores it
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+
+
+Table = tuple[Weight, ...]
+
+
+def split(model: onnx.ModelProto, region: Region, small: int = SMALL) -> tuple[bytes, Table]:
+    """``model``'s bytes with its large initializers as placeholders, their data written into ``region``
+    one at a time (one initializer's copy at most is held beside the model here). Raises ValueError when
+    even the graph without them cannot be serialised (over 2 GiB)."""
+    import onnx
+
+    graph = model.graph
+    names = [t.name for t in graph.initializer]
+    repeated = {n for n in names if names.count(n) > 1} if len(set(names)) < len(names) else set()
+    inputs = {v.name for v in graph.input}
+    light = onnx.ModelProto()
+    _copy_fields(model, light, skip="graph")
+    _copy_fields(graph, light.graph, skip="initializer")
+    table: list[Weight] = []
+    for tensor in graph.initializer:
+        data = None
+        if tensor.name not in repeated and tensor.name not in inputs:
+            data = _data(tensor, small)
+        if data is None:
+            light.graph.initializer.add().CopyFrom(tensor)
+            continue
+        dtype, shape, raw = data
+        table.append(Weight(tensor.name, dtype, shape, region.append(raw), len(raw)))
+        del raw  # written: the next initializer's copy replaces it
+        light.graph.initializer.append(_placeholder(tensor, table[-1].nbytes))
+    return light.SerializeToString(), tuple(table)
+
+
+def _copy_fields(source: Any, target: Any, skip: str) -> None:
+    """Every field of message ``source`` set in ``target`` (copied), except field ``skip``."""
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        # protobuf 7 names it is_repeated and dropped label; older ones have only label
+        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+        if repeated:
+            getattr(target, field.name).extend(value)
+        elif field.type == field.TYPE_MESSAGE:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
+
+
+def _data(tensor: onnx.TensorProto, small: int) -> tuple[str, tuple[int, ...], bytes] | None:
+    """(numpy type, shape, little-endian bytes) of an initializer worth moving, else None."""
+    dtype = _NUMPY_TYPES.get(tensor.data_type)
+    if dtype is None or tensor.data_location == tensor.EXTERNAL or tensor.segment.ByteSize():
+        return None
+    shape = tuple(int(d) for d in tensor.dims)
+    if any(d < 0 for d in shape):
+        return None
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    if nbytes < max(small, 1):
+        return None
+    if tensor.HasField("raw_data"):
+        raw = tensor.raw_data
+    else:
+        from onnx import numpy_helper
+
+        try:
+            raw = np.ascontiguousarray(numpy_helper.to_array(tensor), dtype=dtype).tobytes()
+        except (ValueError, TypeError):
+            return None  # damaged: the runtime reads (and refuses) it as it is
+    return (dtype, shape, raw) if len(raw) == nbytes else None
+
+
+def _placeholder(tensor: onnx.TensorProto, nbytes: int) -> onnx.TensorProto:
+    import onnx
+
+    placeholder = onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims)
+    placeholder.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", LOCATION), ("length", str(nbytes))):
+        entry = placeholder.external_data.add()
+        entry.key, entry.value = key, value
+    return placeholder
+
+
+# -- the worker side ----------------------------------------------------------------------------------------
+
+
+class Mapped:
+    """The worker's read of the shared weights: a copy-on-write mapping (a runtime that wrote into an
+    initializer would change its own pages, never the file) and a numpy view of each weight."""
+
+    def __init__(self, fd: int, table: Table) -> None:
+        size = max((w.offset + w.nbytes for w in table), default=0)
+        self._map = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else None
+        self.arrays: dict[str, np.ndarray] = {}
+        for weight in table:
+            dtype = np.dtype(weight.dtype)
+            view = np.frombuffer(self._map or b"", dtype, weight.nbytes // dtype.itemsize, weight.offset)
+            self.arrays[weight.name] = view.reshape(weight.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values())
+
+    def named(self, names: Mapping[str, str] | None) -> dict[str, np.ndarray]:
+        """The views a session's model needs: every weight (``names`` None, the model itself), or each
+        ``name -> weight name`` whose weight is held here (an edge battery's model)."""
+        if names is None:
+            return dict(self.arrays)
+        return {name: self.arrays[source] for name, source in names.items() if source in self.arrays}
