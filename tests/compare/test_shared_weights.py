@@ -116,6 +116,7 @@ def test_onnxruntime_computes_the_same_bits_on_the_shared_weights():
             [h.make_tensor_value_info("c", T.FLOAT, None)],
         ),
         opset_imports=[h.make_opsetid("", 13)],
+        ir_version=8,  # onnxruntime 1.21, the oldest supported, reads up to 10
     )
     carrying = onnx.ModelProto()
     carrying.CopyFrom(alone)
