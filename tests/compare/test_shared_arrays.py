@@ -199,7 +199,7 @@ def test_a_killed_worker_leaves_nothing_and_the_next_worker_has_regions_of_its_o
         worker = session._worker
         assert worker is not None
         pid = worker._process.pid
-        assert len(_region_descriptors(pid)) == 3  # requests, replies, weights: anonymous
+        assert len(_region_descriptors(pid)) == 2  # the worker's two regions, anonymous
         os.kill(pid, signal.SIGKILL)
         worker._process.wait()
         with pytest.raises(runtime.RuntimeRefusal) as crashed:
@@ -208,7 +208,7 @@ def test_a_killed_worker_leaves_nothing_and_the_next_worker_has_regions_of_its_o
         assert _region_descriptors(os.getpid()) == regions  # the dead worker's regions are closed
         out = session.run({"x": x})  # a new worker, new regions
         assert out[next(iter(out))].tobytes() == np.maximum(x, 0).tobytes()
-        assert len(_region_descriptors(os.getpid())) == len(regions) + 3
+        assert len(_region_descriptors(os.getpid())) == len(regions) + 2
     assert _region_descriptors(os.getpid()) == regions
     assert _temporary_entries() - before == set()
 

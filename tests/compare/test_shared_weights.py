@@ -4,6 +4,8 @@ from memory gets the model back whole. What a user observes: the same outputs, b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -22,7 +24,7 @@ _TYPES = [np.float32, np.float16, np.float64, np.int8, np.uint8, np.int32, np.in
 
 
 def _region() -> shared_arrays.Region:
-    region = shared_arrays.Region.create()
+    region = shared_arrays.Region.create()  # a file as the weights' is: memfd_create's needs no folder
     if region is None:
         pytest.skip("no anonymous shared files here (memfd_create)")
     return region
@@ -40,8 +42,8 @@ def _graph_model(initializers: list[onnx.TensorProto], inputs: tuple[str, ...] =
 
 
 def _filled(light: bytes, table: shared_weights.Table, region: shared_arrays.Region) -> onnx.ModelProto:
-    mapped = shared_weights.Mapped(region.fd, table)
-    return onnx.ModelProto.FromString(model_bytes.with_data(light, mapped.arrays))
+    held = shared_weights.Mapped(region.fd, table)
+    return onnx.ModelProto.FromString(model_bytes.with_data(light, held.arrays(held.named(None))))
 
 
 def _values(model: onnx.ModelProto) -> dict[str, bytes]:
@@ -106,13 +108,13 @@ def test_what_stays_in_the_graph():
 def test_onnxruntime_computes_the_same_bits_on_the_shared_weights():
     """The model's own session, a session exposing its intermediates and an edge battery's model taking
     its weights by name: each the bits of a session on a model carrying its own copy."""
-    model = conv_model(channels=16, size=8)  # 9 KiB of weights: shared
-    x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    model = conv_model(channels=16, size=4)  # 9 KiB of weights: shared
+    x = np.random.default_rng(1).standard_normal((1, 16, 4, 4)).astype(np.float32)
     alone = h.make_model(
         h.make_graph(
             [h.make_node("Conv", ["x", "kernel"], ["c"], pads=[1, 1, 1, 1])],
             "battery",
-            [h.make_tensor_value_info("x", T.FLOAT, [1, 16, 8, 8])],
+            [h.make_tensor_value_info("x", T.FLOAT, [1, 16, 4, 4])],
             [h.make_tensor_value_info("c", T.FLOAT, None)],
         ),
         opset_imports=[h.make_opsetid("", 13)],
@@ -128,11 +130,38 @@ def test_onnxruntime_computes_the_same_bits_on_the_shared_weights():
     with runtime.SessionHost() as host:
         host.set_base(model)
         shared = runtime.HeldSession(None, host=host, outputs=["c", "y"])
-        assert host._worker is not None and host._worker.weights is not None
+        worker = host._worker
+        assert worker is not None and worker.weights is not None
         got = shared.run({"x": x})
         assert got["y"].tobytes() == expected and got["c"].tobytes() == conv
         battery = runtime.HeldSession(alone, host=host, constants={"kernel": "w"})
         assert battery.run({"x": x})["c"].tobytes() == conv
+        home = worker._home
+    assert not home.exists()  # the weights' file went with the worker's folder
+
+
+def test_onnxruntime_reads_the_weights_where_sonnx_check_wrote_them():
+    """The worker neither receives nor keeps a copy of the weights: onnxruntime maps their file (a weight
+    it does not transform stays mapped while the session lives), and the file goes with the worker."""
+    weight = np.arange(1 << 20, dtype=np.float32)  # 4 MiB
+    graph = h.make_graph(
+        [h.make_node("Add", ["x", "w"], ["y"])],
+        "add",
+        [h.make_tensor_value_info("x", T.FLOAT, [1 << 20])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(weight, "w")],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=8)
+    with runtime.SessionHost() as host:
+        host.set_base(model)
+        session = runtime.HeldSession(None, host=host)
+        worker = host._worker
+        assert worker is not None
+        maps = Path(f"/proc/{worker._process.pid}/maps").read_text(encoding="utf-8")
+        assert any(line.endswith("/" + shared_weights.FILE) for line in maps.splitlines())
+        assert session.run({"x": weight})["y"].tobytes() == (weight + weight).tobytes()
+        home = worker._home
+    assert not home.exists()
 
 
 def test_a_runtime_that_cannot_take_weights_from_memory_gets_the_model_whole(monkeypatch: pytest.MonkeyPatch):
@@ -149,8 +178,8 @@ def test_a_runtime_that_cannot_take_weights_from_memory_gets_the_model_whole(mon
     region = _region()
     try:
         light, table = shared_weights.split(model, region)
-        arrays = shared_weights.Mapped(region.fd, table).arrays
-        ort_worker._open("tract", light, arrays, "default", None, 1, (), ())
+        held = shared_weights.Mapped(region.fd, table)
+        ort_worker._open("tract", light, held, held.named(None), "/nowhere", "default", None, 1, (), ())
     finally:
         region.close()
     assert _values(onnx.ModelProto.FromString(opened[0])) == _values(model)

@@ -30,6 +30,8 @@ _QUIET_LOGS = 4
 # shared CI machine spin-waits against the reference kernels and every other job. One thread also makes
 # the run reproducible whatever machine it is on (the report records the count).
 INTRA_OP_THREADS = 1
+# where onnxruntime looks for the external data of a model given as bytes (session options config keys)
+_WEIGHTS_FOLDER = "session.model_external_initializers_file_folder_path"
 
 
 # A refusal, a failure, a crash or a limit: the runner interface's failure (runners/base.py).
@@ -95,23 +97,21 @@ class InProcessSession:
         threads: int = INTRA_OP_THREADS,
         providers: Sequence[str] = (PROVIDER,),
         options: Sequence[tuple[str, str]] = (),
-        initializers: Mapping[str, np.ndarray] | None = None,
+        weights_folder: str | None = None,
     ) -> None:
-        """``initializers``: arrays the model's placeholders of the same names stand for
-        (worker/shared_weights): onnxruntime computes on them where they lie, without a copy."""
+        """``weights_folder``: where the file of the model's external weights lies (worker/shared_weights:
+        the model was sent without them); onnxruntime maps them from it rather than copying them."""
         ort = _import_ort()
         self._errors = _ort_errors()
         given = dict(options)  # --runtime-option: the thread count, or session configuration entries
         if "intra_op_num_threads" in given:
             threads = int(given.pop("intra_op_num_threads"))
         session_options, self.applied_level = _session_options(ort, level, arena, threads)
-        # held as long as the session: onnxruntime keeps pointers into them, not copies
-        self._initializers = [ort.OrtValue.ortvalue_from_numpy(a) for a in (initializers or {}).values()]
         try:
             for key, value in given.items():
                 session_options.add_session_config_entry(key, value)
-            if initializers:
-                session_options.add_external_initializers(list(initializers), self._initializers)
+            if weights_folder is not None:
+                session_options.add_session_config_entry(_WEIGHTS_FOLDER, weights_folder)
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         # what the record shows beside the version and providers: the options given, as applied
@@ -127,9 +127,10 @@ class InProcessSession:
         self.output_names = tuple(o.name for o in self._session.get_outputs())
 
     @staticmethod
-    def takes_initializers() -> bool:
-        """Whether this onnxruntime takes initializers from memory (1.21, the oldest supported, does)."""
-        return hasattr(_import_ort().SessionOptions, "add_external_initializers")
+    def maps_weights() -> bool:
+        """onnxruntime reads a model's external data from a file it maps (when its offset is a multiple of
+        the page size), found in ``weights_folder`` for a model given as bytes (1.21 and later)."""
+        return True
 
     def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         try:

@@ -109,8 +109,9 @@ class Worker:
         # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
         self._stderr = tempfile.TemporaryFile()
         self._requests, self._replies = shared_arrays.Region.create(), shared_arrays.Region.create()
-        # the model's weights, written once (shared_weights): the worker maps them, never copies them
-        self.weights = shared_arrays.Region.create()
+        # the model's weights, written once into a file of the worker's private folder (shared_weights):
+        # onnxruntime maps them from there; the file goes with the folder
+        self.weights = _weights_file(self._home) if self._requests is not None else None
         regions = [r.fd for r in (self._requests, self._replies, self.weights) if r is not None]
         env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
         if len(regions) == 3:
@@ -242,6 +243,14 @@ class Worker:
         self._requests = self._replies = self.weights = None
 
 
+def _weights_file(home: Path) -> shared_arrays.Region | None:
+    try:
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        return shared_arrays.Region(os.open(home / shared_weights.FILE, flags, 0o600))
+    except OSError:
+        return None  # the weights go inside the model, as before
+
+
 def private_home() -> Path:
     """A private folder for one onnxruntime process's own files. onnxruntime (1.32) writes ``$TMPDIR/.ses``
     and a telemetry database and device id under ``~/.cache/Microsoft/DeveloperTools`` when it is imported:
@@ -333,7 +342,9 @@ Regions = tuple[shared_arrays.Region, shared_arrays.Region, shared_arrays.Region
 def _open(
     engine: str,
     serialized: bytes,
-    initializers: dict[str, Any],
+    weights: shared_weights.Mapped | None,
+    initializers: dict[str, shared_weights.Weight],
+    folder: str | None,
     level: str,
     budget: int | None,
     threads: int,
@@ -341,13 +352,15 @@ def _open(
     options: Any,
 ) -> Any:
     """A session of ``engine`` on ``serialized`` whose placeholders are ``initializers`` (shared_weights):
-    given as they lie to a runtime that takes them, filled into the model's bytes for one that does not."""
+    read from the weights file in ``folder`` by a runtime that maps it (onnxruntime), filled into the
+    model's bytes for one that does not."""
     opened = engines.session_class(engine)
     given: dict[str, Any] = {}
-    if initializers and getattr(opened, "takes_initializers", lambda: False)():
-        given["initializers"] = initializers
+    if initializers and folder is not None and getattr(opened, "maps_weights", lambda: False)():
+        given["weights_folder"] = folder
     elif initializers:
-        serialized = model_bytes.with_data(serialized, initializers)
+        assert weights is not None
+        serialized = model_bytes.with_data(serialized, weights.arrays(initializers))
     # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves in growing
     # chunks); it changes how memory is obtained, never what is computed.
     return opened(
@@ -378,6 +391,7 @@ def _serve(
     sessions: dict[int, Any] = {}  # each an InProcessSession of its engine
     base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
     weights: shared_weights.Mapped | None = None  # the base model's large initializers, where they lie
+    folder: str | None = None  # the folder of their file, where onnxruntime reads them
     limited = False
     inbound, outbound, held = regions if regions is not None else (None, None, None)
     while True:
@@ -415,20 +429,32 @@ def _serve(
                     base_bytes, table = sent_base
                     base = bytes(base_bytes)  # kept: a copy of its own, out of the region (the graph only)
                     if table:
-                        assert held is not None, "shared weights without their region"
+                        assert held is not None, "shared weights without their file"
                         weights = shared_weights.Mapped(held.fd, table)
+                        folder = os.path.dirname(os.readlink(f"/proc/self/fd/{held.fd}"))
                     del sent_base, base_bytes
                 serialized = _session_model(own, base, outputs, constants)
-                initializers = {}
+                initializers: dict[str, shared_weights.Weight] = {}
                 if weights is not None and (own is None or constants):
                     initializers = weights.named(None if own is None else constants)
                 del own
                 if inbound is not None:
                     inbound.release()  # the model's bytes were copied out: not held twice while it loads
                 if budget is not None:
-                    size = len(serialized) + sum(a.nbytes for a in initializers.values())
+                    size = len(serialized) + sum(w.nbytes for w in initializers.values())
                     limited = _limit_memory(budget + _SESSION_COPIES * size)
-                session = _open(engine, serialized, initializers, level, budget, threads, providers, options)
+                session = _open(
+                    engine,
+                    serialized,
+                    weights,
+                    initializers,
+                    folder,
+                    level,
+                    budget,
+                    threads,
+                    providers,
+                    options,
+                )
                 del serialized, initializers
                 sessions[key] = session
                 if budget is not None:

@@ -69,11 +69,11 @@ class Region:
         self._used = end
         return spans
 
-    def append(self, data: bytes | memoryview) -> int:
-        """Write ``data`` after what earlier appends wrote (a file of the model's weights, shared_weights);
-        its offset."""
+    def append(self, data: bytes | memoryview, align: int = _ALIGN) -> int:
+        """Write ``data`` after what earlier appends wrote, at a multiple of ``align`` (a file of the model's
+        weights, shared_weights); its offset."""
         raw = memoryview(data).cast("B")
-        start = self._appended + (-self._appended % _ALIGN)
+        start = self._appended + (-self._appended % align)
         written = 0
         while written < raw.nbytes:
             written += os.pwrite(self.fd, raw[written:], start + written)

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
     from sonnx_check.compare.runtimes.worker.shared_arrays import Region
 
 SMALL = 1 << 10  # bytes: an initializer smaller than this stays in the graph
-# where a placeholder's data "is": no file has this name, so a runtime given a placeholder unfilled says so
-LOCATION = "sonnx-check-shared-weights"
+FILE = "sonnx-check-weights"  # the weights' file, in the worker's private folder
+# onnxruntime maps external data at a multiple of this (its allocation granularity), else copies it
+_PAGE = mmap.ALLOCATIONGRANULARITY
 
 # TensorProto data types numpy holds as they are (onnx.proto numbering): the others stay in the graph
 _NUMPY_TYPES = {
@@ -91,9 +92,9 @@ def split(model: onnx.ModelProto, region: Region, small: int = SMALL) -> tuple[b
             light.graph.initializer.add().CopyFrom(tensor)
             continue
         dtype, shape, raw = data
-        table.append(Weight(tensor.name, dtype, shape, region.append(raw), len(raw)))
+        table.append(Weight(tensor.name, dtype, shape, region.append(raw, _PAGE), len(raw)))
         del raw  # written: the next initializer's copy replaces it
-        light.graph.initializer.append(_placeholder(tensor, table[-1].nbytes))
+        light.graph.initializer.append(_placeholder(tensor, table[-1]))
     return light.SerializeToString(), tuple(table)
 
 
@@ -135,12 +136,12 @@ def _data(tensor: onnx.TensorProto, small: int) -> tuple[str, tuple[int, ...], b
     return (dtype, shape, raw) if len(raw) == nbytes else None
 
 
-def _placeholder(tensor: onnx.TensorProto, nbytes: int) -> onnx.TensorProto:
+def _placeholder(tensor: onnx.TensorProto, weight: Weight) -> onnx.TensorProto:
     import onnx
 
     placeholder = onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims)
     placeholder.data_location = onnx.TensorProto.EXTERNAL
-    for key, value in (("location", LOCATION), ("length", str(nbytes))):
+    for key, value in (("location", FILE), ("offset", str(weight.offset)), ("length", str(weight.nbytes))):
         entry = placeholder.external_data.add()
         entry.key, entry.value = key, value
     return placeholder
@@ -150,25 +151,31 @@ def _placeholder(tensor: onnx.TensorProto, nbytes: int) -> onnx.TensorProto:
 
 
 class Mapped:
-    """The worker's read of the shared weights: a copy-on-write mapping (a runtime that wrote into an
-    initializer would change its own pages, never the file) and a numpy view of each weight."""
+    """The worker's hold on the weights' file: which weights it has, and (only for a runtime that takes
+    weights inside the model) a copy-on-write mapping of it with a numpy view of each weight."""
 
     def __init__(self, fd: int, table: Table) -> None:
-        size = max((w.offset + w.nbytes for w in table), default=0)
-        self._map = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else None
-        self.arrays: dict[str, np.ndarray] = {}
-        for weight in table:
-            dtype = np.dtype(weight.dtype)
-            view = np.frombuffer(self._map or b"", dtype, weight.nbytes // dtype.itemsize, weight.offset)
-            self.arrays[weight.name] = view.reshape(weight.shape)
+        self._fd = fd
+        self.weights = {weight.name: weight for weight in table}
+        self._map: mmap.mmap | None = None
 
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays.values())
-
-    def named(self, names: Mapping[str, str] | None) -> dict[str, np.ndarray]:
-        """The views a session's model needs: every weight (``names`` None, the model itself), or each
-        ``name -> weight name`` whose weight is held here (an edge battery's model)."""
+    def named(self, names: Mapping[str, str] | None) -> dict[str, Weight]:
+        """The weights a session's model takes: every one (``names`` None, the model itself), or each
+        ``name -> weight name`` whose weight is held here (an edge battery's model), under its name."""
         if names is None:
-            return dict(self.arrays)
-        return {name: self.arrays[source] for name, source in names.items() if source in self.arrays}
+            return dict(self.weights)
+        return {name: self.weights[source] for name, source in names.items() if source in self.weights}
+
+    def arrays(self, chosen: Mapping[str, Weight]) -> dict[str, np.ndarray]:
+        """A read of each chosen weight where it lies, under its name (the file mapped on first use)."""
+        if not chosen:
+            return {}
+        if self._map is None:
+            size = max(w.offset + w.nbytes for w in self.weights.values())
+            self._map = mmap.mmap(self._fd, size, access=mmap.ACCESS_COPY)
+        out = {}
+        for name, weight in chosen.items():
+            dtype = np.dtype(weight.dtype)
+            view = np.frombuffer(self._map, dtype, weight.nbytes // dtype.itemsize, weight.offset)
+            out[name] = view.reshape(weight.shape)
+        return out
