@@ -149,8 +149,8 @@ class SessionHost:
     def base_to_send(self, worker: Worker | None = None) -> tuple[bytes, shared_weights.Table] | None:
         """The base model if the current worker does not hold it yet (sent with the next session request,
         which then calls ``base_sent``): its bytes and where its weights lie. Given the ``worker``, its large
-        weights are written into the worker's weights region and the bytes carry placeholders for them
-        (shared_weights); otherwise, or when the region cannot take them, the bytes are the whole model.
+        weights are written into the worker's weights file and the bytes carry placeholders for them
+        (shared_weights); otherwise, or when the file cannot take them, the bytes are the whole model.
         Made each time, which is once per worker: not kept, they would double the weights this process
         holds for the whole comparison."""
         assert self.base is not None, "set_base before a session on the base model"
@@ -161,7 +161,7 @@ class SessionHost:
             try:
                 return shared_weights.split(self.base, region)
             except (OSError, MemoryError):
-                pass  # no room for the shared file: the whole model through the request region, as before
+                pass  # no room for the weights' file: the whole model through the request region, as before
             except ValueError as exc:
                 raise RuntimeRefusal("session", _unserialisable(self.engine, exc)) from None
         return _serialised(self.base, self.engine), ()

@@ -6,8 +6,10 @@ large arrays (and the model's bytes) out of band in a shared memory region (``sh
 ``("session", id, model_bytes, base_bytes, outputs, constants, level, memory_budget, threads, providers,
 engine, options)`` (``engine``: the runtime's name in engines.ENGINES; ``options``: its --runtime-option
 pairs)
-(``model_bytes`` None: a session on the base model, sent once per worker, with ``outputs`` as its graph
-outputs; ``constants``: initializers of the base model added to ``model_bytes`` under other names), then
+(``model_bytes`` None: a session on the base model, sent once per worker as ``(bytes, table)``: its graph,
+with placeholders for the weights that ``table`` places in the weights file (shared_weights; an empty table:
+the whole model), with ``outputs`` as its graph outputs; ``constants``: initializers of the base model added
+to ``model_bytes`` under other names), then
 any number of
 ``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
 Replies are ``("ok", value)``, ``("refused", stage, the runtime's message)``, ``("over-memory", stage,

@@ -1,21 +1,25 @@
 """The model's weights held once between sonnx-check and its worker process (issue 31).
 
 sonnx-check sends its worker the model's graph without the data of its large initializers, each replaced by
-a placeholder (its name, type and shape, its data "external" at a location no file has), and writes their
-data once into an anonymous shared memory file of that worker (``shared_arrays.Region``). The worker maps
-that file and hands onnxruntime numpy views of it (``SessionOptions.add_external_initializers``): the
-session computes on the weights where they lie, and every session of the comparison (the model with its
-intermediate tensors exposed, the edge battery's models that take the model's weights) shares the same
-pages. Before, the model's bytes were serialised in sonnx-check, copied into the worker, kept there for
-later sessions, copied again per session, then parsed and copied into onnxruntime's tensors.
+a placeholder (its name, type and shape, its data "external": at an offset of the file ``FILE``), and writes
+their data once, initializer by initializer, into that file, in the worker's private folder (removed with
+it, and swept by a later run after a SIGKILL). onnxruntime, told that folder
+(``session.model_external_initializers_file_folder_path``), maps the file rather than reading it into
+buffers of its own (each weight starts on a page), and every session of the comparison (the model, the model
+with its intermediate tensors exposed, the edge battery's models that take the model's weights) maps the
+same pages. Before, the model's bytes were serialised in sonnx-check, copied into the worker, kept there,
+copied again per session, then parsed and copied into onnxruntime's tensors.
 
-A runtime that cannot take weights from memory (OpenVINO, tract, an onnxruntime without the call) gets
-the placeholders filled back in (``model_bytes.with_data``): the same model, at the old cost.
+``SessionOptions.add_external_initializers`` over numpy views of a shared mapping was tried first: onnxruntime
+(1.32) copies what it is given while the session is initialised, ~500 MiB more on VGG-11's worker.
+
+A runtime that takes weights only inside the model (OpenVINO, tract) gets the placeholders filled back in
+(``model_bytes.with_data``) from a mapping of the file made for it: the same model, at the old cost.
 
 What stays in the graph: small initializers (under ``SMALL`` bytes: shapes, axes, scalars that shape
 inference reads while the model loads), initializers that are also graph inputs (a feed may replace
 them), types numpy cannot hold, data that does not decode, and repeated names (onnxruntime takes the last;
-placeholders would blur which). The bits onnxruntime computes on are the same either way.
+placeholders would blur which). The bits a runtime computes on are the same either way.
 
 The sonnx-check side imports onnx (it holds the model as a ModelProto); the worker side needs only numpy.
 """
