@@ -183,3 +183,19 @@ def test_a_runtime_that_cannot_take_weights_from_memory_gets_the_model_whole(mon
     finally:
         region.close()
     assert _values(onnx.ModelProto.FromString(opened[0])) == _values(model)
+
+
+def test_without_room_for_the_weights_file_the_model_goes_whole(monkeypatch: pytest.MonkeyPatch):
+    """A full or unwritable temporary folder costs memory, never a result: the same outputs."""
+    model = conv_model(channels=16, size=4)
+    x = np.random.default_rng(3).standard_normal((1, 16, 4, 4)).astype(np.float32)
+    with runtime.HeldSession(model) as own:
+        expected = own.run({"x": x})["y"].tobytes()
+
+    def full(self: shared_arrays.Region, data: object, align: int = 64) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shared_arrays.Region, "append", full)
+    with runtime.SessionHost() as host:
+        host.set_base(model)
+        assert runtime.HeldSession(None, host=host).run({"x": x})["y"].tobytes() == expected
