@@ -71,9 +71,10 @@ _ENTRY = (
     "sys.modules['sonnx_check.compare'] = package; "
     "from sonnx_check.compare.runtimes.worker.process import main; main()"
 )
-# Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
-# the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
-# top of the budget while the session is created.
+# Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32 with the model's
+# bytes: its parse, then the weights copied into its own tensors; with the weights' file, the address space
+# of its mapping and the prepacked forms, under 2x); that is the model's cost, not the tensors', so it is
+# allowed on top of the budget while the session is created.
 _SESSION_COPIES = 3
 _OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
 
