@@ -199,3 +199,19 @@ def test_without_room_for_the_weights_file_the_model_goes_whole(monkeypatch: pyt
     with runtime.SessionHost() as host:
         host.set_base(model)
         assert runtime.HeldSession(None, host=host).run({"x": x})["y"].tobytes() == expected
+
+
+def test_without_a_weights_file_the_shared_regions_still_carry_the_model(monkeypatch: pytest.MonkeyPatch):
+    """A private folder that takes no file: the model crosses whole through the request region, and the
+    datasets and results still cross through shared memory, not the pipe."""
+    model = conv_model(channels=16, size=4)
+    x = np.random.default_rng(4).standard_normal((1, 16, 4, 4)).astype(np.float32)
+    with runtime.HeldSession(model) as own:
+        expected = own.run({"x": x})["y"].tobytes()
+    monkeypatch.setattr(ort_worker, "_weights_file", lambda home: None)
+    with runtime.SessionHost() as host:
+        host.set_base(model)
+        session = runtime.HeldSession(None, host=host)
+        worker = host._worker
+        assert worker is not None and worker.weights is None and worker._requests is not None
+        assert session.run({"x": x})["y"].tobytes() == expected

@@ -117,7 +117,7 @@ class Worker:
         self.weights = _weights_file(self._home) if self._requests is not None else None
         regions = [r.fd for r in (self._requests, self._replies, self.weights) if r is not None]
         env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
-        if len(regions) == 3:
+        if self._requests is not None and self._replies is not None:  # and the weights' file, if made
             env[_REGIONS_VARIABLE] = ",".join(map(str, regions))
         else:  # no shared memory here: everything through the pipes
             self._close_regions()
@@ -339,7 +339,7 @@ def _session_model(
     return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
 
 
-Regions = tuple[shared_arrays.Region, shared_arrays.Region, shared_arrays.Region]
+Regions = tuple[shared_arrays.Region, shared_arrays.Region, shared_arrays.Region | None]
 
 
 def _open(
@@ -382,8 +382,8 @@ def _regions() -> Regions | None:
     given = os.environ.get(_REGIONS_VARIABLE)
     if not given:
         return None
-    inbound, outbound, weights = (shared_arrays.Region(int(fd)) for fd in given.split(","))
-    return inbound, outbound, weights
+    inbound, outbound, *weights = (shared_arrays.Region(int(fd)) for fd in given.split(","))
+    return inbound, outbound, weights[0] if weights else None
 
 
 def _serve(
