@@ -13,7 +13,10 @@ Per model, in turn, each in a fresh process:
 - the target the issue sets: 2 x onnxruntime's own peak + the model file's size.
 
 A spike shorter than the interval can be missed; the ru_maxrss of the largest single process is printed
-beside it as a floor of the true peak.
+beside it as a floor of the true peak. Each process's own high-water mark (VmHWM, kept by the kernel, never
+missed: read until the process ends) is printed too, and their sum over sonnx-check and its workers is a
+ceiling of the true peak (it adds peaks reached at different moments, and pages two processes share): a
+``--max-memory`` that this sum stays under is proven kept.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ class Peak:
     main: float  # MiB: the process's own largest Pss
     children: float  # MiB: the largest sampled sum of its descendants' Pss
     maxrss: float  # MiB: ru_maxrss of the process (a floor of the true peak of that process)
+    hwm_main: float  # MiB: VmHWM of the process itself
+    hwm_children: float  # MiB: the sum of its descendants' VmHWM (each process's largest, last read)
     status: int
     seconds: float
 
@@ -75,10 +80,13 @@ def measured(command: list[str], cwd: Path, interval: float, output: Path | None
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     tree, main, children, done = [0], [0], [0], threading.Event()
+    marks: dict[int, int] = {}  # pid -> its VmHWM (KiB), as last read
 
     def sample() -> None:
         while not done.is_set():
             pids = descendants(process.pid)
+            for pid in pids:
+                marks[pid] = max(marks.get(pid, 0), _hwm_kib(pid))
             sizes = [pss_kib(p) for p in pids]
             tree[0] = max(tree[0], sum(sizes))
             main[0] = max(main[0], sizes[0] if sizes else 0)
@@ -92,10 +100,24 @@ def measured(command: list[str], cwd: Path, interval: float, output: Path | None
     sampler.join()
     if output is not None:
         out.close()  # type: ignore[union-attr]
+    own_mark = marks.pop(process.pid, 0)
     return Peak(
         tree[0] / 1024, main[0] / 1024, children[0] / 1024, usage.ru_maxrss / 1024,
+        own_mark / 1024, sum(marks.values()) / 1024,
         os.waitstatus_to_exitcode(status), time.monotonic() - started,
     )  # fmt: skip
+
+
+def _hwm_kib(pid: int) -> int:
+    """The process's resident high-water mark (VmHWM), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def measure(model: Path, options: list[str], interval: float, where: Path) -> list[str]:
@@ -114,6 +136,8 @@ def measure(model: Path, options: list[str], interval: float, where: Path) -> li
         f"  sonnx-check --compare  peak {ours.tree:6.0f} MiB (own process {ours.main:6.0f}, worker "
         f"{ours.children:6.0f}; own ru_maxrss {ours.maxrss:6.0f})  = {ours.tree / own.tree:4.1f}x ort, "
         f"target {target:6.0f} MiB: {'met' if ours.tree <= target else 'NOT met'}",
+        f"  high-water marks       own {ours.hwm_main:6.0f} MiB + workers {ours.hwm_children:6.0f} MiB = "
+        f"{ours.hwm_main + ours.hwm_children:6.0f} MiB (a ceiling of the peak)",
         f"  onnxruntime (path)     peak {own.tree:6.0f} MiB",
         f"  onnxruntime (onnx.load) peak {with_onnx.tree:5.0f} MiB",
         *(f"  | {line[:200]}" for line in told),

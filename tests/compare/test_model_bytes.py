@@ -119,7 +119,11 @@ def test_the_edge_battery_sends_the_models_weights_once(monkeypatch: pytest.Monk
         self: ort_worker.Worker, stage: str, *arguments: object, timeout: float | None = None
     ) -> object:
         if stage == "session":
-            sent.append(sum(len(a.raw()) for a in arguments[1:3] if a is not None))  # type: ignore[union-attr]
+            own, base = arguments[1], arguments[2]
+            size = 0 if own is None else len(own.raw())  # type: ignore[attr-defined]
+            if base is not None:  # the graph's bytes, and its weights written in the shared file
+                size += len(base[0].raw()) + sum(w.nbytes for w in base[1])  # type: ignore[index]
+            sent.append(size)
         return original(self, stage, *arguments, timeout=timeout)
 
     monkeypatch.setattr(ort_worker.Worker, "call", counting)

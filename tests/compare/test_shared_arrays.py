@@ -237,7 +237,7 @@ def test_without_shared_memory_everything_goes_through_the_pipe_with_the_same_re
     options = CompareOptions(datasets=("random", "edge"))
     shared = compare_loaded(conv_model(), options)
     monkeypatch.setattr(shared_arrays.Region, "create", classmethod(lambda cls: None))
-    monkeypatch.setenv(ort_worker._REGIONS_VARIABLE, "0,1")  # inherited: never handed to the worker
+    monkeypatch.setenv(ort_worker._REGIONS_VARIABLE, "0,1,2")  # inherited: never handed to the worker
     started: list[dict[str, str]] = []
     original = ort_worker.subprocess.Popen
 

@@ -30,6 +30,8 @@ _QUIET_LOGS = 4
 # shared CI machine spin-waits against the reference kernels and every other job. One thread also makes
 # the run reproducible whatever machine it is on (the report records the count).
 INTRA_OP_THREADS = 1
+# where onnxruntime looks for the external data of a model given as bytes (session options config keys)
+_WEIGHTS_FOLDER = "session.model_external_initializers_file_folder_path"
 
 
 # A refusal, a failure, a crash or a limit: the runner interface's failure (runners/base.py).
@@ -95,7 +97,10 @@ class InProcessSession:
         threads: int = INTRA_OP_THREADS,
         providers: Sequence[str] = (PROVIDER,),
         options: Sequence[tuple[str, str]] = (),
+        weights_folder: str | None = None,
     ) -> None:
+        """``weights_folder``: where the file of the model's external weights lies (worker/shared_weights:
+        the model was sent without them); onnxruntime maps them from it rather than copying them."""
         ort = _import_ort()
         self._errors = _ort_errors()
         given = dict(options)  # --runtime-option: the thread count, or session configuration entries
@@ -105,6 +110,8 @@ class InProcessSession:
         try:
             for key, value in given.items():
                 session_options.add_session_config_entry(key, value)
+            if weights_folder is not None:
+                session_options.add_session_config_entry(_WEIGHTS_FOLDER, weights_folder)
         except self._errors as exc:
             raise RuntimeRefusal("session", str(exc)) from None
         # what the record shows beside the version and providers: the options given, as applied
@@ -118,6 +125,12 @@ class InProcessSession:
         self.version = ort.__version__
         self.providers = tuple(self._session.get_providers())
         self.output_names = tuple(o.name for o in self._session.get_outputs())
+
+    @staticmethod
+    def maps_weights() -> bool:
+        """onnxruntime reads a model's external data from a file it maps (when its offset is a multiple of
+        the page size), found in ``weights_folder`` for a model given as bytes (1.21 and later)."""
+        return True
 
     def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         try:

@@ -27,6 +27,7 @@ from sonnx_check.compare.runtimes.base import (  # noqa: F401 - re-exported: the
     RunnerUnavailable,
     trim_reason,
 )
+from sonnx_check.compare.runtimes.worker import shared_weights
 
 if TYPE_CHECKING:
     from sonnx_check.compare.runtimes.worker.process import Worker
@@ -145,14 +146,25 @@ class SessionHost:
             self._base_sent = False
         return self._worker
 
-    def base_to_send(self) -> bytes | None:
-        """The base model's bytes if the current worker does not hold them yet (sent with the next
-        session request, which then calls ``base_sent``). Serialised each time, which is once per worker:
-        not kept, they would double the weights this process holds for the whole comparison."""
+    def base_to_send(self, worker: Worker | None = None) -> tuple[bytes, shared_weights.Table] | None:
+        """The base model if the current worker does not hold it yet (sent with the next session request,
+        which then calls ``base_sent``): its bytes and where its weights lie. Given the ``worker``, its large
+        weights are written into the worker's weights file and the bytes carry placeholders for them
+        (shared_weights); otherwise, or when the file cannot take them, the bytes are the whole model.
+        Made each time, which is once per worker: not kept, they would double the weights this process
+        holds for the whole comparison."""
         assert self.base is not None, "set_base before a session on the base model"
         if self._base_sent:
             return None
-        return _serialised(self.base, self.engine)
+        region = None if worker is None else worker.weights
+        if region is not None:
+            try:
+                return shared_weights.split(self.base, region)
+            except (OSError, MemoryError):
+                pass  # no room for the weights' file: the whole model through the request region, as before
+            except ValueError as exc:
+                raise RuntimeRefusal("session", _unserialisable(self.engine, exc)) from None
+        return _serialised(self.base, self.engine), ()
 
     def base_sent(self) -> None:
         self._base_sent = True
@@ -234,7 +246,7 @@ class HeldSession:
         host = self._host
         try:
             worker = host.worker()
-            base = host.base_to_send() if self._serialized is None or self._constants else None
+            base = host.base_to_send(worker) if self._serialized is None or self._constants else None
             self._id = host.new_id()
             try:
                 described = host.call(
@@ -242,7 +254,7 @@ class HeldSession:
                     "session",
                     self._id,
                     _out_of_band(self._serialized),  # the model's bytes go through shared memory
-                    _out_of_band(base),
+                    None if base is None else (_out_of_band(base[0]), base[1]),
                     self._outputs,
                     self._constants,
                     self.requested_level,
@@ -325,7 +337,11 @@ def _serialised(model: onnx.ModelProto, engine: str) -> bytes:
     try:
         return model.SerializeToString()
     except ValueError as exc:
-        raise RuntimeRefusal("session", f"the model cannot be serialised for {engine}: {exc}") from None
+        raise RuntimeRefusal("session", _unserialisable(engine, exc)) from None
+
+
+def _unserialisable(engine: str, exc: ValueError) -> str:
+    return f"the model cannot be serialised for {engine}: {exc}"
 
 
 def _out_of_band(serialized: bytes | None) -> pickle.PickleBuffer | None:

@@ -12,6 +12,7 @@ of its pieces, so the parsed model is the one onnx would have produced.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from sonnx_check.protobuf_wire import VARINT, fields, length_delimited_tag
 
@@ -21,6 +22,9 @@ _GRAPH_INITIALIZER = 5
 _GRAPH_OUTPUT = 12
 _VALUE_INFO_NAME = 1
 _TENSOR_NAME = 8
+_TENSOR_RAW_DATA = 9
+_TENSOR_EXTERNAL_DATA = 13
+_TENSOR_DATA_LOCATION = 14
 
 
 def _fields(data: bytes | memoryview) -> Iterator[tuple[int, int, int, int]]:
@@ -115,3 +119,22 @@ def _tensor_name(tensor: memoryview) -> str:
         if number == _TENSOR_NAME:
             name = bytes(tensor[value:end])
     return name.decode("utf-8", "replace")
+
+
+def with_data(model: bytes, arrays: Mapping[str, Any]) -> bytes:
+    """``model`` with each initializer named in ``arrays`` holding that array's bytes as its raw data (its
+    external-data fields dropped): a shared_weights placeholder filled back in, for a runtime that takes
+    weights only inside the model."""
+    rest, pieces = _split_graph(model)
+    kept: Parts = []
+    for piece in pieces:
+        for number, start, value, end in _fields(piece):
+            tensor = piece[value:end]
+            if number != _GRAPH_INITIALIZER or _tensor_name(tensor) not in arrays:
+                kept.append(piece[start:end])
+                continue
+            data = memoryview(arrays[_tensor_name(tensor)]).cast("B")
+            gone = (_TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION, _TENSOR_RAW_DATA)
+            body: Parts = [tensor[s:e] for n, s, _, e in _fields(tensor) if n not in gone]
+            kept.extend(_field(_GRAPH_INITIALIZER, [*body, *_field(_TENSOR_RAW_DATA, [data])]))
+    return _join(rest, kept)

@@ -6,8 +6,10 @@ large arrays (and the model's bytes) out of band in a shared memory region (``sh
 ``("session", id, model_bytes, base_bytes, outputs, constants, level, memory_budget, threads, providers,
 engine, options)`` (``engine``: the runtime's name in engines.ENGINES; ``options``: its --runtime-option
 pairs)
-(``model_bytes`` None: a session on the base model, sent once per worker, with ``outputs`` as its graph
-outputs; ``constants``: initializers of the base model added to ``model_bytes`` under other names), then
+(``model_bytes`` None: a session on the base model, sent once per worker as ``(bytes, table)``: its graph,
+with placeholders for the weights that ``table`` places in the weights file (shared_weights; an empty table:
+the whole model), with ``outputs`` as its graph outputs; ``constants``: initializers of the base model added
+to ``model_bytes`` under other names), then
 any number of
 ``("run", id, feeds, output_names)`` and ``("close", id)``: one worker serves a comparison's sessions.
 Replies are ``("ok", value)``, ``("refused", stage, the runtime's message)``, ``("over-memory", stage,
@@ -51,7 +53,7 @@ from sonnx_check.children import (
 from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.base import STAGES, RunnerUnavailable
 from sonnx_check.compare.runtimes.base import RunFailure as RuntimeRefusal
-from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays
+from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays, shared_weights
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
@@ -69,9 +71,10 @@ _ENTRY = (
     "sys.modules['sonnx_check.compare'] = package; "
     "from sonnx_check.compare.runtimes.worker.process import main; main()"
 )
-# Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32: its parse, then
-# the weights copied into its own tensors); that is the model's cost, not the tensors', so it is allowed on
-# top of the budget while the session is created.
+# Creating a session holds the model up to ~2.3 times over (measured on onnxruntime 1.32 with the model's
+# bytes: its parse, then the weights copied into its own tensors; with the weights' file, the address space
+# of its mapping and the prepacked forms, under 2x); that is the model's cost, not the tensors', so it is
+# allowed on top of the budget while the session is created.
 _SESSION_COPIES = 3
 _OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
 
@@ -109,10 +112,13 @@ class Worker:
         # TemporaryFile has no name on disk, so nothing is left behind whatever happens to either process.
         self._stderr = tempfile.TemporaryFile()
         self._requests, self._replies = shared_arrays.Region.create(), shared_arrays.Region.create()
-        regions = [r.fd for r in (self._requests, self._replies) if r is not None]
+        # the model's weights, written once into a file of the worker's private folder (shared_weights):
+        # onnxruntime maps them from there; the file goes with the folder
+        self.weights = _weights_file(self._home) if self._requests is not None else None
+        regions = [r.fd for r in (self._requests, self._replies, self.weights) if r is not None]
         env.pop(_REGIONS_VARIABLE, None)  # only descriptors this process hands over
-        if len(regions) == 2:
-            env[_REGIONS_VARIABLE] = f"{regions[0]},{regions[1]}"
+        if self._requests is not None and self._replies is not None:  # and the weights' file, if made
+            env[_REGIONS_VARIABLE] = ",".join(map(str, regions))
         else:  # no shared memory here: everything through the pipes
             self._close_regions()
         try:
@@ -234,10 +240,18 @@ class Worker:
         remove_private_home(self._home)
 
     def _close_regions(self) -> None:
-        for region in (self._requests, self._replies):
+        for region in (self._requests, self._replies, self.weights):
             if region is not None:
                 region.close()
-        self._requests = self._replies = None
+        self._requests = self._replies = self.weights = None
+
+
+def _weights_file(home: Path) -> shared_arrays.Region | None:
+    try:
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        return shared_arrays.Region(os.open(home / shared_weights.FILE, flags, 0o600))
+    except OSError:
+        return None  # the weights go inside the model, as before
 
 
 def private_home() -> Path:
@@ -325,24 +339,64 @@ def _session_model(
     return bytes(own)  # out of the shared region: onnxruntime takes bytes, and keeps them
 
 
-def _regions() -> tuple[shared_arrays.Region, shared_arrays.Region] | None:
-    """The request and reply regions the parent handed over, if any."""
+Regions = tuple[shared_arrays.Region, shared_arrays.Region, shared_arrays.Region | None]
+
+
+def _open(
+    engine: str,
+    serialized: bytes,
+    weights: shared_weights.Mapped | None,
+    initializers: dict[str, shared_weights.Weight],
+    folder: str | None,
+    level: str,
+    budget: int | None,
+    threads: int,
+    providers: Any,
+    options: Any,
+) -> Any:
+    """A session of ``engine`` on ``serialized`` whose placeholders are ``initializers`` (shared_weights):
+    read from the weights file in ``folder`` by a runtime that maps it (onnxruntime), filled into the
+    model's bytes for one that does not."""
+    opened = engines.session_class(engine)
+    given: dict[str, Any] = {}
+    if initializers and folder is not None and getattr(opened, "maps_weights", lambda: False)():
+        given["weights_folder"] = folder
+    elif initializers:
+        assert weights is not None
+        serialized = model_bytes.with_data(serialized, weights.arrays(initializers))
+    # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves in growing
+    # chunks); it changes how memory is obtained, never what is computed.
+    return opened(
+        serialized,
+        level,
+        arena=budget is None,
+        threads=threads,
+        providers=providers,
+        options=options,
+        **given,
+    )
+
+
+def _regions() -> Regions | None:
+    """The request, reply and weights regions the parent handed over, if any."""
     given = os.environ.get(_REGIONS_VARIABLE)
     if not given:
         return None
-    inbound, outbound = (int(fd) for fd in given.split(","))
-    return shared_arrays.Region(inbound), shared_arrays.Region(outbound)
+    inbound, outbound, *weights = (shared_arrays.Region(int(fd)) for fd in given.split(","))
+    return inbound, outbound, weights[0] if weights else None
 
 
 def _serve(
     requests: IO[bytes],
     replies: IO[bytes],
-    regions: tuple[shared_arrays.Region, shared_arrays.Region] | None = None,
+    regions: Regions | None = None,
 ) -> None:
     sessions: dict[int, Any] = {}  # each an InProcessSession of its engine
     base: bytes | None = None  # the comparison's model, sent once; sessions with other outputs derive from it
+    weights: shared_weights.Mapped | None = None  # the base model's large initializers, where they lie
+    folder: str | None = None  # the folder of their file, where onnxruntime reads them
     limited = False
-    inbound, outbound = regions if regions is not None else (None, None)
+    inbound, outbound, held = regions if regions is not None else (None, None, None)
     while True:
         try:
             framing = pickle.load(requests)
@@ -375,25 +429,36 @@ def _serve(
                 ) = request[1:]
                 del request
                 if sent_base is not None:
-                    base = bytes(sent_base)  # kept: a copy of its own, out of the region
-                    del sent_base
+                    base_bytes, table = sent_base
+                    base = bytes(base_bytes)  # kept: a copy of its own, out of the region (the graph only)
+                    if table:
+                        assert held is not None, "shared weights without their file"
+                        weights = shared_weights.Mapped(held.fd, table)
+                        folder = os.path.dirname(os.readlink(f"/proc/self/fd/{held.fd}"))
+                    del sent_base, base_bytes
                 serialized = _session_model(own, base, outputs, constants)
+                initializers: dict[str, shared_weights.Weight] = {}
+                if weights is not None and (own is None or constants):
+                    initializers = weights.named(None if own is None else constants)
                 del own
                 if inbound is not None:
                     inbound.release()  # the model's bytes were copied out: not held twice while it loads
                 if budget is not None:
-                    limited = _limit_memory(budget + _SESSION_COPIES * len(serialized))
-                # Without onnxruntime's arena, the address space tracks what is in use (the arena reserves
-                # in growing chunks); it changes how memory is obtained, never what is computed.
-                session = engines.session_class(engine)(
+                    size = len(serialized) + sum(w.nbytes for w in initializers.values())
+                    limited = _limit_memory(budget + _SESSION_COPIES * size)
+                session = _open(
+                    engine,
                     serialized,
+                    weights,
+                    initializers,
+                    folder,
                     level,
-                    arena=budget is None,
-                    threads=threads,
-                    providers=providers,
-                    options=options,
+                    budget,
+                    threads,
+                    providers,
+                    options,
                 )
-                del serialized
+                del serialized, initializers
                 sessions[key] = session
                 if budget is not None:
                     limited = _limit_memory(budget)

@@ -43,6 +43,7 @@ class Region:
         self.fd = fd
         self._map: mmap.mmap | None = None  # the reader's mapping, for views in place
         self._used = 0  # bytes the last message took
+        self._appended = 0  # where ``append`` writes next
 
     @classmethod
     def create(cls) -> Region | None:
@@ -67,6 +68,17 @@ class Region:
                 written += os.pwrite(self.fd, raw[written:], start + written)
         self._used = end
         return spans
+
+    def append(self, data: bytes | memoryview, align: int = _ALIGN) -> int:
+        """Write ``data`` after what earlier appends wrote, at a multiple of ``align`` (a file of the model's
+        weights, shared_weights); its offset."""
+        raw = memoryview(data).cast("B")
+        start = self._appended + (-self._appended % align)
+        written = 0
+        while written < raw.nbytes:
+            written += os.pwrite(self.fd, raw[written:], start + written)
+        self._appended = start + raw.nbytes
+        return start
 
     def copies(self, spans: Spans) -> list[bytearray]:
         """The buffers at ``spans``, each read into memory of its own."""
