@@ -68,7 +68,7 @@ SECTIONS = (
     ("Files and configuration", ("config_path", "isolated", "force_exclude", "show_settings")),
     ("Fixing (--fix)", ("fix", "diff", "unsafe_fixes", "fix_output", "exit_non_zero_on_fix")),
     ("Adopting", ("add_waivers",)),
-    (declared.COMPARE_SECTION, tuple(o.parameter for o in declared.OPTIONS if o.flag)),
+    (declared.COMPARE_SECTION, declared.flag_parameters()),
     ("Surveying a runtime", ("survey", "survey_output")),
     ("Running", ("jobs", "show_traceback")),
     ("Information", ("list_rules", "aliases", "explain", "version", "help")),
@@ -391,6 +391,7 @@ def run(
     if add_waivers and (isolated or fix):
         other = "--isolated" if isolated else "--fix"
         raise UsageError(f"--add-waivers writes into the configuration: not with {other}")
+    compared = declared.fold_reading_aliases(compared)  # --maxpool-nan X is --reading MaxPool.nan=X
     from sonnx_check.inputs_option import check_inputs_source
 
     for source in compared["inputs"]:

@@ -39,18 +39,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonnx_check import operator_readings
 from sonnx_check import option_kinds as kinds
+from sonnx_check.errors import UsageError
 from sonnx_check.option_kinds import GENERATED_INPUTS, ClickType, ConfigReader  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from sonnx_check.config.reader import Reader
+    from sonnx_check.operator_readings import ReadingDeclaration
 
 COMPARE_TABLE = "tool.sonnx-check.compare"
 COMPARE_SECTION = "Comparing with onnxruntime (--compare)"  # the options' section of --help
 
 OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
-# reference/nan_policy.READINGS, repeated here so that reading a configuration imports no kernel
-MAXPOOL_NAN_READINGS = ("nan-as-negative-infinity", "nan-absorbing")
 # compare/edges/extents.EXTENTS, repeated here so that reading a configuration imports no comparison
 NODE_EDGES_EXTENTS = ("reduced", "full")
 DEFAULT_MAX_ELEMENTS = 100_000_000
@@ -103,6 +104,8 @@ class Option:
     from_cli: Callable[[Any], Any] = _same  # the parsed command-line value -> the settings value
     merge: Callable[[Any, Any], Any] | None = None  # (file's value, command line's) -> value; None: CLI wins
     report: str | None = "same"  # field in the evidence record's compare settings ("same": ``name``)
+    # the settings value as several fields of the evidence record's compare settings (in the place of report)
+    report_spread: Callable[[Any], dict[str, Any]] | None = None
     to_json: Callable[[Any], Any] = _same  # the settings value as recorded in JSON
     compare_arg: str | None = "same"  # CompareOptions keyword ("same": ``name``; None: not passed)
     to_compare: Callable[[Any], Any] = _same  # the settings value as CompareOptions takes it
@@ -185,15 +188,23 @@ OPTIONS: tuple[Option, ...] = (
         check=kinds.check_choice("--node-edges-extent", NODE_EDGES_EXTENTS),
     ),
     Option(
-        "maxpool_nan",
-        "--maxpool-nan",
-        "maxpool-nan",
-        MAXPOOL_NAN_READINGS[0],
-        help="MaxPool's NaN reading: seed 003's 'NaN counts as -inf' (nan-as-negative-infinity, the default) "
-        "or the working group's later NaN-absorbing text.",
-        read=kinds.read_choice(MAXPOOL_NAN_READINGS),
-        click=kinds.click_choice(MAXPOOL_NAN_READINGS),
-        check=kinds.check_choice("--maxpool-nan", MAXPOOL_NAN_READINGS),
+        "readings",
+        "--reading",
+        "reading",
+        (),
+        help="A reading of the specification where its texts differ, chosen as OPERATOR.KEY=VALUE "
+        "(repeatable); the operators declare theirs (docs/readings.md): ",
+        read=kinds.read_readings,
+        click=kinds.click_key_value,
+        metavar="OP.KEY=VALUE",
+        multiple=True,
+        from_cli=kinds.readings_from_cli,
+        merge=kinds.merge_readings,
+        report=None,  # recorded as each reading's own field (report_spread)
+        report_spread=kinds.readings_record,
+        to_json=kinds.readings_json,
+        to_compare=kinds.readings_for_compare,
+        cli_name="reading",
     ),
     Option(
         "seed",
@@ -405,7 +416,7 @@ class CompareSettings:
     inputs: tuple[str, ...] = _declared("inputs")  # "random", "edge" or a path
     node_edges: bool = _declared("node_edges")
     node_edges_extent: str = _declared("node_edges_extent")  # one of NODE_EDGES_EXTENTS
-    maxpool_nan: str = _declared("maxpool_nan")  # one of MAXPOOL_NAN_READINGS
+    readings: tuple[tuple[str, str], ...] = _declared("readings")  # ("MaxPool.nan", value): those given
     seed: int = _declared("seed")
     ort_opt_level: str = _declared("ort_opt_level")  # one of OPT_LEVELS
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = _declared("shapes")  # (input name, dims)
@@ -449,6 +460,29 @@ def read_config(r: Reader, table: Mapping[str, Any], base: Path, discovered: boo
                 if problem is not None:
                     raise r.fail(key, _untrusted(option, problem))
             out[option.name] = value
+    return _read_reading_aliases(r, table, out)
+
+
+def config_keys() -> tuple[str, ...]:
+    """Every key ``[tool.sonnx-check.compare]`` accepts: the declared options' and the older keys of the
+    operators' readings (``maxpool-nan``)."""
+    return CONFIG_KEYS + tuple(r.config_key for r in reading_aliases() if r.config_key is not None)
+
+
+def _read_reading_aliases(r: Reader, table: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """A reading's older key (``maxpool-nan = "..."``) read into the ``reading`` table's values; the same
+    reading given both ways with two values is the file's error."""
+    for reading in reading_aliases():
+        if reading.config_key is None or reading.config_key not in table:
+            continue
+        key = f"{COMPARE_TABLE}.{reading.config_key}"
+        value = r.choice(table[reading.config_key], key, reading.choices)
+        chosen = dict(out.get("readings", ()))
+        if chosen.get(reading.name, value) != value:
+            other = chosen[reading.name]
+            raise r.fail(key, f'{value!r} and reading."{reading.name}" = {other!r}: give one of them')
+        chosen[reading.name] = value
+        out["readings"] = tuple(sorted(chosen.items()))
     return out
 
 
@@ -491,9 +525,13 @@ def resolve(cli: Any, configured: Mapping[str, Any]) -> CompareSettings:
 
 def report_json(settings: CompareSettings) -> dict[str, Any]:
     """The options as the evidence record's ``compare`` settings state them."""
-    return {
-        o.report_field: o.to_json(getattr(settings, o.name)) for o in OPTIONS if o.report_field is not None
-    }
+    out: dict[str, Any] = {}
+    for o in OPTIONS:
+        if o.report_spread is not None:
+            out.update(o.report_spread(getattr(settings, o.name)))
+        elif o.report_field is not None:
+            out[o.report_field] = o.to_json(getattr(settings, o.name))
+    return out
 
 
 def compare_arguments(settings: CompareSettings) -> dict[str, Any]:
@@ -515,14 +553,85 @@ def compare_problem(options: Any) -> str | None:
     return None
 
 
+# -- the operators' readings: one option, --reading OP.KEY=VALUE, and the older flags kept as its aliases --
+
+
+def reading_aliases() -> list[ReadingDeclaration]:
+    """The declared readings that keep an older flag or key (``--maxpool-nan``), in catalogue order."""
+    return [r for r in operator_readings.declared().values() if r.flag or r.config_key]
+
+
+def alias_parameter(reading: ReadingDeclaration) -> str:
+    """The click parameter of a reading's older flag (``--maxpool-nan``: ``maxpool_nan``)."""
+    assert reading.flag is not None
+    return reading.flag.lstrip("-").replace("-", "_")
+
+
+def flag_parameters() -> tuple[str, ...]:
+    """The click parameters of the comparison's options, in --help order (a reading's alias after --reading)."""
+    out: list[str] = []
+    for option in OPTIONS:
+        if option.flag:
+            out.append(option.parameter)
+        if option.name == "readings":
+            out += [alias_parameter(r) for r in reading_aliases() if r.flag]
+    return tuple(out)
+
+
+def fold_reading_aliases(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Click's values with each older reading flag (``--maxpool-nan X``) folded into --reading's pairs (as
+    ``MaxPool.nan=X``); the same reading given both ways with two values is a usage error."""
+    out = dict(values)
+    pairs = list(out.get("reading", ()))
+    for reading in reading_aliases():
+        if not reading.flag:
+            continue
+        value = out.pop(alias_parameter(reading), None)
+        if value is None:
+            continue
+        other = [given for name, given in pairs if name == reading.name and given != value]
+        if other:
+            raise UsageError(
+                f"{reading.flag} {value} and --reading {reading.name}={other[0]} choose two values: give one"
+            )
+        pairs.insert(0, (reading.name, value))
+    out["reading"] = tuple(pairs)
+    return out
+
+
+def _readings_help(option: Option) -> str:
+    listed = "; ".join(
+        f"{name}={'|'.join(r.choices)} (default {r.default})" for name, r in operator_readings.declared().items()
+    )
+    return option.help + (listed or "none declared") + "."
+
+
+def _alias_option(reading: ReadingDeclaration) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    import click
+
+    assert reading.flag is not None
+    return click.option(
+        reading.flag,
+        alias_parameter(reading),
+        default=None,
+        type=click.Choice(reading.choices),
+        help=f"{reading.help} Same as --reading {reading.name}=VALUE.",
+    )
+
+
 def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate the command with one click option per declared option that has a flag, in OPTIONS order."""
+    """Decorate the command with one click option per declared option that has a flag, in OPTIONS order,
+    and the older flag of each declared reading after --reading."""
     import click
 
     for option in reversed([o for o in OPTIONS if o.flag]):
-        extra: dict[str, Any] = {"default": None, "help": option.help}
+        if option.name == "readings":
+            for reading in reversed([r for r in reading_aliases() if r.flag]):
+                command = _alias_option(reading)(command)
+        help = _readings_help(option) if option.name == "readings" else option.help
+        extra: dict[str, Any] = {"default": None, "help": help}
         if option.multiple:
-            extra = {"multiple": True, "help": option.help}
+            extra = {"multiple": True, "help": help}
         if option.click is not None:
             extra["type"] = option.click()
         if option.metavar is not None:

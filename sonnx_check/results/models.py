@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sonnx_check.operator_readings import Readings
 from sonnx_check.results.edges import Battery, ConfigurationResult
 from sonnx_check.results.outputs import NOT_COMPARED, OutputResult
 
@@ -43,15 +44,10 @@ class ReferenceRecord:
     """The reference kernels and the readings of the specification the comparison used."""
 
     operators: tuple[str, ...]
-    maxpool_nan: str  # the MaxPool NaN reading chosen (or the default)
-    maxpool_nan_reading: str  # that reading in words
+    readings: Readings  # the readings chosen (or the defaults): each recorded with its meaning
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "operators": list(self.operators),
-            "maxpool_nan": self.maxpool_nan,
-            "maxpool_nan_reading": self.maxpool_nan_reading,
-        }
+        return {"operators": list(self.operators), **self.readings.records()}
 
 
 @dataclass(frozen=True)
