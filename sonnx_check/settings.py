@@ -97,6 +97,7 @@ class Option:
     config_key: str | None  # key in [tool.sonnx-check.compare]; None: not in the configuration
     default: Any  # the settings value when neither the command line nor the file gives one
     help: str = ""
+    help_more: Callable[[], str] | None = None  # the help's end, read when --help is built (declared readings)
     read: ConfigReader | None = None  # a configured value -> the settings value (None: no configuration key)
     click: ClickType | None = None  # click's parameter type (None: a string, or a flag for a boolean pair)
     metavar: str | None = None
@@ -115,6 +116,11 @@ class Option:
     check: Callable[[Any], str | None] | None = None
     trust: str = TRUST_ANY  # what a discovered configuration file may set (TRUST); only with a config_key
     why: str = ""  # why the trust is limited ("runs a program"), for the error and docs/untrusted.md
+
+    @property
+    def shown_help(self) -> str:
+        """The help --help shows."""
+        return self.help + (self.help_more() if self.help_more is not None else "")
 
     @property
     def parameter(self) -> str:
@@ -194,6 +200,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         help="A reading of the specification where its texts differ, chosen as OPERATOR.KEY=VALUE "
         "(repeatable); the operators declare theirs (docs/readings.md): ",
+        help_more=lambda: _readings_help(),
         read=kinds.read_readings,
         click=kinds.click_key_value,
         metavar="OP.KEY=VALUE",
@@ -466,7 +473,11 @@ def read_config(r: Reader, table: Mapping[str, Any], base: Path, discovered: boo
 def config_keys() -> tuple[str, ...]:
     """Every key ``[tool.sonnx-check.compare]`` accepts: the declared options' and the older keys of the
     operators' readings (``maxpool-nan``)."""
-    return CONFIG_KEYS + tuple(r.config_key for r in reading_aliases() if r.config_key is not None)
+    older = [r.config_key for r in reading_aliases() if r.config_key is not None]
+    out: list[str] = []
+    for key in CONFIG_KEYS:
+        out += [key, *older] if key == BY_NAME["readings"].config_key else [key]
+    return tuple(out)
 
 
 def _read_reading_aliases(r: Reader, table: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
@@ -599,11 +610,11 @@ def fold_reading_aliases(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _readings_help(option: Option) -> str:
-    listed = "; ".join(
-        f"{name}={'|'.join(r.choices)} (default {r.default})" for name, r in operator_readings.declared().items()
-    )
-    return option.help + (listed or "none declared") + "."
+def _readings_help() -> str:
+    """The declared readings, their values and defaults, for --reading's help."""
+    declared = operator_readings.declared().items()
+    listed = "; ".join(f"{name}={'|'.join(r.choices)} (default {r.default})" for name, r in declared)
+    return (listed or "none declared") + "."
 
 
 def _alias_option(reading: ReadingDeclaration) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -628,10 +639,9 @@ def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
         if option.name == "readings":
             for reading in reversed([r for r in reading_aliases() if r.flag]):
                 command = _alias_option(reading)(command)
-        help = _readings_help(option) if option.name == "readings" else option.help
-        extra: dict[str, Any] = {"default": None, "help": help}
+        extra: dict[str, Any] = {"default": None, "help": option.shown_help}
         if option.multiple:
-            extra = {"multiple": True, "help": help}
+            extra = {"multiple": True, "help": option.shown_help}
         if option.click is not None:
             extra["type"] = option.click()
         if option.metavar is not None:

@@ -25,6 +25,10 @@ def rows() -> list[tuple[str, str, str]]:
         if option.config_key is not None:
             why = f"it {option.why}" if option.why else ""
             out.append((f"`compare.{option.config_key}`", declared.TRUST[option.trust], why))
+        if option.name == "readings":  # the readings' older keys (maxpool-nan), trusted as the table is
+            for reading in declared.reading_aliases():
+                if reading.config_key is not None:
+                    out.append((f"`compare.{reading.config_key}`", declared.TRUST[option.trust], why))
     return out
 
 
