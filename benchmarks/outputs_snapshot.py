@@ -1,5 +1,5 @@
 """Every report format of the sample models, written to one folder with times, versions and paths
-normalised, so that two revisions' outputs can be diffed byte for byte (issue 28: the outputs stay as they are).
+normalised, so that two revisions' outputs can be diffed byte for byte (issue 28: outputs stay as they are).
 
     PYTHONPATH=$PWD python benchmarks/outputs_snapshot.py /tmp/before      # on the old revision
     PYTHONPATH=$PWD python benchmarks/outputs_snapshot.py /tmp/after       # on the new one
@@ -41,7 +41,9 @@ def normalise(text: str, tmp: str) -> str:
 
 def run(out: Path, name: str, args: list[str], fmt: str, tmp: Path) -> None:
     target = tmp / f"{name}.{fmt}"
-    chosen = ["--output-format", f"html:{target}", "-q"] if fmt == "html" else ["--format", fmt, "-o", str(target)]
+    chosen = (
+        ["--output-format", f"html:{target}", "-q"] if fmt == "html" else ["--format", fmt, "-o", str(target)]
+    )
     command = [sys.executable, "-m", "sonnx_check", "--isolated", *chosen, *args]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     body = target.read_text() if target.exists() else ""

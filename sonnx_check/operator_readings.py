@@ -1,11 +1,11 @@
 """The readings of the specification a comparison may choose, declared by the operators they belong to.
 
-Where the texts an operator rests on differ (seed 003's MaxPool counts a NaN as -inf, the working group's later
-text makes it absorbing), its catalogue file declares the choice once, as a ``[[reading]]`` table: its key,
-the values and what each means, the default, the help, and the name reports record it under. Everything else
-follows from that declaration: ``--reading OP.KEY=VALUE`` and ``compare.reading`` accept it (settings.py), the
-kernel receives the chosen values as one ``Readings`` mapping (``readings["MaxPool.nan"]``), and every report
-records it. A second reading is a new table and the kernel code that reads it, no wiring.
+Where the texts an operator rests on differ (seed 003's MaxPool counts a NaN as -inf, the working group's
+later text makes it absorbing), its catalogue file declares the choice once, as a ``[[reading]]`` table:
+its key, the values and what each means, the default, the help, and the name reports record it under.
+Everything else follows from that declaration: ``--reading OP.KEY=VALUE`` and ``compare.reading`` accept it
+(settings.py), the kernel receives the chosen values as one ``Readings`` (``readings["MaxPool.nan"]``), and
+every report records it. A second reading is a new table and the kernel code that reads it, no wiring.
 
 Nothing here imports a kernel or the comparison: the command line and the configuration check a reading
 without loading either.

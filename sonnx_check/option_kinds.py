@@ -149,7 +149,9 @@ def read_readings(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[st
     from sonnx_check import operator_readings
 
     if not isinstance(value, dict):
-        raise r.fail(key, 'expected a table of "OPERATOR.KEY" = "VALUE" (e.g. "MaxPool.nan" = "nan-absorbing")')
+        raise r.fail(
+            key, 'expected a table of "OPERATOR.KEY" = "VALUE" (e.g. "MaxPool.nan" = "nan-absorbing")'
+        )
     r.entries(value, key)
     chosen: dict[str, str] = {}
     for name, raw in value.items():

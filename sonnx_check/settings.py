@@ -97,7 +97,7 @@ class Option:
     config_key: str | None  # key in [tool.sonnx-check.compare]; None: not in the configuration
     default: Any  # the settings value when neither the command line nor the file gives one
     help: str = ""
-    help_more: Callable[[], str] | None = None  # the help's end, read when --help is built (declared readings)
+    help_more: Callable[[], str] | None = None  # the help's end, read when --help is built (the readings)
     read: ConfigReader | None = None  # a configured value -> the settings value (None: no configuration key)
     click: ClickType | None = None  # click's parameter type (None: a string, or a flag for a boolean pair)
     metavar: str | None = None
@@ -579,7 +579,8 @@ def alias_parameter(reading: ReadingDeclaration) -> str:
 
 
 def flag_parameters() -> tuple[str, ...]:
-    """The click parameters of the comparison's options, in --help order (a reading's alias after --reading)."""
+    """The click parameters of the comparison's options, in --help order (a reading's older flag after
+    --reading)."""
     out: list[str] = []
     for option in OPTIONS:
         if option.flag:

@@ -20,8 +20,8 @@ from onnx import helper as h
 
 from sonnx_check.cli import main
 from sonnx_check.compare import CompareOptions, compare_loaded
-from sonnx_check.reference import nan_policy
 from sonnx_check.operator_readings import Readings
+from sonnx_check.reference import nan_policy
 
 EDGES = CompareOptions(datasets=("random",))
 

@@ -25,8 +25,8 @@ import onnx
 
 from sonnx_check.compare.judging import bounds as accuracy
 from sonnx_check.compare.judging.tolerance import OVERFLOW_NEG, OVERFLOW_POS
-from sonnx_check.profile import profile_operators
 from sonnx_check.operator_readings import Readings
+from sonnx_check.profile import profile_operators
 
 NOT_JUDGED = "not-judged"  # end to end through inexact operators: no bound is defined for the sum
 POSITIVE_INFINITY, NEGATIVE_INFINITY, NAN = 1, 2, 4
@@ -74,7 +74,9 @@ def not_judged(why: str) -> Judgement:
 
 def node_readings(op_type: str, chosen: Readings) -> tuple[str, ...]:
     """The readings of the texts a node's reference values rest on (printed in every case that has one)."""
-    return tuple(f"{reading.label} '{value}': {reading.words(value)}" for reading, value in chosen.of(op_type))
+    return tuple(
+        f"{reading.label} '{value}': {reading.words(value)}" for reading, value in chosen.of(op_type)
+    )
 
 
 def judge_output(
