@@ -39,14 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sonnx_check import operator_readings
 from sonnx_check import option_kinds as kinds
-from sonnx_check.errors import UsageError
+from sonnx_check import reading_options
 from sonnx_check.option_kinds import GENERATED_INPUTS, ClickType, ConfigReader  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from sonnx_check.config.reader import Reader
-    from sonnx_check.operator_readings import ReadingDeclaration
 
 COMPARE_TABLE = "tool.sonnx-check.compare"
 COMPARE_SECTION = "Comparing with onnxruntime (--compare)"  # the options' section of --help
@@ -115,6 +113,8 @@ class Option:
     # the error message, or None when the value is valid
     check: Callable[[Any], str | None] | None = None
     trust: str = TRUST_ANY  # what a discovered configuration file may set (TRUST); only with a config_key
+    # names the runtime under test: given on the command line, it asks for --compare (unless --no-compare)
+    implies_compare: bool = False
     why: str = ""  # why the trust is limited ("runs a program"), for the error and docs/untrusted.md
 
     @property
@@ -200,7 +200,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         help="A reading of the specification where its texts differ, chosen as OPERATOR.KEY=VALUE "
         "(repeatable); the operators declare theirs (docs/readings.md): ",
-        help_more=lambda: _readings_help(),
+        help_more=reading_options.readings_help,
         read=kinds.read_readings,
         click=kinds.click_key_value,
         metavar="OP.KEY=VALUE",
@@ -305,6 +305,7 @@ OPTIONS: tuple[Option, ...] = (
         to_json=list,
         check=kinds.check_providers,
         cli_name="ort_provider",
+        implies_compare=True,
     ),
     Option(
         "runtime",
@@ -317,6 +318,7 @@ OPTIONS: tuple[Option, ...] = (
         click=kinds.click_choice(RUNTIMES),
         metavar="NAME",
         check=kinds.check_runtime(RUNTIMES),
+        implies_compare=True,
     ),
     Option(
         "runtime_options",
@@ -336,6 +338,7 @@ OPTIONS: tuple[Option, ...] = (
         cli_name="runtime_option",
         trust=TRUST_EXPLICIT,
         why="configures how the runtime loads and runs the model (files, libraries, threads)",
+        implies_compare=True,
     ),
     Option(
         "runtime_command",
@@ -350,6 +353,7 @@ OPTIONS: tuple[Option, ...] = (
         check=kinds.check_command,
         trust=TRUST_EXPLICIT,
         why="runs a program",
+        implies_compare=True,
     ),
     Option(
         "saved_outputs",
@@ -363,6 +367,7 @@ OPTIONS: tuple[Option, ...] = (
         cli_name="outputs",
         trust=TRUST_EXPLICIT,
         why="puts saved outputs in the place of the runtime under test",
+        implies_compare=True,
     ),
     Option(
         "export_inputs",
@@ -467,34 +472,18 @@ def read_config(r: Reader, table: Mapping[str, Any], base: Path, discovered: boo
                 if problem is not None:
                     raise r.fail(key, _untrusted(option, problem))
             out[option.name] = value
-    return _read_reading_aliases(r, table, out)
+    reading_options.read_config_aliases(r, table, out, COMPARE_TABLE)
+    return out
 
 
 def config_keys() -> tuple[str, ...]:
     """Every key ``[tool.sonnx-check.compare]`` accepts: the declared options' and the older keys of the
     operators' readings (``maxpool-nan``)."""
-    older = [r.config_key for r in reading_aliases() if r.config_key is not None]
+    older = reading_options.alias_config_keys()
     out: list[str] = []
     for key in CONFIG_KEYS:
         out += [key, *older] if key == BY_NAME["readings"].config_key else [key]
     return tuple(out)
-
-
-def _read_reading_aliases(r: Reader, table: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
-    """A reading's older key (``maxpool-nan = "..."``) read into the ``reading`` table's values; the same
-    reading given both ways with two values is the file's error."""
-    for reading in reading_aliases():
-        if reading.config_key is None or reading.config_key not in table:
-            continue
-        key = f"{COMPARE_TABLE}.{reading.config_key}"
-        value = r.choice(table[reading.config_key], key, reading.choices)
-        chosen = dict(out.get("readings", ()))
-        if chosen.get(reading.name, value) != value:
-            other = chosen[reading.name]
-            raise r.fail(key, f'{value!r} and reading."{reading.name}" = {other!r}: give one of them')
-        chosen[reading.name] = value
-        out["readings"] = tuple(sorted(chosen.items()))
-    return out
 
 
 def _untrusted(option: Option, problem: str) -> str:
@@ -564,20 +553,6 @@ def compare_problem(options: Any) -> str | None:
     return None
 
 
-# -- the operators' readings: one option, --reading OP.KEY=VALUE, and the older flags kept as its aliases --
-
-
-def reading_aliases() -> list[ReadingDeclaration]:
-    """The declared readings that keep an older flag or key (``--maxpool-nan``), in catalogue order."""
-    return [r for r in operator_readings.declared().values() if r.flag or r.config_key]
-
-
-def alias_parameter(reading: ReadingDeclaration) -> str:
-    """The click parameter of a reading's older flag (``--maxpool-nan``: ``maxpool_nan``)."""
-    assert reading.flag is not None
-    return reading.flag.lstrip("-").replace("-", "_")
-
-
 def flag_parameters() -> tuple[str, ...]:
     """The click parameters of the comparison's options, in --help order (a reading's older flag after
     --reading)."""
@@ -586,49 +561,19 @@ def flag_parameters() -> tuple[str, ...]:
         if option.flag:
             out.append(option.parameter)
         if option.name == "readings":
-            out += [alias_parameter(r) for r in reading_aliases() if r.flag]
+            out += reading_options.alias_parameters()
     return tuple(out)
 
 
-def fold_reading_aliases(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Click's values with each older reading flag (``--maxpool-nan X``) folded into --reading's pairs (as
-    ``MaxPool.nan=X``); the same reading given both ways with two values is a usage error."""
-    out = dict(values)
-    pairs = list(out.get("reading", ()))
-    for reading in reading_aliases():
-        if not reading.flag:
-            continue
-        value = out.pop(alias_parameter(reading), None)
-        if value is None:
-            continue
-        other = [given for name, given in pairs if name == reading.name and given != value]
-        if other:
-            raise UsageError(
-                f"{reading.flag} {value} and --reading {reading.name}={other[0]} choose two values: give one"
-            )
-        pairs.insert(0, (reading.name, value))
-    out["reading"] = tuple(pairs)
+def cli_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Click's values of the comparison's options as CliOptions takes them: the readings' older flags folded
+    into --reading, and ``compare`` True when an option that names the runtime under test was given (and
+    neither --compare nor --no-compare was)."""
+    out = reading_options.fold_aliases(values)
+    if out.get("compare") is None:
+        if any(o.implies_compare and out.get(o.parameter) for o in OPTIONS):
+            out["compare"] = True
     return out
-
-
-def _readings_help() -> str:
-    """The declared readings, their values and defaults, for --reading's help."""
-    declared = operator_readings.declared().items()
-    listed = "; ".join(f"{name}={'|'.join(r.choices)} (default {r.default})" for name, r in declared)
-    return (listed or "none declared") + "."
-
-
-def _alias_option(reading: ReadingDeclaration) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    import click
-
-    assert reading.flag is not None
-    return click.option(
-        reading.flag,
-        alias_parameter(reading),
-        default=None,
-        type=click.Choice(reading.choices),
-        help=f"{reading.help} Same as --reading {reading.name}=VALUE.",
-    )
 
 
 def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -638,8 +583,8 @@ def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     for option in reversed([o for o in OPTIONS if o.flag]):
         if option.name == "readings":
-            for reading in reversed([r for r in reading_aliases() if r.flag]):
-                command = _alias_option(reading)(command)
+            for alias in reversed(reading_options.alias_options()):
+                command = alias(command)
         extra: dict[str, Any] = {"default": None, "help": option.shown_help}
         if option.multiple:
             extra = {"multiple": True, "help": option.shown_help}
