@@ -48,6 +48,11 @@ class CompareOptions:
     accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        readings: object = self.readings
+        if not isinstance(readings, Readings):  # the Python API may give {"MaxPool.nan": "..."}
+            if not isinstance(readings, Mapping):
+                raise UsageError(f"readings: expected a mapping of OPERATOR.KEY to a value, got {readings!r}")
+            object.__setattr__(self, "readings", Readings(tuple(readings.items())))
         problem = declared.compare_problem(self)  # each option's check, declared with it (settings.py)
         if problem is not None:
             raise UsageError(problem)

@@ -226,3 +226,16 @@ def test_an_undeclared_reading_is_refused_with_what_is_accepted(name: str, value
     message = str(caught.value)
     assert "\n" not in message
     assert "MaxPool.nan" in message or "expected one of" in message or "its readings: nan" in message
+
+
+def test_the_python_api_takes_the_readings_as_a_mapping() -> None:
+    from sonnx_check.compare import CompareOptions
+
+    options = CompareOptions(readings={"MaxPool.nan": ABSORBING})
+    assert options.readings == Readings((("MaxPool.nan", ABSORBING),))
+    assert options.readings["MaxPool.nan"] == ABSORBING
+    assert CompareOptions().readings["MaxPool.nan"] == nan_policy.NAN_AS_NEGATIVE_INFINITY
+    with pytest.raises(UsageError, match="readings: MaxPool.nan 'x': expected one of"):
+        CompareOptions(readings={"MaxPool.nan": "x"})
+    with pytest.raises(UsageError, match="readings: expected a mapping"):
+        CompareOptions(readings=3)  # type: ignore[arg-type]  # the wrong type on purpose
