@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from sonnx_check import __version__, blas_threads, masking, stop  # noqa: F401 - blas_threads: before numpy loads
+from sonnx_check import __version__, blas_threads, masking, run_options, stop  # noqa: F401 - blas_threads: before numpy loads
 from sonnx_check import settings as declared
 from sonnx_check.commands.check import (
     internal_result,
@@ -36,7 +36,7 @@ from sonnx_check.commands.check import (
     say_nothing_checked,
     targets_to_process,
 )
-from sonnx_check.config import FAIL_ON, FORMATS, CliOptions, Configurations, FixSettings
+from sonnx_check.config import CliOptions, Configurations, FixSettings
 from sonnx_check.errors import RunInterrupted, UsageError, UserError
 from sonnx_check.exit_codes import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, exit_code, final_code  # noqa: F401
 from sonnx_check.messages import say, say_internal
@@ -44,35 +44,12 @@ from sonnx_check.report.dispatch import configuration_label, write_reports, writ
 from sonnx_check.report.outputs import parse_outputs, prepare_outputs
 from sonnx_check.report.run_report import RunReport
 from sonnx_check.report.summary import is_internal
+from sonnx_check.run_options import RunArguments
 
 ARGV_KEY = "sonnx_check.argv"
 
-# --help: options grouped by purpose (click has no groups; the command formats them itself).
-SECTIONS = (
-    ("Rules", ("select", "extend_select", "ignore")),
-    (
-        "Reports",
-        (
-            "output_format",
-            "output",
-            "output_formats",
-            "evidence",
-            "mask",
-            "quiet",
-            "verbose",
-            "statistics",
-            "color",
-        ),
-    ),
-    ("Exit code", ("fail_on", "exit_zero")),
-    ("Files and configuration", ("config_path", "isolated", "force_exclude", "show_settings")),
-    ("Fixing (--fix)", ("fix", "diff", "unsafe_fixes", "fix_output", "exit_non_zero_on_fix")),
-    ("Adopting", ("add_waivers",)),
-    (declared.COMPARE_SECTION, tuple(o.parameter for o in declared.OPTIONS if o.flag)),
-    ("Surveying a runtime", ("survey", "survey_output")),
-    ("Running", ("jobs", "show_traceback")),
-    ("Information", ("list_rules", "aliases", "explain", "version", "help")),
-)
+# --help: options grouped by purpose (click has no groups; the command formats them itself), as declared
+SECTIONS = run_options.sections()
 # The epilog as click lays out a definition list: each description wrapped between words to the terminal's
 # width (a long command gets its description on the next line), never pre-wrapped for one width.
 EXAMPLES = (
@@ -140,162 +117,8 @@ class _Command(click.Command):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
 )
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option(
-    "--select",
-    multiple=True,
-    metavar="RULES",
-    help="Rule IDs or globs to check (comma-separated; replaces the configured selection; default: all).",
-)
-@click.option(
-    "--extend-select", multiple=True, metavar="RULES", help="Rule IDs or globs to check in addition."
-)
-@click.option(
-    "--ignore", multiple=True, metavar="RULES", help="Rule IDs or globs not to check (comma-separated)."
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=str),
-    metavar="FILE",
-    help="Read [tool.sonnx-check] from FILE for every model (default: for each model, the nearest "
-    "pyproject.toml that has it, from the model's folder upwards, else from the working directory).",
-)
-@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
-@click.option(
-    "--show-settings",
-    is_flag=True,
-    help="Print the settings each model given (else the working directory) would be checked with, and "
-    "where each came from (default, file, command line); check nothing.",
-)
-@click.option(
-    "--force-exclude",
-    is_flag=True,
-    help="Skip files named on the command line that the configuration's exclude matches (.gitignore and "
-    "*.fixed.onnx apply to folder scans only); the pre-commit hook passes it.",
-)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(FORMATS),
-    default=None,
-    help="Report format (default: the configured one, else text).",
-)
-@click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."
-)
-@click.option(
-    "--output-format",
-    "output_formats",
-    multiple=True,
-    metavar="FORMAT:PATH",
-    help="Also write a report in FORMAT to PATH (repeatable), e.g. sarif:results.sarif junit:results.xml; "
-    "html:report.html writes the reviewer's report (needs the [report] extra).",
-)
-@click.option(
-    "--evidence",
-    type=click.Path(dir_okay=False, path_type=str),
-    metavar="PATH",
-    help="Write the evidence record (JSON): model and data hashes, environment, configuration, every rule's "
-    "verdict at every node, the comparison's datasets and margins.",
-)
-@click.option(
-    "--mask",
-    multiple=True,
-    metavar="VALUE",
-    help="Replace VALUE by *** wherever a command line is recorded (repeatable; also one value per line "
-    "of $SONNX_CHECK_MASK). Option values and assignments named like token, password, secret, key or "
-    "auth, and URL passwords, are always masked.",
-)
-@click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no coverage.")
-@click.option(
-    "--verbose",
-    "-v",
-    is_flag=True,
-    help="Also say on stderr which models were found and skipped (and why), the configuration each is "
-    "checked with, and how long each step took.",
-)
-@click.option(
-    "--color",
-    type=click.Choice(("auto", "always", "never")),
-    default="auto",
-    show_default=True,
-    help="Colour the text report: auto follows the terminal, NO_COLOR and FORCE_COLOR; always and never "
-    "override them.",
-)
-@click.option("--statistics", is_flag=True, help="Show the number of findings per rule.")
-@click.option(
-    "--fail-on",
-    type=click.Choice(FAIL_ON),
-    default=None,
-    help="Lowest severity that fails the run (default: the configured one, else error).",
-)
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings fail (errors still exit 2 or 3).")
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="N",
-    help="Check N models at a time in separate processes (0: one per CPU; default 1). Findings, order, "
-    "exit code and reports are a serial run's; only the recorded command line and times differ (SARIF "
-    "invocations, the evidence record's run, HTML and JUnit times).",
-)
-@click.option(
-    "--fix",
-    is_flag=True,
-    help="Write NAME.fixed.onnx beside each model with the semantics-preserving rewrites applied, and "
-    "report the fixed model.",
-)
-@click.option(
-    "--diff",
-    is_flag=True,
-    help="Print what --fix would rewrite, model by model, as a unified diff of the graph; write nothing.",
-)
-@click.option(
-    "--unsafe-fixes",
-    is_flag=True,
-    help="With --fix or --diff: also the unsafe rewrites, which change a name or a stored weight (each "
-    "such rule's fix text says so; --explain ID).",
-)
-@click.option(
-    "--fix-output",
-    type=click.Path(dir_okay=False, path_type=str),
-    metavar="PATH",
-    help="With --fix and one model: write the fixed model to PATH instead.",
-)
-@click.option(
-    "--exit-non-zero-on-fix",
-    is_flag=True,
-    help="With --fix: exit 1 when a fixed model was written, even if it conforms (the original still "
-    "violates the profile until it is replaced).",
-)
-@click.option(
-    "--add-waivers",
-    is_flag=True,
-    help="Adopting on an existing repository: append a waiver skeleton for every profile finding to the "
-    "configuration, with an empty reason that must be filled in before the next run.",
-)
-@click.option("--list-rules", is_flag=True, help="List the rule catalogue and exit.")
-@click.option(
-    "--aliases",
-    is_flag=True,
-    help="With --list-rules: also list each rule's aliases (the IDs of the SONNX texts it answers to).",
-)
-@click.option("--explain", metavar="ID", help="Explain one rule (ID or alias) and exit.")
-@click.option(
-    "--survey",
-    is_flag=True,
-    help="Survey the runtime under test, no model needed: every profile operator's edge battery, as a "
-    "conformance table; exit 1 on an unexplained divergence (docs/survey.md).",
-)
-@click.option(
-    "--survey-output",
-    metavar="DIR",
-    help="With --survey: the new (or empty) folder for survey.json, survey.html and the reproducers "
-    "(default: sonnx-survey).",
-)
+@run_options.click_options
 @declared.click_options
-@click.option("--show-traceback", is_flag=True, help="Show Python tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="sonnx-check")
 def main(**options: Any) -> None:
     """Check ONNX models against the SONNX safety-related profile.
@@ -303,7 +126,7 @@ def main(**options: Any) -> None:
     PATHS are model files or folders (searched recursively for *.onnx).
     """
     try:
-        code = run(**options)
+        code = run(RunArguments.from_click(options))
     except UserError as exc:
         say(f"error: {exc}")
         code = EXIT_USAGE
@@ -325,132 +148,91 @@ def main(**options: Any) -> None:
     sys.exit(code)
 
 
-def run(
-    paths: tuple[str, ...],
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    config_path: str | None,
-    isolated: bool,
-    force_exclude: bool,
-    show_settings: bool,
-    output_format: str | None,
-    output: str | None,
-    output_formats: tuple[str, ...],
-    evidence: str | None,
-    mask: tuple[str, ...],
-    quiet: bool,
-    verbose: bool,
-    color: str,
-    statistics: bool,
-    fail_on: str | None,
-    exit_zero: bool,
-    jobs: int | None,
-    fix: bool,
-    diff: bool,
-    unsafe_fixes: bool,
-    fix_output: str | None,
-    exit_non_zero_on_fix: bool,
-    add_waivers: bool,
-    list_rules: bool,
-    aliases: bool,
-    explain: str | None,
-    survey: bool,
-    survey_output: str | None,
-    show_traceback: bool,
-    **compared: Any,  # one value per declared comparison option (settings.py), by its parameter name
-) -> int:
+def run(args: RunArguments) -> int:
+    """One run of the command, from what the command line gave; its exit code."""
     stop.check()  # a signal that arrived while the command was being imported
-    masking.use(mask)  # before anything records a command line
+    masking.use(args.mask)  # before anything records a command line
     from sonnx_check.report.console import choose_colour
 
-    choose_colour(color)
+    choose_colour(args.color)
     started = time.monotonic()
     started_utc = datetime.datetime.now(datetime.UTC)
     timestamp = started_utc.astimezone().replace(tzinfo=None).isoformat(timespec="seconds")
-    if aliases and not list_rules:
+    if args.aliases and not args.list_rules:
         raise UsageError("--aliases needs --list-rules")
-    if list_rules or explain:
+    if args.list_rules or args.explain:
         from sonnx_check.commands.catalogue import show_catalogue
 
-        show_catalogue(list_rules, explain, output_format, aliases)
+        show_catalogue(args.list_rules, args.explain, args.output_format, args.aliases)
         return EXIT_OK
-    if survey_output is not None and not survey:
+    if args.survey_output is not None and not args.survey:
         raise UsageError("--survey-output needs --survey")
-    if survey and paths:
+    if args.survey and args.paths:
         raise UsageError("--survey takes no model: it surveys the runtime itself (docs/survey.md)")
-    if not paths and not show_settings and not survey:
+    if not args.paths and not args.show_settings and not args.survey:
         raise UsageError("no model given (usage: sonnx-check [OPTIONS] PATHS...; see --help)")
-    if fix_output is not None and not fix:
+    if args.fix_output is not None and not args.fix:
         raise UsageError("--fix-output needs --fix")
-    if diff and fix_output is not None:
+    if args.diff and args.fix_output is not None:
         raise UsageError("--fix-output: --diff writes nothing")
-    fix = fix or diff  # --diff previews --fix (as ruff check --diff does)
-    if unsafe_fixes and not fix:
+    fix = args.fix or args.diff  # --diff previews --fix (as ruff check --diff does)
+    if args.unsafe_fixes and not fix:
         raise UsageError("--unsafe-fixes needs --fix or --diff")
-    if add_waivers and (isolated or fix):
-        other = "--isolated" if isolated else "--fix"
+    if args.add_waivers and (args.isolated or fix):
+        other = "--isolated" if args.isolated else "--fix"
         raise UsageError(f"--add-waivers writes into the configuration: not with {other}")
     from sonnx_check.inputs_option import check_inputs_source
 
-    for source in compared["inputs"]:
+    for source in args.compared["inputs"]:
         check_inputs_source(source)
-    runtime_named = (
-        compared["runtime"]
-        or compared["runtime_option"]
-        or compared["runtime_command"]
-        or compared["outputs"]
-        or compared["ort_provider"]
-    )
-    if compared["compare"] is None and runtime_named:
-        compared["compare"] = True  # naming the runtime under test asks for a comparison
-    if compared["export_suite"] is not None:
+    if args.compared["export_suite"] is not None:
         from sonnx_check.commands.export_suite import check_suite_target
 
-        check_suite_target(compared["export_suite"])  # a non-empty folder is refused before any model is read
+        # a non-empty folder is refused before any model is read
+        check_suite_target(args.compared["export_suite"])
     cli = CliOptions(
-        select=select,
-        extend_select=extend_select,
-        ignore=ignore,
-        fail_on=fail_on,
-        output_format=output_format,
-        jobs=jobs,
-        fix=FixSettings(output=fix_output, preview=diff, unsafe=unsafe_fixes) if fix else None,
-        exit_zero=exit_zero,
-        statistics=statistics,
-        show_traceback=show_traceback,
-        **compared,
+        select=args.select,
+        extend_select=args.extend_select,
+        ignore=args.ignore,
+        fail_on=args.fail_on,
+        output_format=args.output_format,
+        jobs=args.jobs,
+        fix=FixSettings(output=args.fix_output, preview=args.diff, unsafe=args.unsafe_fixes) if fix else None,
+        exit_zero=args.exit_zero,
+        statistics=args.statistics,
+        show_traceback=args.show_traceback,
+        **args.compared,
     )
-    configs = Configurations(cli, config_path, isolated)
-    if show_settings:
+    configs = Configurations(cli, args.config_path, args.isolated)
+    if args.show_settings:
         from sonnx_check.commands.show_settings import show_settings as print_settings
 
-        print_settings(configs, paths)
+        print_settings(configs, args.paths)
         return EXIT_OK
     settings = configs.run
-    if survey:
+    if args.survey:
         from sonnx_check.commands.survey import run_survey_from_settings
 
-        return run_survey_from_settings(settings.compare, survey_output, quiet=quiet)
+        return run_survey_from_settings(settings.compare, args.survey_output, quiet=args.quiet)
     if settings.compare.enabled or settings.compare.export_inputs is not None:
         from sonnx_check.compare.runtimes.startup import check_runtime_settings
 
         check_runtime_settings(settings.compare)  # a provider or a command that cannot work: exit 2 at once
-    outputs = parse_outputs(settings.output_format, output, output_formats, evidence)
+    outputs = parse_outputs(settings.output_format, args.output, args.output_formats, args.evidence)
 
     from sonnx_check.discovery import discover
 
     found = discover(
-        paths,
+        args.paths,
         exclude=configs.excluded,
         respect_gitignore=settings.respect_gitignore,
-        force_exclude=force_exclude,
+        force_exclude=args.force_exclude,
     )
-    targets = targets_to_process(found, settings, fix_output, outputs)
+    targets = targets_to_process(found, settings, args.fix_output, outputs)
     if not targets:
         say_nothing_checked(found)
     per_model = [configs.settings_for(t.path) for t in targets]
-    if verbose:
+    if args.verbose:
         from sonnx_check.commands.verbose import say_found
 
         say_found(found, targets, per_model, time.monotonic() - started)
@@ -463,12 +245,12 @@ def run(
 
     from sonnx_check import progress
 
-    progress.start(len(targets), quiet=quiet)  # on stderr, only when it is a terminal
+    progress.start(len(targets), quiet=args.quiet)  # on stderr, only when it is a terminal
     try:
         outcomes = run_groups(targets, per_model)
     finally:
         progress.stop()
-    if verbose:
+    if args.verbose:
         say(f"verbose: checked {len(targets)} model(s) in {time.monotonic() - started:.1f} s")
     results = [
         o.result if o.result is not None else internal_result(t.path, o)
@@ -477,12 +259,12 @@ def run(
     fixes = [o.fix for o in outcomes] if settings.fix is not None else None
     internal_errors = [o.internal_error for o in outcomes if o.internal_error]
     user_errors = [o.user_error for o in outcomes if o.user_error]
-    if compared["export_suite"] is not None:
+    if args.compared["export_suite"] is not None:
         from sonnx_check.commands.export_suite import run_export_suite
 
-        user_errors += run_export_suite(compared["export_suite"], targets, results, per_model)
+        user_errors += run_export_suite(args.compared["export_suite"], targets, results, per_model)
 
-    if add_waivers:
+    if args.add_waivers:
         from sonnx_check.commands.add_waivers import run_add_waivers
 
         return run_add_waivers(targets, results, per_model, internal_errors)
@@ -499,9 +281,9 @@ def run(
         results=results,
         fixes=fixes,
         settings=settings,
-        quiet=quiet,
+        quiet=args.quiet,
         model_configs=[s.config_file for s in per_model],
-        configuration=configuration_label(per_model, isolated),
+        configuration=configuration_label(per_model, args.isolated),
         unused=[u.to_json() for u in unused],
         seconds=time.monotonic() - started,
         timestamp=timestamp,
@@ -521,10 +303,10 @@ def run(
         say(f"warning: {entry.line()}")
     write_step_summary(report)
     wrote_fix = any(f is not None and f.output is not None for f in fixes or ())
-    if exit_non_zero_on_fix and wrote_fix and not quiet:
+    if args.exit_non_zero_on_fix and wrote_fix and not args.quiet:
         say_how_to_commit_fixes(fixes or [])
     return final_code(
-        results, internal_errors, settings, bool(user_errors), exit_non_zero_on_fix and wrote_fix
+        results, internal_errors, settings, bool(user_errors), args.exit_non_zero_on_fix and wrote_fix
     )
 
 

@@ -143,6 +143,63 @@ def read_accuracy(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[st
     return tuple(sorted(value.items()))
 
 
+def read_readings(r: Reader, value: Any, key: str, base: Path) -> tuple[tuple[str, str], ...]:
+    """A table "OPERATOR.KEY" = "VALUE" of the operators' declared readings (operator_readings.py). Written
+    unquoted, ``MaxPool.nan = "..."`` is TOML's nested table: both spellings are read."""
+    from sonnx_check import operator_readings
+
+    if not isinstance(value, dict):
+        raise r.fail(
+            key, 'expected a table of "OPERATOR.KEY" = "VALUE" (e.g. "MaxPool.nan" = "nan-absorbing")'
+        )
+    r.entries(value, key)
+    chosen: dict[str, str] = {}
+    for name, raw in value.items():
+        entries = raw.items() if isinstance(raw, dict) else [(None, raw)]
+        for sub, given in entries:
+            full = name if sub is None else f"{name}.{sub}"
+            if not isinstance(given, str):
+                raise r.fail(f'{key}."{full}"', f"expected one of the reading's values, got {given!r}")
+            problem = operator_readings.value_problem(full, given)
+            if problem is not None:
+                raise r.fail(f'{key}."{full}"', problem)
+            chosen[full] = given
+    return tuple(sorted(chosen.items()))
+
+
+def readings_from_cli(values: Any) -> tuple[tuple[str, str], ...]:
+    """The parsed ``--reading`` pairs, checked against the declared readings (a name given twice keeps its
+    last value)."""
+    from sonnx_check import operator_readings
+
+    return operator_readings.check(values, "--reading")
+
+
+def merge_readings(configured: Any, given: Any) -> tuple[tuple[str, str], ...]:
+    """The configuration's readings with the command line's on top."""
+    return tuple(sorted({**dict(configured), **dict(given)}.items()))
+
+
+def readings_json(chosen: Any) -> dict[str, str]:
+    """Every declared reading's value by name, as ``compare.reading`` would state it."""
+    from sonnx_check import operator_readings
+
+    return dict(operator_readings.Readings(tuple(chosen)).items())
+
+
+def readings_record(chosen: Any) -> dict[str, str]:
+    """Every declared reading's value under its record name (``maxpool_nan``), as the evidence records it."""
+    from sonnx_check import operator_readings
+
+    return operator_readings.Readings(tuple(chosen)).settings_json()
+
+
+def readings_for_compare(chosen: Any) -> Any:
+    from sonnx_check import operator_readings
+
+    return operator_readings.Readings(tuple(chosen))
+
+
 def split_providers(values: Any) -> tuple[str, ...]:
     """``--ort-provider A,B --ort-provider C`` as (A, B, C), each once."""
     names = (name.strip() for value in values for name in str(value).split(","))

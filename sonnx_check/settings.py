@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sonnx_check import option_kinds as kinds
+from sonnx_check import reading_options
 from sonnx_check.option_kinds import GENERATED_INPUTS, ClickType, ConfigReader  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ COMPARE_TABLE = "tool.sonnx-check.compare"
 COMPARE_SECTION = "Comparing with onnxruntime (--compare)"  # the options' section of --help
 
 OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
-# reference/nan_policy.READINGS, repeated here so that reading a configuration imports no kernel
-MAXPOOL_NAN_READINGS = ("nan-as-negative-infinity", "nan-absorbing")
 # compare/edges/extents.EXTENTS, repeated here so that reading a configuration imports no comparison
 NODE_EDGES_EXTENTS = ("reduced", "full")
 DEFAULT_MAX_ELEMENTS = 100_000_000
@@ -96,6 +95,7 @@ class Option:
     config_key: str | None  # key in [tool.sonnx-check.compare]; None: not in the configuration
     default: Any  # the settings value when neither the command line nor the file gives one
     help: str = ""
+    help_more: Callable[[], str] | None = None  # the help's end, read when --help is built (the readings)
     read: ConfigReader | None = None  # a configured value -> the settings value (None: no configuration key)
     click: ClickType | None = None  # click's parameter type (None: a string, or a flag for a boolean pair)
     metavar: str | None = None
@@ -103,6 +103,8 @@ class Option:
     from_cli: Callable[[Any], Any] = _same  # the parsed command-line value -> the settings value
     merge: Callable[[Any, Any], Any] | None = None  # (file's value, command line's) -> value; None: CLI wins
     report: str | None = "same"  # field in the evidence record's compare settings ("same": ``name``)
+    # the settings value as several fields of the evidence record's compare settings (in the place of report)
+    report_spread: Callable[[Any], dict[str, Any]] | None = None
     to_json: Callable[[Any], Any] = _same  # the settings value as recorded in JSON
     compare_arg: str | None = "same"  # CompareOptions keyword ("same": ``name``; None: not passed)
     to_compare: Callable[[Any], Any] = _same  # the settings value as CompareOptions takes it
@@ -111,7 +113,14 @@ class Option:
     # the error message, or None when the value is valid
     check: Callable[[Any], str | None] | None = None
     trust: str = TRUST_ANY  # what a discovered configuration file may set (TRUST); only with a config_key
+    # names the runtime under test: given on the command line, it asks for --compare (unless --no-compare)
+    implies_compare: bool = False
     why: str = ""  # why the trust is limited ("runs a program"), for the error and docs/untrusted.md
+
+    @property
+    def shown_help(self) -> str:
+        """The help --help shows."""
+        return self.help + (self.help_more() if self.help_more is not None else "")
 
     @property
     def parameter(self) -> str:
@@ -185,15 +194,24 @@ OPTIONS: tuple[Option, ...] = (
         check=kinds.check_choice("--node-edges-extent", NODE_EDGES_EXTENTS),
     ),
     Option(
-        "maxpool_nan",
-        "--maxpool-nan",
-        "maxpool-nan",
-        MAXPOOL_NAN_READINGS[0],
-        help="MaxPool's NaN reading: seed 003's 'NaN counts as -inf' (nan-as-negative-infinity, the default) "
-        "or the working group's later NaN-absorbing text.",
-        read=kinds.read_choice(MAXPOOL_NAN_READINGS),
-        click=kinds.click_choice(MAXPOOL_NAN_READINGS),
-        check=kinds.check_choice("--maxpool-nan", MAXPOOL_NAN_READINGS),
+        "readings",
+        "--reading",
+        "reading",
+        (),
+        help="A reading of the specification where its texts differ, chosen as OPERATOR.KEY=VALUE "
+        "(repeatable); the operators declare theirs (docs/readings.md): ",
+        help_more=reading_options.readings_help,
+        read=kinds.read_readings,
+        click=kinds.click_key_value,
+        metavar="OP.KEY=VALUE",
+        multiple=True,
+        from_cli=kinds.readings_from_cli,
+        merge=kinds.merge_readings,
+        report=None,  # recorded as each reading's own field (report_spread)
+        report_spread=kinds.readings_record,
+        to_json=kinds.readings_json,
+        to_compare=kinds.readings_for_compare,
+        cli_name="reading",
     ),
     Option(
         "seed",
@@ -287,6 +305,7 @@ OPTIONS: tuple[Option, ...] = (
         to_json=list,
         check=kinds.check_providers,
         cli_name="ort_provider",
+        implies_compare=True,
     ),
     Option(
         "runtime",
@@ -299,6 +318,7 @@ OPTIONS: tuple[Option, ...] = (
         click=kinds.click_choice(RUNTIMES),
         metavar="NAME",
         check=kinds.check_runtime(RUNTIMES),
+        implies_compare=True,
     ),
     Option(
         "runtime_options",
@@ -318,6 +338,7 @@ OPTIONS: tuple[Option, ...] = (
         cli_name="runtime_option",
         trust=TRUST_EXPLICIT,
         why="configures how the runtime loads and runs the model (files, libraries, threads)",
+        implies_compare=True,
     ),
     Option(
         "runtime_command",
@@ -332,6 +353,7 @@ OPTIONS: tuple[Option, ...] = (
         check=kinds.check_command,
         trust=TRUST_EXPLICIT,
         why="runs a program",
+        implies_compare=True,
     ),
     Option(
         "saved_outputs",
@@ -345,6 +367,7 @@ OPTIONS: tuple[Option, ...] = (
         cli_name="outputs",
         trust=TRUST_EXPLICIT,
         why="puts saved outputs in the place of the runtime under test",
+        implies_compare=True,
     ),
     Option(
         "export_inputs",
@@ -405,7 +428,7 @@ class CompareSettings:
     inputs: tuple[str, ...] = _declared("inputs")  # "random", "edge" or a path
     node_edges: bool = _declared("node_edges")
     node_edges_extent: str = _declared("node_edges_extent")  # one of NODE_EDGES_EXTENTS
-    maxpool_nan: str = _declared("maxpool_nan")  # one of MAXPOOL_NAN_READINGS
+    readings: tuple[tuple[str, str], ...] = _declared("readings")  # ("MaxPool.nan", value): those given
     seed: int = _declared("seed")
     ort_opt_level: str = _declared("ort_opt_level")  # one of OPT_LEVELS
     shapes: tuple[tuple[str, tuple[int, ...]], ...] = _declared("shapes")  # (input name, dims)
@@ -449,7 +472,18 @@ def read_config(r: Reader, table: Mapping[str, Any], base: Path, discovered: boo
                 if problem is not None:
                     raise r.fail(key, _untrusted(option, problem))
             out[option.name] = value
+    reading_options.read_config_aliases(r, table, out, COMPARE_TABLE)
     return out
+
+
+def config_keys() -> tuple[str, ...]:
+    """Every key ``[tool.sonnx-check.compare]`` accepts: the declared options' and the older keys of the
+    operators' readings (``maxpool-nan``)."""
+    older = reading_options.alias_config_keys()
+    out: list[str] = []
+    for key in CONFIG_KEYS:
+        out += [key, *older] if key == BY_NAME["readings"].config_key else [key]
+    return tuple(out)
 
 
 def _untrusted(option: Option, problem: str) -> str:
@@ -491,9 +525,13 @@ def resolve(cli: Any, configured: Mapping[str, Any]) -> CompareSettings:
 
 def report_json(settings: CompareSettings) -> dict[str, Any]:
     """The options as the evidence record's ``compare`` settings state them."""
-    return {
-        o.report_field: o.to_json(getattr(settings, o.name)) for o in OPTIONS if o.report_field is not None
-    }
+    out: dict[str, Any] = {}
+    for o in OPTIONS:
+        if o.report_spread is not None:
+            out.update(o.report_spread(getattr(settings, o.name)))
+        elif o.report_field is not None:
+            out[o.report_field] = o.to_json(getattr(settings, o.name))
+    return out
 
 
 def compare_arguments(settings: CompareSettings) -> dict[str, Any]:
@@ -515,14 +553,41 @@ def compare_problem(options: Any) -> str | None:
     return None
 
 
+def flag_parameters() -> tuple[str, ...]:
+    """The click parameters of the comparison's options, in --help order (a reading's older flag after
+    --reading)."""
+    out: list[str] = []
+    for option in OPTIONS:
+        if option.flag:
+            out.append(option.parameter)
+        if option.name == "readings":
+            out += reading_options.alias_parameters()
+    return tuple(out)
+
+
+def cli_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Click's values of the comparison's options as CliOptions takes them: the readings' older flags folded
+    into --reading, and ``compare`` True when an option that names the runtime under test was given (and
+    neither --compare nor --no-compare was)."""
+    out = reading_options.fold_aliases(values)
+    if out.get("compare") is None:
+        if any(o.implies_compare and out.get(o.parameter) for o in OPTIONS):
+            out["compare"] = True
+    return out
+
+
 def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate the command with one click option per declared option that has a flag, in OPTIONS order."""
+    """Decorate the command with one click option per declared option that has a flag, in OPTIONS order,
+    and the older flag of each declared reading after --reading."""
     import click
 
     for option in reversed([o for o in OPTIONS if o.flag]):
-        extra: dict[str, Any] = {"default": None, "help": option.help}
+        if option.name == "readings":
+            for alias in reversed(reading_options.alias_options()):
+                command = alias(command)
+        extra: dict[str, Any] = {"default": None, "help": option.shown_help}
         if option.multiple:
-            extra = {"multiple": True, "help": option.help}
+            extra = {"multiple": True, "help": option.shown_help}
         if option.click is not None:
             extra["type"] = option.click()
         if option.metavar is not None:

@@ -110,7 +110,7 @@ def _settings(
 ) -> dict[str, Any]:
     return {
         "seed": options.seed,
-        "maxpool_nan": options.maxpool_nan,
+        **options.readings.settings_json(),
         "max_elements": options.max_elements,
         "timeout_per_operator": options.timeout,
         "accuracy": dict(sorted(options.accuracy.items())),

@@ -31,7 +31,6 @@ from sonnx_check.compare.run import ComparisonRun, Stopped
 from sonnx_check.compare.runtimes import make_runner
 from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerUnavailable
 from sonnx_check.loading import load_model
-from sonnx_check.reference import nan_policy
 from sonnx_check.results.models import DatasetEntry, ReferenceRecord
 from sonnx_check.view import ModelView
 
@@ -93,11 +92,7 @@ def _outcome(options: CompareOptions, runner: Runner) -> ComparisonOutcome:
         runtime=runner.description.record(),
         onnxruntime=runner.runtime_record(),
         # a reading of the specification the user chose (or the default): every report carries it
-        reference=ReferenceRecord(
-            tuple(sorted(reference.supported_ops())),
-            options.maxpool_nan,
-            nan_policy.READINGS[options.maxpool_nan],
-        ),
+        reference=ReferenceRecord(tuple(sorted(reference.supported_ops())), options.readings),
     )
 
 

@@ -9,7 +9,8 @@ from sonnx_check import settings as declared
 from sonnx_check.compare import memory
 from sonnx_check.compare.judging import bounds as accuracy_module
 from sonnx_check.errors import UsageError
-from sonnx_check.reference import nan_policy
+from sonnx_check.operator_readings import DEFAULT as DEFAULT_READINGS
+from sonnx_check.operator_readings import Readings
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_MEMORY = memory.DEFAULT_MAX_MEMORY
@@ -21,7 +22,9 @@ class CompareOptions:
     datasets: tuple[str, ...] = ("random",)
     node_edges: bool = True  # each distinct node configuration also run alone on edge values (battery.py)
     node_edges_extent: str = "reduced"  # the shapes the battery runs at (edges/extents.py): or "full"
-    maxpool_nan: str = nan_policy.NAN_AS_NEGATIVE_INFINITY  # the MaxPool NaN reading (nan_policy.py)
+    # the readings of the texts chosen where they differ ("MaxPool.nan"), declared by the operators
+    # (operator_readings.py) and handed to the kernels
+    readings: Readings = DEFAULT_READINGS
     seed: int = 0
     ort_opt_level: str = "default"
     # onnxruntime's execution providers, in its order of preference (--ort-provider)
@@ -45,6 +48,11 @@ class CompareOptions:
     accuracy: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        readings: object = self.readings
+        if not isinstance(readings, Readings):  # the Python API may give {"MaxPool.nan": "..."}
+            if not isinstance(readings, Mapping):
+                raise UsageError(f"readings: expected a mapping of OPERATOR.KEY to a value, got {readings!r}")
+            object.__setattr__(self, "readings", Readings(tuple(readings.items())))
         problem = declared.compare_problem(self)  # each option's check, declared with it (settings.py)
         if problem is not None:
             raise UsageError(problem)

@@ -29,7 +29,6 @@ from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
 from sonnx_check.compare.stream import decoded, run_graph
 from sonnx_check.errors import first_line
-from sonnx_check.reference import nan_policy
 from sonnx_check.view import ModelView
 
 
@@ -73,7 +72,7 @@ class ComparisonRun:
         self.sizes = sizes
         self.subject = runner.description.subject
         self.battery_size = 0  # the node battery's configurations, for the progress line
-        self.readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)  # the texts' readings chosen
+        self.readings = options.readings  # the texts' readings chosen
         # --timeout bounds the runtime's time: its deadline moves past sonnx-check's own work
         self.clock = RuntimeClock(runner)
 

@@ -36,7 +36,6 @@ from sonnx_check.settings import (
     DEFAULT_MAX_ELEMENTS,
     DEFAULT_MAX_MEMORY,
     DEFAULT_TIMEOUT,
-    MAXPOOL_NAN_READINGS,
     OPT_LEVELS,
     CompareSettings,
 )
@@ -50,7 +49,6 @@ __all__ = [
     "FAIL_ON",
     "FORMATS",
     "KNOWN_WAIVER_RULE",
-    "MAXPOOL_NAN_READINGS",
     "OPT_LEVELS",
     "TABLE",
     "TOP_KEYS",

@@ -50,7 +50,7 @@ class CliOptions:
     inputs: tuple[str, ...] = ()
     node_edges: bool | None = None
     node_edges_extent: str | None = None
-    maxpool_nan: str | None = None
+    reading: tuple[tuple[str, str], ...] = ()  # (OP.KEY, VALUE) as given, older flags folded in
     seed: int | None = None
     ort_opt_level: str | None = None
     shapes: tuple[str, ...] = ()  # NAME=D1,D2,... as given

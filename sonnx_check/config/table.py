@@ -117,7 +117,7 @@ def _compare_table(r: Reader, value: Any, base: Path, discovered: bool) -> dict[
     key = f"{TABLE}.compare"
     if not isinstance(value, dict):
         raise r.fail(key, "expected a table ([tool.sonnx-check.compare])")
-    r.unknown_keys(value, COMPARE_KEYS, key)
+    r.unknown_keys(value, declared.config_keys(), key)
     return declared.read_config(r, value, base, discovered)
 
 

@@ -8,6 +8,7 @@ docs/untrusted.md and the code cannot disagree (tests/config/test_trust_table.py
 
 from __future__ import annotations
 
+from sonnx_check import reading_options
 from sonnx_check import settings as declared
 from sonnx_check.config.reader import TABLE
 from sonnx_check.config.table import TOP_KEY_TRUST
@@ -25,6 +26,9 @@ def rows() -> list[tuple[str, str, str]]:
         if option.config_key is not None:
             why = f"it {option.why}" if option.why else ""
             out.append((f"`compare.{option.config_key}`", declared.TRUST[option.trust], why))
+        if option.name == "readings":  # the readings' older keys (maxpool-nan), trusted as the table is
+            for key in reading_options.alias_config_keys():
+                out.append((f"`compare.{key}`", declared.TRUST[option.trust], why))
     return out
 
 

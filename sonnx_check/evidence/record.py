@@ -232,10 +232,7 @@ def _comparison(
         "settings": compared.settings_json(settings.compare),
         "onnxruntime": comparison.onnxruntime,
         "runtime": comparison.runtime.to_json(),
-        "reference": {
-            "maxpool_nan": comparison.reference.maxpool_nan,
-            "maxpool_nan_reading": comparison.reference.maxpool_nan_reading,
-        },
+        "reference": comparison.reference.readings.records(),
         "datasets": compared.datasets_json(model, settings.compare, comparison.datasets),
         "outputs": [o.to_json() for o in outputs],
         "not_compared": [n.to_json() for n in comparison.not_compared],

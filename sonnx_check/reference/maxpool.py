@@ -377,7 +377,7 @@ def run(
         PoolParams.from_node(node),
         with_indices=want_indices,
         max_elements=max_elements,
-        nan_reading=readings.maxpool_nan,
+        nan_reading=readings[nan_policy.READING],
     )
     if not want_indices:
         return [y]

@@ -30,7 +30,7 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
         "runtime_device": str(comparison.runtime.options.get("device") or ""),
         "runtime_precision": str(comparison.runtime.options.get("inference_precision_hint") or ""),
         "runtime_options": _options_text(comparison.runtime.options.get("runtime_options")),
-        "maxpool_nan": str(comparison.reference.maxpool_nan),
+        **comparison.reference.readings.settings_json(),  # each declared reading by its record name
         "node_edges": _node_edges(comparison),
     }
     return {k: v for k, v in out.items() if v}
@@ -59,10 +59,10 @@ def readings_text(comparison: ComparisonOutcome | None) -> str:
     if comparison is None:
         return ""
     parts = []
-    reading = comparison.reference.maxpool_nan
-    if reading and "MaxPool" in compared_operators(comparison):
-        why = comparison.reference.maxpool_nan_reading
-        parts.append(f"MaxPool NaN reading: {reading}" + (f" ({why})" if why else ""))
+    compared = compared_operators(comparison)
+    for op_type in sorted(compared):
+        for reading, value in comparison.reference.readings.of(op_type):
+            parts.append(f"{reading.label}: {value} ({reading.words(value)})")
     parts.append(f"node edges: {_node_edges(comparison)}")
     return "; ".join(parts)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sonnx_check.results.edges import Battery, ConfigurationResult
 from sonnx_check.results.outputs import NOT_COMPARED, OutputResult
@@ -38,20 +38,26 @@ class RuntimeRecord:
         }
 
 
+class ChosenReadings(Protocol):
+    """The readings a comparison used (operator_readings.Readings, named by what the records need of it, so
+    that the results import nothing of the catalogue)."""
+
+    def records(self) -> dict[str, str]: ...
+
+    def settings_json(self) -> dict[str, str]: ...
+
+    def of(self, op_type: str) -> list[tuple[Any, str]]: ...
+
+
 @dataclass(frozen=True)
 class ReferenceRecord:
     """The reference kernels and the readings of the specification the comparison used."""
 
     operators: tuple[str, ...]
-    maxpool_nan: str  # the MaxPool NaN reading chosen (or the default)
-    maxpool_nan_reading: str  # that reading in words
+    readings: ChosenReadings  # the readings chosen (or the defaults): each recorded with its meaning
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "operators": list(self.operators),
-            "maxpool_nan": self.maxpool_nan,
-            "maxpool_nan_reading": self.maxpool_nan_reading,
-        }
+        return {"operators": list(self.operators), **self.readings.records()}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from onnx import helper as h
 
 from sonnx_check.cli import main
 from sonnx_check.compare import CompareOptions, compare_loaded
+from sonnx_check.operator_readings import Readings
 from sonnx_check.reference import nan_policy
 
 EDGES = CompareOptions(datasets=("random",))
@@ -238,7 +239,9 @@ def test_the_maxpool_nan_reading_decides_the_reference_result(monkeypatch, tmp_p
     status = {}
     for reading in [*nan_policy.READINGS, nan_policy.NAN_AS_NEGATIVE_INFINITY]:
         options = CompareOptions(
-            datasets=(_npz(tmp_path, {"x": data}),), node_edges=False, maxpool_nan=reading
+            datasets=(_npz(tmp_path, {"x": data}),),
+            node_edges=False,
+            readings=Readings(((nan_policy.READING, reading),)),
         )
         [node] = compare_loaded(model, options).comparison["nodes"]
         status.setdefault(reading, []).append(node["status"])

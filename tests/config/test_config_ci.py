@@ -252,18 +252,17 @@ def test_comparison_limits_and_accuracy_bounds_from_the_configuration(tmp_path: 
 
 def test_comparison_readings_from_the_configuration_and_the_command_line(tmp_path: Path) -> None:
     from sonnx_check import config
-    from sonnx_check.reference import nan_policy
 
-    assert config.MAXPOOL_NAN_READINGS == tuple(nan_policy.READINGS)  # one list, read without the kernels
     defaults = config.resolve(config.CliOptions(), None, str(tmp_path)).compare
     assert defaults.inputs == ("random",) and defaults.node_edges is True
-    assert defaults.maxpool_nan == nan_policy.NAN_AS_NEGATIVE_INFINITY
+    assert defaults.readings == ()  # every reading at its declared default
     (tmp_path / "pyproject.toml").write_text(
         '[tool.sonnx-check.compare]\nnode-edges = false\nmaxpool-nan = "nan-absorbing"\n', encoding="utf-8"
     )
     file = config.load(None, False, str(tmp_path))
     settings = config.resolve(config.CliOptions(), file, str(tmp_path)).compare
-    assert settings.node_edges is False and settings.maxpool_nan == "nan-absorbing"
-    cli = config.CliOptions(node_edges=True, maxpool_nan="nan-as-negative-infinity")
+    assert settings.node_edges is False and settings.readings == (("MaxPool.nan", "nan-absorbing"),)
+    cli = config.CliOptions(node_edges=True, reading=(("MaxPool.nan", "nan-as-negative-infinity"),))
     overridden = config.resolve(cli, file, str(tmp_path)).compare
-    assert overridden.node_edges is True and overridden.maxpool_nan == "nan-as-negative-infinity"
+    assert overridden.node_edges is True
+    assert overridden.readings == (("MaxPool.nan", "nan-as-negative-infinity"),)

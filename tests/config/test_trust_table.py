@@ -20,7 +20,7 @@ def test_the_readme_shows_the_declared_trust_of_every_key() -> None:
 
 def test_the_table_has_every_key_once() -> None:
     keys = [key.strip("`") for key, _, _ in trust.rows()]
-    expected = [k for k in TOP_KEYS if k != "compare"] + [f"compare.{k}" for k in declared.CONFIG_KEYS]
+    expected = [k for k in TOP_KEYS if k != "compare"] + [f"compare.{k}" for k in declared.config_keys()]
     assert keys == expected
     assert (
         dict(zip(keys, (may for _, may, _ in trust.rows()), strict=True))["compare.runtime-command"]

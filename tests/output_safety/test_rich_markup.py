@@ -15,6 +15,7 @@ from rich.console import Console
 from sonnx_check import explain
 from sonnx_check.catalogue import RuleEntry
 from sonnx_check.findings import Severity
+from sonnx_check.operator_readings import Readings
 from sonnx_check.report.comparison_table import render_comparison
 from sonnx_check.results import (
     ComparisonOutcome,
@@ -37,7 +38,7 @@ def _comparison() -> ComparisonOutcome:
     return ComparisonOutcome(
         runtime=RuntimeRecord("onnxruntime"),
         onnxruntime={"version": "[bold]1.32[/bold]", "providers": ["CPU[/]"], "optimization_level": "all"},
-        reference=ReferenceRecord((), "nan-as-negative-infinity", ""),
+        reference=ReferenceRecord((), Readings()),
         reason="refused by [red]onnxruntime[/red]",
         datasets=(DatasetEntry("edge[/]", "edge", {}, status="failed"),),
         nodes=(

@@ -141,6 +141,6 @@ def test_the_nan_reading_is_an_argument_of_the_kernel_and_of_run_node() -> None:
     assert np.isnan(y.item()) and indices.item() == 1
     node = h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])
     assert reference.run_node(node, [x])[0].item() == 3.0
-    absorbing = reference.Readings(maxpool_nan=nan_policy.NAN_ABSORBING)
+    absorbing = reference.Readings(((nan_policy.READING, nan_policy.NAN_ABSORBING),))
     assert np.isnan(reference.run_node(node, [x], readings=absorbing)[0].item())
     assert not hasattr(nan_policy, "MAXPOOL_NAN")

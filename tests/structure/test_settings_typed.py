@@ -71,7 +71,7 @@ GIVEN = {
     "inputs": ("random", "edge", "data.npz"),
     "node_edges": False,
     "node_edges_extent": declared.NODE_EDGES_EXTENTS[1],
-    "maxpool_nan": declared.MAXPOOL_NAN_READINGS[1],
+    "reading": (("MaxPool.nan", "nan-absorbing"),),
     "seed": 7,
     "ort_opt_level": "basic",
     "shapes": ("x=1,3,8,8", "y=2"),

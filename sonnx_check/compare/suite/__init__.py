@@ -28,7 +28,6 @@ from sonnx_check.compare.suite.writer import write_case, write_root
 from sonnx_check.errors import ModelLoadError, UsageError
 from sonnx_check.export_folder import staged_folder
 from sonnx_check.loading import load_model
-from sonnx_check.reference import nan_policy
 
 __all__ = ["SuiteExport", "check_target", "export_suite", "options_for"]
 
@@ -109,7 +108,7 @@ def _export_model(
         entry["skipped"] = sanitise.data(f"input data over budget: {exc}")
         return []
     settings = SuiteSettings(
-        maxpool_nan=options.maxpool_nan,
+        readings=options.readings,
         seed=options.seed,
         max_elements=options.max_elements,
         max_memory=options.max_memory,
@@ -131,8 +130,7 @@ def _settings_json(options: CompareOptions) -> dict[str, Any]:
         "inputs": [sanitise.data(s) for s in options.datasets],
         "seed": options.seed,
         "node_edges": options.node_edges,
-        "maxpool_nan": options.maxpool_nan,
-        "maxpool_nan_reading": nan_policy.READINGS[options.maxpool_nan],
+        **options.readings.records(),
         "accuracy": {sanitise.data(k): sanitise.data(v) for k, v in sorted(options.accuracy.items())},
         "max_elements": options.max_elements,
     }

@@ -66,7 +66,7 @@ class Case:
 class SuiteSettings:
     """What the cases depend on (the comparison's own options)."""
 
-    maxpool_nan: str
+    readings: reference.Readings = reference.DEFAULT_READINGS
     seed: int = 0
     max_elements: int = 100_000_000
     max_memory: int | None = None
@@ -84,7 +84,7 @@ class ModelCases:
         self.datasets = list(datasets)
         self.settings = settings
         self.nodes = plan(self.view, reference.supported_ops())
-        self.readings = reference.Readings(maxpool_nan=settings.maxpool_nan)
+        self.readings = settings.readings
         self.edges = NodeEdges(
             self.view.nodes,
             model,
@@ -260,7 +260,7 @@ class ModelCases:
                 "(--compare reports it as information); the node configurations are judged"
             )
         override = self.settings.accuracy.get(node.op_type)
-        return judge_output(node, inputs, value, override, self.settings.maxpool_nan)
+        return judge_output(node, inputs, value, override, self.settings.readings)
 
     # -- the configuration cases ------------------------------------------------------------------------
     def configuration_cases(self) -> Iterator[Case]:
@@ -317,7 +317,7 @@ class ModelCases:
                     [(f"c0_in{position}", fed[position]) for position, _, _ in config.fed],
                     outputs,
                     [
-                        judge_output(config.node, inputs, value, override, self.settings.maxpool_nan)
+                        judge_output(config.node, inputs, value, override, self.settings.readings)
                         for _, value in outputs
                     ],
                 )

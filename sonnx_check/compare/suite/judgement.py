@@ -25,8 +25,8 @@ import onnx
 
 from sonnx_check.compare.judging import bounds as accuracy
 from sonnx_check.compare.judging.tolerance import OVERFLOW_NEG, OVERFLOW_POS
+from sonnx_check.operator_readings import Readings
 from sonnx_check.profile import profile_operators
-from sonnx_check.reference import nan_policy
 
 NOT_JUDGED = "not-judged"  # end to end through inexact operators: no bound is defined for the sum
 POSITIVE_INFINITY, NEGATIVE_INFINITY, NAN = 1, 2, 4
@@ -72,11 +72,11 @@ def not_judged(why: str) -> Judgement:
     return Judgement(NOT_JUDGED, why, ())
 
 
-def node_readings(op_type: str, maxpool_nan: str) -> tuple[str, ...]:
+def node_readings(op_type: str, chosen: Readings) -> tuple[str, ...]:
     """The readings of the texts a node's reference values rest on (printed in every case that has one)."""
-    if op_type == "MaxPool":
-        return (f"MaxPool NaN reading '{maxpool_nan}': {nan_policy.READINGS[maxpool_nan]}",)
-    return ()
+    return tuple(
+        f"{reading.label} '{value}': {reading.words(value)}" for reading, value in chosen.of(op_type)
+    )
 
 
 def judge_output(
@@ -84,27 +84,27 @@ def judge_output(
     inputs: Sequence[np.ndarray | None],
     expected: np.ndarray,
     override: str | None,
-    maxpool_nan: str,
+    readings: Readings,
 ) -> Judgement:
     """The judgement of output ``expected`` of ``node`` run by the reference on ``inputs``, as
     ``localise.merge`` makes it."""
-    readings = node_readings(node.op_type, maxpool_nan)
+    texts = node_readings(node.op_type, readings)
     expected = np.asarray(expected)
     if expected.dtype.kind != "f" or node.op_type not in profile_operators():
-        return exact(readings=readings)
+        return exact(readings=texts)
     try:
         bound = accuracy.bound_for(node.op_type, expected.dtype, override)
     except accuracy.AccuracyError as exc:  # an inexact operator without a bound: nothing to judge with
         return not_judged(f"no accuracy bound: {exc}")
     if bound.accuracy == accuracy.EXACT:
-        return exact(readings=readings)
+        return exact(readings=texts)
     tolerance = bound.evaluate(node, inputs, expected)
     shape = expected.shape
     allowed = np.array(np.broadcast_to(np.asarray(tolerance.allowed, dtype=np.float64), shape))
     exact_mask = np.broadcast_to(np.asarray(tolerance.exact, dtype=bool), shape)
     allowed[exact_mask] = 0.0
     nonfinite = _nonfinite(expected, tolerance, exact_mask)
-    words = [*readings, _FLUSH_WORDS]
+    words = [*texts, _FLUSH_WORDS]
     if bound.accuracy == accuracy.SUM_OF_PRODUCTS:
         words.append(_SUM_OF_PRODUCTS_WORDS)
     return Judgement(bound.accuracy, tolerance.text, tuple(words), allowed, nonfinite)

@@ -39,7 +39,6 @@ from sonnx_check.compare.survey.results import (
 )
 from sonnx_check.findings import Finding, VerdictClass
 from sonnx_check.profile import profile_operators
-from sonnx_check.reference import nan_policy
 from sonnx_check.view import ModelView
 
 
@@ -76,7 +75,7 @@ def run_survey(request: SurveyRequest) -> Survey:
     options = request.options
     started = time.monotonic()
     runner = make_runner(options, memory.halves(options.max_memory)[0])
-    readings = nan_policy.Readings(maxpool_nan=options.maxpool_nan)
+    readings = options.readings
     names = surveyed_operators(request.operators)
     writer = reproducers.ReproducerWriter(request.output, options)
     survey = Survey(runtime={}, runtime_text="", settings=dict(request.settings))

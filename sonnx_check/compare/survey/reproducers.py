@@ -115,7 +115,7 @@ class ReproducerWriter:
                 if not len(case.model.graph.node):
                     case.model = _typed(lone, outputs)
                 judgements = [
-                    judge_output(config.node, data.inputs, value, override, self.options.maxpool_nan)
+                    judge_output(config.node, data.inputs, value, override, self.options.readings)
                     for _, value in outputs
                 ]
                 inputs = [(f"c0_in{position}", data.fed[position]) for position, _, _ in config.fed]
@@ -131,7 +131,7 @@ class ReproducerWriter:
                 self._operator[2].close()
                 self._operator = None
             if self._root is not None:
-                settings = {"maxpool_nan": self.options.maxpool_nan, "seed": self.options.seed}
+                settings = {**self.options.readings.settings_json(), "seed": self.options.seed}
                 write_root(self._root, self.models, settings)
         finally:
             self._stack.close()
