@@ -9,8 +9,8 @@ control flow, and every node output must have a size known from the input shapes
 
 A size computed from other shapes (torch exports a channel split as Shape -> Gather -> Div -> Slice) is
 known before running too: those small values are computed from the input shapes and the constants
-(``_fold_shape_values``) and shape inference runs again on them. Only a size that depends on the input
-data's values (Range's limit read from an input) stays unknown, and the model is then not run."""
+(``_fold_shape_values``) and shape inference runs again on them. A size that depends on the input data's
+values (Range's limit read from an input) is learnt per dataset (compare/revealed_sizes.py), not here."""
 
 from __future__ import annotations
 
@@ -84,14 +84,17 @@ def run_budget_problem(
 
 
 def inferred_sizes(
-    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]
+    model: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Element count and element size (bytes) of every tensor whose shape ONNX inference derives from the
-    input shapes alone.
+    input shapes alone, or also from ``input_values`` (one dataset's small inputs: a Range's limit, a
+    Reshape's shape read from an input), whose sizes are then that dataset's.
 
     Declared intermediate shapes are not trusted (a hostile model can declare small shapes and compute huge
     ones): inference starts from the graph inputs and initializers only."""
-    probe = _shape_probe(model, input_shapes)
+    probe = _shape_probe(model, input_shapes, input_values or {})
     folded: dict[str, np.ndarray] = {}
     shapes: dict[str, tuple[tuple[int, ...], int]] = {}
     # A size computed from other shapes (Shape -> Gather -> Div -> Slice's ends, as torch exports a channel
@@ -206,18 +209,31 @@ def _itemsize(elem_type: int) -> int:
         return 8  # strings and types numpy lacks: a pointer's worth, the reference compares none of them
 
 
-def _shape_probe(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
-    """The model's nodes with the concrete input shapes, the small initializers, nothing declared between."""
+def _shape_probe(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]], input_values: Mapping[str, np.ndarray]
+) -> onnx.ModelProto:
+    """The model's nodes with the concrete input shapes, the small initializers, nothing declared between;
+    a graph input whose value is given (small, at most _SHAPE_TENSOR_LIMIT elements) is a constant of it."""
     graph = onnx.GraphProto(name=model.graph.name)
     graph.node.extend(model.graph.node)
+    given = {
+        name: value
+        for name, value in input_values.items()
+        if value.size <= _SHAPE_TENSOR_LIMIT and value.dtype != object
+    }
+    graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in given.items())
     large: dict[str, onnx.TensorProto] = {}
     for tensor in model.graph.initializer:
+        if tensor.name in given:
+            continue  # the dataset's value replaces the default an initializer gives
         if math.prod(tensor.dims) <= _SHAPE_TENSOR_LIMIT:
             graph.initializer.append(tensor)
         else:
             large[tensor.name] = tensor
     inputs = {v.name for v in model.graph.input}
     for value_info in model.graph.input:
+        if value_info.name in given:
+            continue
         elem = value_info.type.tensor_type.elem_type
         shape = input_shapes.get(value_info.name)
         if shape is None and value_info.name in large:
