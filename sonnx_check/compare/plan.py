@@ -129,7 +129,9 @@ def over_budget(
                     return revealed.problem, sizes
                 found.append(revealed.sizes)
                 for name in revealed.unknown:
-                    unknown.setdefault(name, revealed.stopped or f"on dataset '{dataset.name}' it was not learnt")
+                    unknown.setdefault(
+                        name, revealed.stopped or f"on dataset '{dataset.name}' it was not learnt"
+                    )
         for each in found:
             for name, (elements, itemsize) in each.items():
                 _keep_larger(sizes, name, memory.Size(elements, itemsize))
@@ -215,7 +217,9 @@ def _leave_unsized(view: ModelView, nodes: list[NodeComparison], sizes: Mapping[
 def _unsized_cause(view: ModelView, sizes: Mapping[str, memory.Size], tensor: str) -> str:
     """For an input of unknown size that no node's record explains: the first node computing one."""
     first = next((i for i, n in enumerate(view.nodes) if any(o and o not in sizes for o in n.output)), None)
-    return f"first unknown at {view.refs[first].label()}" if first is not None else f"'{tensor}' is not computed"
+    return (
+        f"first unknown at {view.refs[first].label()}" if first is not None else f"'{tensor}' is not computed"
+    )
 
 
 def exposed_tensors(run_plan: RunPlan, graph_outputs: list[str]) -> list[str]:

@@ -1,0 +1,229 @@
+"""A model whose sizes follow from its input data's values is compared node by node, never refused whole
+(issue 31 item 3): a Range whose limit is an input, a Reshape whose shape is an input, a Slice whose ends
+are computed from Shape -> Gather and an input. Each dataset's sizes are learnt before the runtime runs
+(the small inputs folded as constants, else a reference run); a node whose size stays unknown (past a node
+the reference cannot run) is alone not compared, with its reason. Through the shipped path (sonnx_check.api
+with onnxruntime itself)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from models import finish
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper
+
+from sonnx_check import api
+from sonnx_check.compare import CompareOptions, compare_loaded
+from sonnx_check.compare.revealed_sizes import dataset_sizes
+from sonnx_check.view import ModelView
+
+pytest.importorskip("onnxruntime")
+
+
+def _const(name: str, value: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(value, name)
+
+
+def range_model() -> onnx.ModelProto:
+    """Range(0, limit, 1) with ``limit`` an int64 scalar input, then Add(r, r)."""
+    nodes = [
+        h.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+        h.make_node("Add", ["r", "r"], ["y"], name="twice"),
+    ]
+    graph = h.make_graph(
+        nodes, "range", [h.make_tensor_value_info("limit", T.INT64, [])],
+        [h.make_tensor_value_info("y", T.INT64, ["n"])],
+        [_const("start", np.array(0, np.int64)), _const("delta", np.array(1, np.int64))],
+    )  # fmt: skip
+    return finish(graph)
+
+
+def reshape_model() -> onnx.ModelProto:
+    """Reshape(x [2, 6], shape) with ``shape`` an input, then Relu."""
+    nodes = [
+        h.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+        h.make_node("Relu", ["r"], ["y"], name="relu"),
+    ]
+    inputs = [h.make_tensor_value_info("x", T.FLOAT, [2, 6]), h.make_tensor_value_info("shape", T.INT64, [2])]
+    graph = h.make_graph(nodes, "reshape", inputs, [h.make_tensor_value_info("y", T.FLOAT, ["a", "b"])])
+    return finish(graph)
+
+
+def slice_model() -> onnx.ModelProto:
+    """Relu(x [2, 8]) sliced to its first Shape(x)[1] - k columns (k an input), then Relu: the ends are
+    computed by Shape -> Gather -> Sub -> Concat, as exporters write them."""
+    nodes = [
+        h.make_node("Relu", ["x"], ["a"], name="relu0"),
+        h.make_node("Shape", ["a"], ["s"], name="shape"),
+        h.make_node("Gather", ["s", "second"], ["d"], axis=0, name="gather"),
+        h.make_node("Sub", ["d", "k"], ["e"], name="sub"),
+        h.make_node("Concat", ["rows", "e"], ["ends"], axis=0, name="ends"),
+        h.make_node("Slice", ["a", "starts", "ends", "axes", "steps"], ["b"], name="slice"),
+        h.make_node("Relu", ["b"], ["y"], name="relu1"),
+    ]
+    graph = h.make_graph(
+        nodes, "slice",
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 8]), h.make_tensor_value_info("k", T.INT64, [1])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, "m"])],
+        [_const("second", np.array([1], np.int64)), _const("rows", np.array([2], np.int64)),
+         _const("starts", np.array([0, 0], np.int64)), _const("axes", np.array([0, 1], np.int64)),
+         _const("steps", np.array([1, 1], np.int64))],
+    )  # fmt: skip
+    return finish(graph)
+
+
+def argmax_range_model(cast: bool = False) -> onnx.ModelProto:
+    """Range's limit is ArgMax of a 2048-element input (too large to fold: learnt by a reference run);
+    with ``cast``, through a Cast to int32, which the reference has no kernel for."""
+    nodes = [h.make_node("ArgMax", ["x"], ["i"], axis=0, keepdims=0, name="argmax")]
+    kind = T.INT64
+    if cast:
+        nodes.append(h.make_node("Cast", ["i"], ["i32"], to=T.INT32, name="cast"))
+        kind = T.INT32
+    limit = "i32" if cast else "i"
+    nodes += [
+        h.make_node("Range", ["start", limit, "delta"], ["r"], name="range"),
+        h.make_node("Add", ["r", "r"], ["y"], name="twice"),
+    ]
+    dtype = np.int32 if cast else np.int64
+    graph = h.make_graph(
+        nodes, "argmax", [h.make_tensor_value_info("x", T.FLOAT, [2048])],
+        [h.make_tensor_value_info("y", kind, ["n"])],
+        [_const("start", np.array(0, dtype)), _const("delta", np.array(1, dtype))],
+    )  # fmt: skip
+    return finish(graph)
+
+
+def _saved(tmp_path: Path, model: onnx.ModelProto, **data: np.ndarray) -> tuple[Path, Path]:
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, **data)  # type: ignore[arg-type]
+    return path, inputs
+
+
+def _statuses(result: api.ModelResult) -> dict[str, str]:
+    assert result.comparison is not None
+    return {node.name: node.status for node in result.comparison.nodes}
+
+
+def _reasons(result: api.ModelResult) -> dict[str, str]:
+    assert result.comparison is not None
+    return {node.name: node.reason for node in result.comparison.nodes}
+
+
+def _not_compared(result: api.ModelResult) -> list[str]:
+    return [f.message for f in result.findings if f.rule == "RUNTIME.not-compared"]
+
+
+def test_a_range_whose_limit_is_an_input_is_compared(tmp_path: Path) -> None:
+    path, inputs = _saved(tmp_path, range_model(), limit=np.array(7, np.int64))
+    result = api.compare(path, inputs=[str(inputs)], node_edges=False)
+    assert _statuses(result) == {"range": "match", "twice": "match"}
+    assert result.comparison is not None and result.comparison.status == "match"
+    assert result.comparison.end_to_end is not None and result.comparison.end_to_end.compared
+    assert not _not_compared(result)
+
+
+def test_a_reshape_whose_shape_is_an_input_is_compared(tmp_path: Path) -> None:
+    x = np.arange(12, dtype=np.float32).reshape(2, 6) - 6
+    path, inputs = _saved(tmp_path, reshape_model(), x=x, shape=np.array([3, -1], np.int64))
+    result = api.compare(path, inputs=[str(inputs)], node_edges=False)
+    assert _statuses(result) == {"reshape": "match", "relu": "match"}
+    assert not _not_compared(result)
+
+
+def test_slice_ends_from_shape_gather_and_an_input_are_compared(tmp_path: Path) -> None:
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+    path, inputs = _saved(tmp_path, slice_model(), x=x, k=np.array([3], np.int64))
+    result = api.compare(path, inputs=[str(inputs)], node_edges=False)
+    statuses = _statuses(result)
+    assert statuses["slice"] == "match" and statuses["relu1"] == "match" and statuses["sub"] == "match"
+    assert statuses["gather"] == "not-compared"  # no reference kernel for Gather, said as such
+    assert _reasons(result)["gather"] == "no SONNX reference kernel for Gather"
+    (output,) = next(n for n in result.comparison.nodes if n.name == "slice").outputs  # type: ignore[union-attr]
+    assert output.total == 2 * 5
+
+
+def test_with_node_edges_the_nodes_of_revealed_shapes_are_run_alone(tmp_path: Path) -> None:
+    """The battery takes each node's configuration from the values the run revealed: Reshape (its shape
+    input as the data gave it) and Relu are run alone on edge values, and agree."""
+    x = np.arange(12, dtype=np.float32).reshape(2, 6) - 6
+    path, inputs = _saved(tmp_path, reshape_model(), x=x, shape=np.array([3, -1], np.int64))
+    result = api.compare(path, inputs=[str(inputs)], node_edges=True)
+    assert _statuses(result) == {"reshape": "match", "relu": "match"}
+    assert result.comparison is not None and result.comparison.node_edges is not None
+    battery = result.comparison.node_edges
+    assert {n.name: n.edges for n in battery.nodes} == {"reshape": "run-alone", "relu": "run-alone"}
+    assert battery.summary.not_run == 0 and battery.summary.diverging == 0
+    assert result.comparison.status == "match"
+
+
+def test_with_node_edges_range_is_compared_in_context(tmp_path: Path) -> None:
+    """Range is compared on the data; the battery does not run it alone (edge values as its limit would
+    size its output without bound) and says so; what follows it is run alone."""
+    path, inputs = _saved(tmp_path, range_model(), limit=np.array(5, np.int64))
+    result = api.compare(path, inputs=[str(inputs)], node_edges=True)
+    assert _statuses(result) == {"range": "match", "twice": "match"}
+    assert result.comparison is not None and result.comparison.node_edges is not None
+    accounting = {n.name: n for n in result.comparison.node_edges.nodes}
+    assert accounting["twice"].edges == "run-alone"
+    assert (
+        accounting["range"].reason == "not run alone: its output's length is computed from its input values"
+    )
+
+
+def test_a_size_learnt_by_a_reference_run_is_compared(tmp_path: Path) -> None:
+    """ArgMax of 2048 values is too large to fold: the reference's run on the dataset reveals Range's size."""
+    result = api.compare(_saved(tmp_path, argmax_range_model())[0], node_edges=False)
+    assert _statuses(result) == {"argmax": "match", "range": "match", "twice": "match"}
+
+
+def test_past_a_node_without_kernel_only_the_unknown_sizes_are_not_compared(tmp_path: Path) -> None:
+    """The reference cannot run Cast, so Range's size is not learnt before running: Range and Add are not
+    compared, each saying why; ArgMax is, and the model is run."""
+    result = api.compare(_saved(tmp_path, argmax_range_model(cast=True))[0], node_edges=False)
+    statuses = _statuses(result)
+    assert statuses == {
+        "argmax": "match",
+        "cast": "not-compared",
+        "range": "not-compared",
+        "twice": "not-compared",
+    }
+    reason = _reasons(result)["range"]
+    assert reason.startswith("the size of tensor 'r' is not known before running")
+    assert "the reference stopped at Cast 'cast' (node #1): no SONNX reference kernel for Cast" in reason
+    assert "--shape" not in reason and "static shape" not in reason  # advice that would not help
+    assert result.comparison is not None and result.comparison.status == "partial"
+
+
+def test_a_size_over_the_budget_from_the_data_names_the_dataset_and_what_helps(tmp_path: Path) -> None:
+    path, inputs = _saved(tmp_path, range_model(), limit=np.array(10**7, np.int64))
+    options = CompareOptions(node_edges=False, datasets=(str(inputs),), max_elements=1_000_000)
+    result = compare_loaded(onnx.load(path), options)
+    (message,) = [f.message for f in result.findings if f.rule == "RUNTIME.not-compared"]
+    assert message == (
+        f"on dataset '{inputs}', onnxruntime would compute tensor 'r' (Range 'range' (node #0)) with 10000000 "
+        "elements, more than --max-elements 1000000: its size follows from the dataset's values; give inputs "
+        "the model is meant for (--inputs PATH), or raise --max-elements"
+    )
+    assert "--shape" not in message
+
+
+@settings(max_examples=25, deadline=None)
+@given(limit=st.integers(-50, 50), start=st.integers(-20, 20), delta=st.integers(-5, 5).filter(bool))
+def test_a_learnt_size_is_the_one_the_data_gives(limit: int, start: int, delta: int) -> None:
+    """Property: the size learnt for Range's output is numpy's arange length on the same values."""
+    model = range_model()
+    model.graph.initializer[0].CopyFrom(_const("start", np.array(start, np.int64)))
+    model.graph.initializer[1].CopyFrom(_const("delta", np.array(delta, np.int64)))
+    revealed = dataset_sizes(model, ModelView(model), "d", {"limit": np.array(limit, np.int64)}, 10**6)
+    assert revealed.problem is None and not revealed.unknown
+    assert revealed.sizes["r"] == (len(np.arange(start, limit, delta)), 8)
