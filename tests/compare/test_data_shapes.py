@@ -210,9 +210,9 @@ def test_a_size_over_the_budget_from_the_data_names_the_dataset_and_what_helps(t
     result = compare_loaded(onnx.load(path), options)
     (message,) = [f.message for f in result.findings if f.rule == "RUNTIME.not-compared"]
     assert message == (
-        f"on dataset '{inputs}', onnxruntime would compute tensor 'r' (Range 'range' (node #0)) with 10000000 "
-        "elements, more than --max-elements 1000000: its size follows from the dataset's values; give inputs "
-        "the model is meant for (--inputs PATH), or raise --max-elements"
+        f"on dataset '{inputs}', onnxruntime would compute tensor 'r' (Range 'range' (node #0)) "
+        "with 10000000 elements, more than --max-elements 1000000: its size follows from the dataset's "
+        "values; give inputs the model is meant for (--inputs PATH), or raise --max-elements"
     )
     assert "--shape" not in message
 
