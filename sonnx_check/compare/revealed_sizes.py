@@ -7,11 +7,13 @@ no shape says how large their outputs are, the data does. They are learnt per da
    the shape folding as constants, which settles sizes read directly from input values;
 2. what is still unknown (a size computed from a large input's values, as TopK's k from a ReduceMax) is
    learnt from a run of the reference kernels on the dataset, each of whose allocations --max-elements
-   bounds before it is made; only the sizes are kept, every value is released after its last use.
+   bounds before it is made, with onnx's evaluator for the size-bookkeeping operators the reference has no
+   kernel for (sizing_ops.py, bounded the same way); only the sizes are kept, every value is released
+   after its last use.
 
-A size past a node the reference cannot run (no kernel, a refusal) stays unknown; the nodes that read or
-compute such a tensor are then not compared, each with its reason (plan.plan_run), and the rest of the
-model is."""
+A size past a node neither can run (Resize, another domain, a refusal on the data) stays unknown; the
+nodes that read or compute such a tensor are then not compared, each with its reason (plan.plan_run),
+and the rest of the model is."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import onnx
 
 from sonnx_check import reference
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes
+from sonnx_check.compare.sizing_ops import run_for_size
 from sonnx_check.compare.stream import run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.reference.errors import BudgetExceededError
@@ -82,8 +85,11 @@ def _learn_by_reference(
         revealed.sizes[out] = (int(value.size), value.dtype.itemsize or 8)
         done.add(index_of[out])
 
+    def outside(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray] | None:
+        return run_for_size(node, inputs, max_elements, view.opsets)
+
     try:
-        run_graph(model, feeds, set(index_of), keep, max_elements=max_elements)
+        run_graph(model, feeds, set(index_of), keep, max_elements=max_elements, fallback=outside)
     except BudgetExceededError as exc:
         index = _first_not_done(view, done)
         where = view.refs[index].label() if index is not None else "a node"

@@ -17,6 +17,7 @@ from onnx import helper, numpy_helper
 
 from sonnx_check import reference
 from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.reference.errors import UnsupportedOperatorError
 
 # Element types whose raw bytes are the numpy array itself (little-endian): decoded without a second copy.
 _PLAIN_TYPES = frozenset(
@@ -43,6 +44,8 @@ def decoded(tensor: onnx.TensorProto) -> np.ndarray:
 
 # (node, output position, the reference's value, the node's input values)
 OutputSink = Callable[[onnx.NodeProto, int, np.ndarray, Sequence["np.ndarray | None"]], None]
+# (node, its input values) -> its outputs, or None when it cannot compute them either
+Fallback = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"]], "list[np.ndarray] | None"]
 
 
 def run_graph(
@@ -54,9 +57,11 @@ def run_graph(
     max_elements: int | None,
     readings: reference.Readings = reference.DEFAULT_READINGS,
     held: Mapping[str, np.ndarray] | None = None,
+    fallback: Fallback | None = None,
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
-    ``held``: initializers the caller holds decoded already (used as they are, not decoded again).
+    ``held``: initializers the caller holds decoded already (used as they are, not decoded again);
+    ``fallback``: what computes a node the reference has no kernel for (None from it: the node is not run).
 
     Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
     has no value or a wanted output is computed by no node."""
@@ -97,7 +102,13 @@ def run_graph(
                 raise reference.ReferenceError(
                     f"node {index} ({node.name or node.op_type}) reads '{name}' before any node computes it"
                 )
-        outputs = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
+        try:
+            outputs = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
+        except UnsupportedOperatorError:
+            computed = fallback(node, inputs) if fallback is not None else None
+            if computed is None:
+                raise
+            outputs = computed
         for position, (name, value) in enumerate(zip(node.output, outputs, strict=False)):
             if not name:
                 continue

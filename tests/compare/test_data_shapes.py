@@ -7,6 +7,7 @@ with onnxruntime itself)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,8 @@ from onnx import numpy_helper
 from sonnx_check import api
 from sonnx_check.compare import CompareOptions, compare_loaded
 from sonnx_check.compare.revealed_sizes import dataset_sizes
+from sonnx_check.compare.sizing_ops import run_for_size
+from sonnx_check.reference.errors import BudgetExceededError
 from sonnx_check.view import ModelView
 
 pytest.importorskip("onnxruntime")
@@ -79,24 +82,26 @@ def slice_model() -> onnx.ModelProto:
     return finish(graph)
 
 
-def argmax_range_model(cast: bool = False) -> onnx.ModelProto:
-    """Range's limit is ArgMax of a 2048-element input (too large to fold: learnt by a reference run);
-    with ``cast``, through a Cast to int32, which the reference has no kernel for."""
+def argmax_range_model(through: tuple[str, ...] = ()) -> onnx.ModelProto:
+    """Range's limit is ArgMax of a 2048-element input (too large to fold: learnt by a reference run),
+    passed ``through`` the named unary float operators (between Casts to float and back), which the
+    reference has no kernel for."""
     nodes = [h.make_node("ArgMax", ["x"], ["i"], axis=0, keepdims=0, name="argmax")]
-    kind = T.INT64
-    if cast:
-        nodes.append(h.make_node("Cast", ["i"], ["i32"], to=T.INT32, name="cast"))
-        kind = T.INT32
-    limit = "i32" if cast else "i"
+    limit = "i"
+    if through:
+        nodes.append(h.make_node("Cast", ["i"], ["f0"], to=T.FLOAT, name="to_float"))
+        for k, op_type in enumerate(through):
+            nodes.append(h.make_node(op_type, [f"f{k}"], [f"f{k + 1}"], name=op_type.lower()))
+        nodes.append(h.make_node("Cast", [f"f{len(through)}"], ["limit"], to=T.INT64, name="to_int"))
+        limit = "limit"
     nodes += [
         h.make_node("Range", ["start", limit, "delta"], ["r"], name="range"),
         h.make_node("Add", ["r", "r"], ["y"], name="twice"),
     ]
-    dtype = np.int32 if cast else np.int64
     graph = h.make_graph(
         nodes, "argmax", [h.make_tensor_value_info("x", T.FLOAT, [2048])],
-        [h.make_tensor_value_info("y", kind, ["n"])],
-        [_const("start", np.array(0, dtype)), _const("delta", np.array(1, dtype))],
+        [h.make_tensor_value_info("y", T.INT64, ["n"])],
+        [_const("start", np.array(0, np.int64)), _const("delta", np.array(1, np.int64))],
     )  # fmt: skip
     return finish(graph)
 
@@ -186,22 +191,35 @@ def test_a_size_learnt_by_a_reference_run_is_compared(tmp_path: Path) -> None:
     assert _statuses(result) == {"argmax": "match", "range": "match", "twice": "match"}
 
 
-def test_past_a_node_without_kernel_only_the_unknown_sizes_are_not_compared(tmp_path: Path) -> None:
-    """The reference cannot run Cast, so Range's size is not learnt before running: Range and Add are not
-    compared, each saying why; ArgMax is, and the model is run."""
-    result = api.compare(_saved(tmp_path, argmax_range_model(cast=True))[0], node_edges=False)
+def test_a_size_computed_through_operators_without_kernel_is_learnt(tmp_path: Path) -> None:
+    """Cast and Floor have no reference kernel: onnx's evaluator computes them to learn Range's size (never
+    compared: they stay not compared for want of a kernel), and Range and Add are compared."""
+    result = api.compare(_saved(tmp_path, argmax_range_model(("Floor",)))[0], node_edges=False)
     statuses = _statuses(result)
-    assert statuses == {
-        "argmax": "match",
-        "cast": "not-compared",
-        "range": "not-compared",
-        "twice": "not-compared",
-    }
+    assert {k: statuses[k] for k in ("argmax", "range", "twice")} == dict.fromkeys(
+        ("argmax", "range", "twice"), "match"
+    )
+    assert {statuses[k] for k in ("to_float", "floor", "to_int")} == {"not-compared"}
+    assert _reasons(result)["floor"] == "no SONNX reference kernel for Floor"
+
+
+def test_past_a_node_nothing_can_run_only_the_unknown_sizes_are_not_compared(tmp_path: Path) -> None:
+    """Softplus is run neither by the reference nor to learn sizes, so Range's size is not known before
+    running: Range and Add are not compared, each saying why; ArgMax is, and the model is run."""
+    result = api.compare(_saved(tmp_path, argmax_range_model(("Softplus",)))[0], node_edges=False)
+    statuses = _statuses(result)
+    assert statuses["argmax"] == "match"
+    assert statuses["range"] == statuses["twice"] == "not-compared"
     reason = _reasons(result)["range"]
     assert reason.startswith("the size of tensor 'r' is not known before running")
-    assert "the reference stopped at Cast 'cast' (node #1): no SONNX reference kernel for Cast" in reason
+    assert (
+        "the reference stopped at Softplus 'softplus' (node #2): no SONNX reference kernel for Softplus"
+        in reason
+    )
+    assert _reasons(result)["twice"].startswith("the size of tensor 'r' is not known before running")
     assert "--shape" not in reason and "static shape" not in reason  # advice that would not help
     assert result.comparison is not None and result.comparison.status == "partial"
+    assert result.comparison.datasets[0].status == "ok"  # the runtime ran the model
 
 
 def test_a_size_over_the_budget_from_the_data_names_the_dataset_and_what_helps(tmp_path: Path) -> None:
@@ -227,3 +245,54 @@ def test_a_learnt_size_is_the_one_the_data_gives(limit: int, start: int, delta: 
     revealed = dataset_sizes(model, ModelView(model), "d", {"limit": np.array(limit, np.int64)}, 10**6)
     assert revealed.problem is None and not revealed.unknown
     assert revealed.sizes["r"] == (len(np.arange(start, limit, delta)), 8)
+
+
+def test_a_size_operator_over_the_budget_is_not_run_by_onnx_evaluator() -> None:
+    """onnx's evaluator checks no budget: ConstantOfShape's size is bounded from its shape's values first."""
+    node = h.make_node("ConstantOfShape", ["s"], ["z"])
+    with pytest.raises(BudgetExceededError) as caught:
+        run_for_size(node, [np.array([100_000, 100_000], np.int64)], 1_000_000, {"": 17})
+    assert caught.value.elements == 10**10
+    assert run_for_size(node, [np.array([3, 4], np.int64)], 1_000_000, {"": 17})[0].shape == (3, 4)  # type: ignore[index]
+
+
+def test_an_operator_whose_size_is_not_bounded_here_is_not_run() -> None:
+    assert run_for_size(h.make_node("Softplus", ["x"], ["y"]), [np.ones(3, np.float32)], 10, {"": 17}) is None
+    assert run_for_size(h.make_node("Relu", ["x"], ["y"], domain="com.x"), [np.ones(3)], 10, {"": 17}) is None
+
+
+def _bounded_node(op_type: str, shape: tuple[int, ...]) -> tuple[onnx.NodeProto, list[np.ndarray]]:
+    """A node of ``op_type`` whose output size follows from ``shape`` (and, for NonZero, from values)."""
+    ones = np.ones(shape, np.float32)
+    if op_type == "Expand":
+        return h.make_node("Expand", ["x", "s"], ["y"]), [np.ones(shape[-1:], np.float32), np.array(shape)]
+    if op_type == "Tile":
+        return h.make_node("Tile", ["x", "r"], ["y"]), [ones, np.array(shape, np.int64)]
+    if op_type == "NonZero":
+        return h.make_node("NonZero", ["x"], ["y"]), [np.arange(math.prod(shape)).reshape(shape) % 3]
+    if op_type == "Gather":
+        node = h.make_node("Gather", ["x", "i"], ["y"], axis=len(shape) - 1)
+        return node, [ones, np.zeros(shape, np.int64)]
+    if op_type == "Concat":
+        return h.make_node("Concat", ["x", "x"], ["y"], axis=0), [ones, ones]
+    node = h.make_node("Where", ["c", "a", "b"], ["y"])
+    return node, [np.ones(shape[-1:], bool), ones, np.ones((1,) * len(shape), np.float32)]
+
+
+_BOUNDED_OPS = ("Concat", "Expand", "Gather", "NonZero", "Tile", "Where")
+
+
+@settings(max_examples=40, deadline=None)
+@given(op_type=st.sampled_from(_BOUNDED_OPS), shape=st.lists(st.integers(1, 4), min_size=1, max_size=3))
+def test_the_bound_checked_is_never_below_what_the_operator_computes(op_type: str, shape: list[int]) -> None:
+    """Property: an output is never computed beyond the budget (one element under its actual size, the
+    operator is refused before it runs); with the budget at that size it runs, except NonZero, whose bound
+    is every element's index (its actual size depends on the values)."""
+    node, inputs = _bounded_node(op_type, tuple(shape))
+    (output,) = run_for_size(node, inputs, None, {"": 17}) or [None]
+    assert output is not None
+    if output.size > 0:
+        with pytest.raises(BudgetExceededError):
+            run_for_size(node, inputs, output.size - 1, {"": 17})
+    if op_type != "NonZero":
+        assert run_for_size(node, inputs, output.size, {"": 17}) is not None
