@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 
 from sonnx_check import reference
 from sonnx_check.reference.budget import ensure_within_budget
-from sonnx_check.reference.errors import UnsupportedOperatorError
+from sonnx_check.reference.errors import BudgetExceededError
 
 # Element types whose raw bytes are the numpy array itself (little-endian): decoded without a second copy.
 _PLAIN_TYPES = frozenset(
@@ -61,7 +61,8 @@ def run_graph(
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
     ``held``: initializers the caller holds decoded already (used as they are, not decoded again);
-    ``fallback``: what computes a node the reference has no kernel for (None from it: the node is not run).
+    ``fallback``: what computes a node the reference has no kernel for or refuses (a default the profile
+    excludes); when it cannot either, the reference's own error is raised.
 
     Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
     has no value or a wanted output is computed by no node."""
@@ -104,11 +105,12 @@ def run_graph(
                 )
         try:
             outputs = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
-        except UnsupportedOperatorError:
-            computed = fallback(node, inputs) if fallback is not None else None
-            if computed is None:
+        except BudgetExceededError:
+            raise
+        except reference.ReferenceError as refused:
+            if fallback is None:
                 raise
-            outputs = computed
+            outputs = _by_fallback(fallback, node, inputs, refused)
         for position, (name, value) in enumerate(zip(node.output, outputs, strict=False)):
             if not name:
                 continue
@@ -119,3 +121,19 @@ def run_graph(
         del inputs, outputs
         for name in [n for n in values if last_use.get(n, -1) <= index]:
             del values[name]
+
+
+def _by_fallback(
+    fallback: Fallback, node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], refused: Exception
+) -> list[np.ndarray]:
+    """The node's outputs by ``fallback``; the reference's error ``refused`` when it cannot compute them
+    (its reason is the one the user can act on), a budget error as it is."""
+    try:
+        computed = fallback(node, inputs)
+    except BudgetExceededError:
+        raise
+    except reference.ReferenceError:
+        computed = None
+    if computed is None:
+        raise refused
+    return computed

@@ -203,6 +203,25 @@ def test_a_size_computed_through_operators_without_kernel_is_learnt(tmp_path: Pa
     assert _reasons(result)["floor"] == "no SONNX reference kernel for Floor"
 
 
+def test_a_size_past_a_node_the_reference_refuses_is_learnt(tmp_path: Path) -> None:
+    """A Slice without ``axes`` and ``steps`` (outside the profile: Slice.R1, R3) whose end is ArgMax of a
+    large input: the reference refuses it, onnx's evaluator sizes it as the runtime computes it (every
+    axis, steps of 1), and the Relu after it is compared; the Slice is not, with the reference's reason."""
+    nodes = [
+        h.make_node("ArgMax", ["x"], ["i"], axis=0, keepdims=1, name="argmax"),
+        h.make_node("Slice", ["x", "zero", "i"], ["s"], name="slice"),
+        h.make_node("Relu", ["s"], ["y"], name="relu"),
+    ]
+    graph = h.make_graph(
+        nodes, "slice", [h.make_tensor_value_info("x", T.FLOAT, [2048])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["n"])], [_const("zero", np.array([0], np.int64))],
+    )  # fmt: skip
+    result = api.compare(_saved(tmp_path, finish(graph))[0], node_edges=False)
+    statuses = _statuses(result)
+    assert statuses == {"argmax": "match", "slice": "not-compared", "relu": "match"}
+    assert "the profile takes no default (Slice.R1)" in _reasons(result)["slice"]
+
+
 def test_past_a_node_nothing_can_run_only_the_unknown_sizes_are_not_compared(tmp_path: Path) -> None:
     """Softplus is run neither by the reference nor to learn sizes, so Range's size is not known before
     running: Range and Add are not compared, each saying why; ArgMax is, and the model is run."""
