@@ -23,6 +23,7 @@ from onnx import numpy_helper
 from sonnx_check import api
 from sonnx_check.compare import CompareOptions, compare_loaded
 from sonnx_check.compare.revealed_sizes import dataset_sizes
+from sonnx_check.compare.run_budget import inferred_sizes
 from sonnx_check.compare.sizing_ops import run_for_size
 from sonnx_check.reference.errors import BudgetExceededError
 from sonnx_check.view import ModelView
@@ -315,3 +316,36 @@ def test_the_bound_checked_is_never_below_what_the_operator_computes(op_type: st
             run_for_size(node, inputs, output.size - 1, {"": 17})
     if op_type != "NonZero":
         assert run_for_size(node, inputs, output.size, {"": 17}) is not None
+
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=INT64, limit=INT64, delta=INT64.filter(bool))
+def test_a_range_is_counted_exactly_over_all_int64_values(start: int, limit: int, delta: int) -> None:
+    """Property: the length counted for Range is Python's exact one for the same bounds (onnx's own
+    inference gives 0 for a limit of 2^63 - 1, and materialises a propagated Range: 10 GB at 4.7e18)."""
+    model = range_model()
+    model.graph.initializer[0].CopyFrom(_const("start", np.array(start, np.int64)))
+    model.graph.initializer[1].CopyFrom(_const("delta", np.array(delta, np.int64)))
+    sizes = inferred_sizes(model, {"limit": ()}, {"limit": np.array(limit, np.int64)})
+    assert sizes["r"] == (len(range(start, limit, delta)), 8)
+
+
+def test_the_largest_limit_is_over_the_budget_not_an_empty_range(tmp_path: Path) -> None:
+    """An edge dataset's highest int64 as Range's limit: 2^63 - 1 elements, over the budget, named as
+    such (inference alone said 0 elements, and the runtime would have been run on it)."""
+    path, inputs = _saved(tmp_path, range_model(), limit=np.array(2**63 - 1, np.int64))
+    options = CompareOptions(node_edges=False, datasets=(str(inputs),))
+    (message,) = _not_compared(compare_loaded(onnx.load(path), options))  # type: ignore[arg-type]
+    assert f"with {2**63 - 1} elements, more than --max-elements" in message
+
+
+def test_a_constant_range_too_long_is_refused_before_running() -> None:
+    """The same for a Range of constants (no data involved): counted exactly, refused before running."""
+    model = range_model()
+    model.graph.input.pop()
+    model.graph.initializer.append(_const("limit", np.array(2**63 - 1, np.int64)))
+    (finding,) = compare_loaded(model, CompareOptions(node_edges=False)).findings
+    assert f"with {2**63 - 1} elements, more than --max-elements" in finding.message
