@@ -95,8 +95,9 @@ def _learn_by_reference(
         where = view.refs[index].label() if index is not None else "a node"
         revealed.problem = OverBudget(
             f"on dataset '{dataset}', {where} would compute a tensor of {exc.elements} elements, more than "
-            f"--max-elements {exc.budget}: its size follows from the dataset's values, so {runtime} is not "
-            "run; give inputs the model is meant for (--inputs PATH), or raise --max-elements",
+            f"--max-elements {exc.budget}, so {runtime} is not run; its size is computed from values (the "
+            "dataset's or the model's constants): give inputs the model is meant for (--inputs PATH), or "
+            "raise --max-elements",
             index,
         )
     except reference.ReferenceError as exc:

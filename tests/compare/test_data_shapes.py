@@ -349,3 +349,18 @@ def test_a_constant_range_too_long_is_refused_before_running() -> None:
     model.graph.initializer.append(_const("limit", np.array(2**63 - 1, np.int64)))
     (finding,) = compare_loaded(model, CompareOptions(node_edges=False)).findings
     assert f"with {2**63 - 1} elements, more than --max-elements" in finding.message
+
+
+def test_a_size_over_the_budget_learnt_by_the_reference_run_names_the_node() -> None:
+    """Tile's repeats from constants too large for inference: the reference run sizes it before it runs
+    (onnx's evaluator, its output bounded first) and the model is not run, the reason naming the node."""
+    nodes = [h.make_node("Tile", ["x", "repeats"], ["t"], name="tile"), h.make_node("Relu", ["t"], ["y"])]
+    graph = h.make_graph(
+        nodes, "tile", [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["n"])], [_const("repeats", np.array([2**62], np.int64))],
+    )  # fmt: skip
+    (finding,) = compare_loaded(finish(graph), CompareOptions(node_edges=False)).findings
+    assert finding.message.startswith(
+        f"on dataset 'random', Tile 'tile' (node #0) would compute a tensor of {2**64} elements, more than "
+        "--max-elements 100000000, so onnxruntime is not run"
+    )
