@@ -6,10 +6,10 @@ no shape says how large their outputs are, the data does. They are learnt per da
 1. the dataset's small inputs (shape-like, at most run_budget._SHAPE_TENSOR_LIMIT elements) are given to
    the shape folding as constants, which settles sizes read directly from input values;
 2. what is still unknown (a size computed from a large input's values, as TopK's k from a ReduceMax) is
-   learnt from a run of the reference kernels on the dataset, each of whose allocations --max-elements
-   bounds before it is made, with onnx's evaluator for the size-bookkeeping operators the reference has no
-   kernel for (sizing_ops.py, bounded the same way); only the sizes are kept, every value is released
-   after its last use.
+   learnt from a run of the reference kernels on the dataset, over the nodes those sizes depend on only,
+   each allocation bounded by --max-elements before it is made, with onnx's evaluator for the
+   size-bookkeeping operators the reference has no kernel for (sizing_ops.py, bounded the same way); only
+   the sizes are kept, every value is released after its last use.
 
 A size past a node neither can run (Resize, another domain, a refusal on the data) stays unknown; the
 nodes that read or compute such a tensor are then not compared, each with its reason (plan.plan_run),
@@ -76,9 +76,11 @@ def _learn_by_reference(
     dataset: str,
     runtime: str,
 ) -> None:
-    """Run the reference on the dataset and keep the size of every node output it computes."""
+    """Run the reference on the dataset, over the nodes of unknown size and those they read from only, and
+    keep the size of every node output it computes."""
     done: set[int] = set()
     index_of = {out: i for i, node in enumerate(view.nodes) for out in node.output if out}
+    needed = _ancestors(view, index_of, {index_of[name] for name in _node_outputs(view, revealed.sizes)})
 
     def keep(node: onnx.NodeProto, position: int, value: np.ndarray, inputs: Sequence[object]) -> None:
         out = node.output[position]
@@ -89,9 +91,10 @@ def _learn_by_reference(
         return run_for_size(node, inputs, max_elements, view.opsets)
 
     try:
-        run_graph(model, feeds, set(index_of), keep, max_elements=max_elements, fallback=outside)
+        wanted = {out for out, index in index_of.items() if index in needed}
+        run_graph(model, feeds, wanted, keep, max_elements=max_elements, fallback=outside, only=needed)
     except BudgetExceededError as exc:
-        index = _first_not_done(view, done)
+        index = _first_not_done(view, done, needed)
         where = view.refs[index].label() if index is not None else "a node"
         revealed.problem = OverBudget(
             f"on dataset '{dataset}', {where} would compute a tensor of {exc.elements} elements, more than "
@@ -101,14 +104,27 @@ def _learn_by_reference(
             index,
         )
     except reference.ReferenceError as exc:
-        index = _first_not_done(view, done)
+        index = _first_not_done(view, done, needed)
         where = f" at {view.refs[index].label()}" if index is not None else ""
         revealed.stopped = f"on dataset '{dataset}' the reference stopped{where}: {first_line(exc)}"
 
 
-def _first_not_done(view: ModelView, done: set[int]) -> int | None:
-    """The node the reference was running when it stopped: it runs in graph order."""
-    return next((i for i, node in enumerate(view.nodes) if i not in done and any(node.output)), None)
+def _first_not_done(view: ModelView, done: set[int], run: set[int]) -> int | None:
+    """The node the reference was running when it stopped: it runs ``run`` in graph order."""
+    return next((i for i in sorted(run) if i not in done and any(view.nodes[i].output)), None)
+
+
+def _ancestors(view: ModelView, index_of: Mapping[str, int], nodes: set[int]) -> set[int]:
+    """``nodes`` and every node whose outputs they read, directly or not."""
+    found = set(nodes)
+    todo = list(nodes)
+    while todo:
+        for name in view.nodes[todo.pop()].input:
+            producer = index_of.get(name)
+            if producer is not None and producer not in found:
+                found.add(producer)
+                todo.append(producer)
+    return found
 
 
 def _over_budget(

@@ -58,11 +58,13 @@ def run_graph(
     readings: reference.Readings = reference.DEFAULT_READINGS,
     held: Mapping[str, np.ndarray] | None = None,
     fallback: Fallback | None = None,
+    only: set[int] | None = None,
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
     ``held``: initializers the caller holds decoded already (used as they are, not decoded again);
     ``fallback``: what computes a node the reference has no kernel for or refuses (a default the profile
-    excludes); when it cannot either, the reference's own error is raised.
+    excludes); when it cannot either, the reference's own error is raised. ``only``: the indices of the
+    nodes to run (closed under their inputs' producers: what they read is computed by one of them).
 
     Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
     has no value or a wanted output is computed by no node."""
@@ -77,13 +79,14 @@ def run_graph(
         raise reference.ReferenceError(
             f"graph output(s) {', '.join(sorted(unproduced))} are computed by no node"
         )
+    run = [(i, node) for i, node in enumerate(graph.node) if only is None or i in only]
     last_use: dict[str, int] = {}
-    for index, node in enumerate(graph.node):
+    for index, node in run:
         for name in node.input:
             if name:
                 last_use[name] = index
     values: dict[str, np.ndarray] = {}
-    for index, node in enumerate(graph.node):
+    for index, node in run:
         inputs: list[np.ndarray | None] = []
         for name in node.input:
             if not name:

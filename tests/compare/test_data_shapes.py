@@ -364,3 +364,15 @@ def test_a_size_over_the_budget_learnt_by_the_reference_run_names_the_node() -> 
         f"on dataset 'random', Tile 'tile' (node #0) would compute a tensor of {2**64} elements, more than "
         "--max-elements 100000000, so onnxruntime is not run"
     )
+
+
+def test_only_what_a_size_depends_on_is_run_to_learn_it(tmp_path: Path) -> None:
+    """A Softplus on another input comes first in the graph: nothing can run it before the runtime does,
+    but Range's size does not depend on it, so Range is learnt and compared (the reference runs the
+    nodes the unknown sizes read from, not the whole graph)."""
+    model = argmax_range_model()
+    model.graph.node.insert(0, h.make_node("Softplus", ["z"], ["soft"], name="softplus"))
+    model.graph.input.append(h.make_tensor_value_info("z", T.FLOAT, [8]))
+    model.graph.output.append(h.make_tensor_value_info("soft", T.FLOAT, [8]))
+    statuses = _statuses(api.compare(_saved(tmp_path, model)[0], node_edges=False))
+    assert statuses == {"softplus": "not-compared", "argmax": "match", "range": "match", "twice": "match"}
