@@ -53,10 +53,11 @@ def _gather(node: onnx.NodeProto, inputs: Inputs) -> int:
 
 
 def _values(value: np.ndarray | None) -> list[int]:
-    """An integer input's values (a shape, repeats), capped so that their product stays a Python int."""
-    if value is None or value.dtype.kind not in "iu":
-        raise ReferenceError("a size operand that is not an integer tensor")
-    return [max(int(v), 0) for v in value.reshape(-1)[:64]]
+    """An integer input's values (a shape, repeats), as Python ints (their product is exact); at most 64
+    of them (a rank beyond that is no model's, and a product over millions of values is no bound)."""
+    if value is None or value.dtype.kind not in "iu" or value.size > 64:
+        raise ReferenceError("a size operand that is not an integer tensor of at most 64 values")
+    return [max(int(v), 0) for v in value.reshape(-1)]
 
 
 def _bounds(op_type: str) -> Callable[[onnx.NodeProto, Inputs], int] | None:
