@@ -20,6 +20,7 @@ from sonnx_check.compare.localise import NodeComparison, plan
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.revealed_sizes import dataset_sizes
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem
+from sonnx_check.findings import Finding, Severity
 from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView
 
@@ -116,6 +117,7 @@ def over_budget(
         for name, dtype, shape in dataset.inputs:
             _keep_larger(sizes, name, memory.Size(math.prod(shape), dtype.itemsize))
     unknown: dict[str, str] = {}
+    skipped: dict[str, OverBudget] = {}
     for signature in sorted({_signature(d) for d in datasets}):
         inferred = inferred_sizes(model, dict(signature))
         problem = run_budget_problem(view, dict(signature), max_elements, inferred, runtime)
@@ -125,8 +127,9 @@ def over_budget(
         if problem is not None:  # some size follows from the data's values: each dataset's are learnt
             for dataset in (d for d in datasets if _signature(d) == signature):
                 revealed = dataset_sizes(model, view, dataset.name, dataset.feeds, max_elements, runtime)
-                if revealed.problem is not None:
-                    return revealed.problem, sizes
+                if revealed.problem is not None:  # this dataset's values: the others may still run
+                    skipped[dataset.name] = revealed.problem
+                    continue
                 found.append(revealed.sizes)
                 for name in revealed.unknown:
                     unknown.setdefault(
@@ -135,17 +138,50 @@ def over_budget(
         for each in found:
             for name, (elements, itemsize) in each.items():
                 _keep_larger(sizes, name, memory.Size(elements, itemsize))
+    if skipped and len(skipped) == len(datasets):
+        return next(iter(skipped.values())), sizes
     for name in unknown:  # known on one dataset is no bound on another
         sizes.pop(name, None)
-    return None, PlannedSizes(sizes, unknown)
+    return None, PlannedSizes(sizes, unknown, skipped)
 
 
 class PlannedSizes(dict[str, memory.Size]):
-    """Tensor sizes for the memory plan, and (``unknown``) why each size left out could not be learnt."""
+    """Tensor sizes for the memory plan (over the datasets that run), why each size left out could not be
+    learnt (``unknown``), and the datasets not run because their values make a tensor over --max-elements
+    (``skipped``: dataset -> why)."""
 
-    def __init__(self, sizes: Mapping[str, memory.Size], unknown: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        sizes: Mapping[str, memory.Size],
+        unknown: Mapping[str, str],
+        skipped: Mapping[str, OverBudget] | None = None,
+    ) -> None:
         super().__init__(sizes)
         self.unknown = dict(unknown)
+        self.skipped = dict(skipped or {})
+
+
+def datasets_not_run(
+    sizes: Mapping[str, memory.Size], datasets: list[Dataset], view: ModelView
+) -> tuple[list[Dataset], Finding | None]:
+    """The datasets to run, and the warning that names those left out (their values make a tensor over
+    --max-elements: planned by over_budget); the other datasets are compared as usual."""
+    skipped = sizes.skipped if isinstance(sizes, PlannedSizes) else {}
+    if not skipped:
+        return datasets, None
+    first = next(iter(skipped.values()))
+    message = (
+        f"{len(skipped)} of {len(datasets)} datasets not run (first: {first.reason}); "
+        "the other datasets were compared"
+    )
+    finding = Finding(
+        "RUNTIME.not-compared",
+        message,
+        Severity.WARNING,
+        node=view.refs[first.node] if first.node is not None else None,
+        data={"stage": "budget", "datasets": {name: problem.reason for name, problem in skipped.items()}},
+    )
+    return [d for d in datasets if d.name not in skipped], finding
 
 
 def _signature(dataset: Dataset) -> tuple[tuple[str, tuple[int, ...]], ...]:

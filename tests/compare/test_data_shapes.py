@@ -376,3 +376,39 @@ def test_only_what_a_size_depends_on_is_run_to_learn_it(tmp_path: Path) -> None:
     model.graph.output.append(h.make_tensor_value_info("soft", T.FLOAT, [8]))
     statuses = _statuses(api.compare(_saved(tmp_path, model)[0], node_edges=False))
     assert statuses == {"softplus": "not-compared", "argmax": "match", "range": "match", "twice": "match"}
+
+
+def test_a_dataset_whose_values_are_over_the_budget_is_left_out_not_the_model(tmp_path: Path) -> None:
+    """Two datasets: Range's limit 7 in one, 10^9 in the other. The second is not run (a warning naming it
+    and why), the first is compared; only when every dataset is over the budget is the model not run."""
+    path, small = _saved(tmp_path, range_model(), limit=np.array(7, np.int64))
+    large = tmp_path / "large.npz"
+    np.savez(large, limit=np.array(10**9, np.int64))
+    result = api.compare(path, inputs=[str(small), str(large)], node_edges=False)
+    assert _statuses(result) == {"range": "match", "twice": "match"}
+    (finding,) = [f for f in result.findings if f.rule == "RUNTIME.not-compared"]
+    assert finding.severity.value == "warning"
+    assert finding.message.startswith(
+        f"1 of 2 datasets not run (first: on dataset '{large}', onnxruntime would compute tensor 'r' "
+        "(Range 'range' (node #0)) with 1000000000 elements, more than --max-elements 100000000"
+    )
+    assert finding.message.endswith("; the other datasets were compared")
+    assert result.comparison is not None
+    assert [(d.name, d.status) for d in result.comparison.datasets] == [
+        (str(small), "ok"),
+        (str(large), "not-run"),
+    ]
+    output = result.comparison.nodes[0].outputs[0]
+    assert [d.name for d in output.datasets] == [str(small)]
+
+
+def test_random_and_edge_data_compare_what_their_values_allow(tmp_path: Path) -> None:
+    """The documented --inputs random --inputs edge on a Range fed by an input: the edge datasets whose
+    limit is huge are left out, the others (an empty range, a limit of 2) are compared."""
+    path = tmp_path / "model.onnx"
+    onnx.save(range_model(), path)
+    result = api.compare(path, inputs=["random", "edge"], node_edges=False)
+    assert result.comparison is not None
+    statuses = {d.name: d.status for d in result.comparison.datasets}
+    assert statuses["edge/highest"] == "not-run" and statuses["edge/tie-checkerboard"] == "ok"
+    assert _statuses(result) == {"range": "match", "twice": "match"}
