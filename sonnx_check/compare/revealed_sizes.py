@@ -107,6 +107,8 @@ def _learn_by_reference(
         index = _first_not_done(view, done, needed)
         where = f" at {view.refs[index].label()}" if index is not None else ""
         revealed.stopped = f"on dataset '{dataset}' the reference stopped{where}: {first_line(exc)}"
+        if not isinstance(exc, reference.UnsupportedOperatorError):  # it refused these values
+            revealed.stopped += "; inputs the model is meant for (--inputs PATH) may let it run"
 
 
 def _first_not_done(view: ModelView, done: set[int], run: set[int]) -> int | None:

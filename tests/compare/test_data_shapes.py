@@ -412,3 +412,20 @@ def test_random_and_edge_data_compare_what_their_values_allow(tmp_path: Path) ->
     statuses = {d.name: d.status for d in result.comparison.datasets}
     assert statuses["edge/highest"] == "not-run" and statuses["edge/tie-checkerboard"] == "ok"
     assert _statuses(result) == {"range": "match", "twice": "match"}
+
+
+def test_values_the_reference_refuses_leave_the_nodes_out_with_advice_that_can_help(tmp_path: Path) -> None:
+    """Range's delta read from the data as 0: no length (the reference refuses it, and nothing else sizes
+    it), so Range and Add are not compared, the reason quoting the reference and advising inputs the model
+    is meant for; no --shape advice (the input's shape is static)."""
+    model = range_model()
+    model.graph.initializer.pop()  # delta, now an input
+    model.graph.input.append(h.make_tensor_value_info("delta", T.INT64, []))
+    path, inputs = _saved(tmp_path, model, limit=np.array(5, np.int64), delta=np.array(0, np.int64))
+    result = api.compare(path, inputs=[str(inputs)], node_edges=False)
+    reason = _reasons(result)["twice"]
+    assert "the reference stopped at Range 'range' (node #0): " in reason
+    assert reason.endswith(
+        "inputs the model is meant for (--inputs PATH) may let it run), so its memory cannot be planned"
+    )
+    assert "--shape" not in reason
