@@ -3,14 +3,15 @@
 onnxruntime cannot be interrupted mid-run and shares the machine's memory (its worker process has no limit
 of its own): a tensor sized by input values (a Loop's trip count, Range's limit, the shape fed to
 ConstantOfShape or Expand) can make it allocate without bound or run for ever. So the model must hold no
-control flow, and every node output must have a size known from the input shapes alone, within
-``--max-elements``. A model inside the profile always passes: its shapes are static and explicit
-(GRAPH.shapes), and it has no control flow.
+control flow, and every node output a size known before running within ``--max-elements``: here from the
+input shapes and the constants (a size the data decides is learnt per dataset, compare/revealed_sizes.py).
+A model inside the profile always passes: its shapes are static and explicit (GRAPH.shapes), and it has no
+control flow.
 
 A size computed from other shapes (torch exports a channel split as Shape -> Gather -> Div -> Slice) is
 known before running too: those small values are computed from the input shapes and the constants
-(``_fold_shape_values``) and shape inference runs again on them. A size that depends on the input data's
-values (Range's limit read from an input) is learnt per dataset (compare/revealed_sizes.py), not here."""
+(``_fold_shape_values``) and shape inference runs again on them; given a dataset's small input values
+(``inferred_sizes``' ``input_values``), the same folding settles the sizes read from them."""
 
 from __future__ import annotations
 
