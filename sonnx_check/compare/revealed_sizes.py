@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from sonnx_check import reference
+from sonnx_check import progress, reference
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes
 from sonnx_check.compare.sizing_ops import run_for_size
 from sonnx_check.compare.stream import run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.reference.errors import BudgetExceededError
+from sonnx_check.sanitise import display
 from sonnx_check.view import ModelView
 
 
@@ -62,6 +63,7 @@ def dataset_sizes(
     missing = _node_outputs(view, revealed.sizes)
     if not missing:
         return revealed
+    progress.step(f"the reference learns the sizes dataset {display(name, 80)}'s values decide")
     _learn_by_reference(model, view, feeds, max_elements, revealed, name, runtime)
     revealed.unknown = _node_outputs(view, revealed.sizes)
     return revealed
