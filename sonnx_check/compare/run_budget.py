@@ -264,12 +264,15 @@ def _shape_probe(
     a graph input whose value is given (small, at most _SHAPE_TENSOR_LIMIT elements) is a constant of it."""
     graph = onnx.GraphProto(name=model.graph.name)
     graph.node.extend(model.graph.node)
-    given = {
-        name: value
-        for name, value in input_values.items()
-        if value.size <= _SHAPE_TENSOR_LIMIT and value.dtype != object
-    }
-    graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in given.items())
+    given: dict[str, onnx.TensorProto] = {}
+    for name, value in input_values.items():
+        if value.size > _SHAPE_TENSOR_LIMIT or value.dtype == object:
+            continue
+        try:
+            given[name] = numpy_helper.from_array(value, name)
+        except (TypeError, ValueError, KeyError):  # a type ONNX cannot hold: its value sizes nothing here
+            continue
+    graph.initializer.extend(given.values())
     large: dict[str, onnx.TensorProto] = {}
     for tensor in model.graph.initializer:
         if tensor.name in given:
