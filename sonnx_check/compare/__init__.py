@@ -26,7 +26,7 @@ from sonnx_check.compare.inputs.specs import Dataset, InputBudgetExceeded
 from sonnx_check.compare.judging.verdict import DIVERGENCE, NOT_COMPARED_RULE, Judge
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
-from sonnx_check.compare.plan import over_budget, plan_run, refusal_reason
+from sonnx_check.compare.plan import datasets_not_run, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.run import ComparisonRun, Stopped
 from sonnx_check.compare.runtimes import make_runner
 from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerUnavailable
@@ -116,6 +116,17 @@ def _compare(
     problem, sizes = over_budget(model, view, datasets, options.max_elements, runner.capabilities.label)
     if problem is not None and not problem.size_unknown:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
+    datasets, not_run = datasets_not_run(sizes, datasets, view)  # their values size a tensor over budget
+    if not_run is not None:
+        judge.findings.append(not_run)
+        reasons = not_run.data["datasets"]
+        judge.outcome = replace(
+            judge.outcome,
+            datasets=tuple(
+                replace(d, status="not-run", error=reasons[d.name]) if d.name in reasons else d
+                for d in judge.outcome.datasets
+            ),
+        )
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
     steps = ComparisonRun(model, view, options, runner, sizes)
     try:

@@ -4,6 +4,7 @@ and which tensors each run exposes (the memory plan's batches) and which end-to-
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,9 @@ from sonnx_check.compare.judging import bounds as accuracy_module
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import NodeComparison, plan
 from sonnx_check.compare.options import CompareOptions
+from sonnx_check.compare.revealed_sizes import dataset_sizes
 from sonnx_check.compare.run_budget import OverBudget, inferred_sizes, run_budget_problem
+from sonnx_check.findings import Finding, Severity
 from sonnx_check.profile import profile_operators
 from sonnx_check.view import ModelView
 
@@ -102,22 +105,87 @@ def over_budget(
     runtime: str = "onnxruntime",
 ) -> tuple[OverBudget | None, dict[str, memory.Size]]:
     """The first reason the runtime must not run on some dataset (shapes may differ between files), and the
-    size of every tensor (the largest over the datasets) for the memory plan."""
+    size of every tensor (the largest over the datasets) for the memory plan.
+
+    A size the data's values decide (Range's limit read from an input) is learnt dataset by dataset
+    (revealed_sizes); one still unknown on some dataset is left out of the sizes, and plan_run leaves the
+    nodes that read or compute it uncompared, not the model."""
     sizes: dict[str, memory.Size] = {}
     for tensor in model.graph.initializer:
         sizes[tensor.name] = memory.Size(math.prod(tensor.dims), _itemsize(tensor.data_type))
-    signatures = {tuple(sorted((name, shape) for name, _, shape in d.inputs)) for d in datasets}
     for dataset in datasets:
         for name, dtype, shape in dataset.inputs:
             _keep_larger(sizes, name, memory.Size(math.prod(shape), dtype.itemsize))
-    for signature in sorted(signatures):
+    unknown: dict[str, str] = {}
+    skipped: dict[str, OverBudget] = {}
+    for signature in sorted({_signature(d) for d in datasets}):
         inferred = inferred_sizes(model, dict(signature))
         problem = run_budget_problem(view, dict(signature), max_elements, inferred, runtime)
-        if problem is not None:
+        if problem is not None and not problem.size_unknown:
             return problem, sizes
-        for name, (elements, itemsize) in inferred.items():
-            _keep_larger(sizes, name, memory.Size(elements, itemsize))
-    return None, sizes
+        found = [inferred]
+        if problem is not None:  # some size follows from the data's values: each dataset's are learnt
+            for dataset in (d for d in datasets if _signature(d) == signature):
+                revealed = dataset_sizes(model, view, dataset.name, dataset.feeds, max_elements, runtime)
+                if revealed.problem is not None:  # this dataset's values: the others may still run
+                    skipped[dataset.name] = revealed.problem
+                    continue
+                found.append(revealed.sizes)
+                for name in revealed.unknown:
+                    unknown.setdefault(
+                        name, revealed.stopped or f"on dataset '{dataset.name}' it was not learnt"
+                    )
+        for each in found:
+            for name, (elements, itemsize) in each.items():
+                _keep_larger(sizes, name, memory.Size(elements, itemsize))
+    if skipped and len(skipped) == len(datasets):
+        return next(iter(skipped.values())), sizes
+    for name in unknown:  # known on one dataset is no bound on another
+        sizes.pop(name, None)
+    return None, PlannedSizes(sizes, unknown, skipped)
+
+
+class PlannedSizes(dict[str, memory.Size]):
+    """Tensor sizes for the memory plan (over the datasets that run), why each size left out could not be
+    learnt (``unknown``), and the datasets not run because their values make a tensor over --max-elements
+    (``skipped``: dataset -> why)."""
+
+    def __init__(
+        self,
+        sizes: Mapping[str, memory.Size],
+        unknown: Mapping[str, str],
+        skipped: Mapping[str, OverBudget] | None = None,
+    ) -> None:
+        super().__init__(sizes)
+        self.unknown = dict(unknown)
+        self.skipped = dict(skipped or {})
+
+
+def datasets_not_run(
+    sizes: Mapping[str, memory.Size], datasets: list[Dataset], view: ModelView
+) -> tuple[list[Dataset], Finding | None]:
+    """The datasets to run, and the warning that names those left out (their values make a tensor over
+    --max-elements: planned by over_budget); the other datasets are compared as usual."""
+    skipped = sizes.skipped if isinstance(sizes, PlannedSizes) else {}
+    if not skipped:
+        return datasets, None
+    first = next(iter(skipped.values()))
+    message = (
+        f"{len(skipped)} of {len(datasets)} datasets not run (first: {first.reason}); "
+        "the other datasets were compared"
+    )
+    finding = Finding(
+        "RUNTIME.not-compared",
+        message,
+        Severity.WARNING,
+        node=view.refs[first.node] if first.node is not None else None,
+        data={"stage": "budget", "datasets": {name: problem.reason for name, problem in skipped.items()}},
+    )
+    return [d for d in datasets if d.name not in skipped], finding
+
+
+def _signature(dataset: Dataset) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple(sorted((name, shape) for name, _, shape in dataset.inputs))
 
 
 @dataclass
@@ -140,6 +208,7 @@ def plan_run(
     runtime: str = "onnxruntime",
 ) -> RunPlan:
     nodes = plan(view, reference.supported_ops())
+    _leave_unsized(view, nodes, sizes)
     planner = memory.Planner(
         view,
         sizes,
@@ -152,11 +221,41 @@ def plan_run(
         missing = sorted({n.op_type for n in nodes if not n.has_kernel})
         why = "the graph has no nodes" if not nodes else f"no reference kernel for {', '.join(missing)}"
         return RunPlan(nodes, batches, None, {"compared": False, "reason": why})
+    unsized = [o.name for o in model.graph.output if o.name not in sizes]
+    if unsized:
+        why = f"the size of graph output '{unsized[0]}' is not known before running (see the nodes' reasons)"
+        return RunPlan(nodes, batches, None, {"compared": False, "reason": why})
     fits = planner.end_to_end([o.name for o in model.graph.output])
     if fits.problem is not None:
         return RunPlan(nodes, batches, None, {"compared": False, "reason": fits.problem})
     records = {o.name: OutputRecord(o.name, i, runtime=runtime) for i, o in enumerate(model.graph.output)}
     return RunPlan(nodes, batches, records, {"compared": True}, fits.spare)
+
+
+def _leave_unsized(view: ModelView, nodes: list[NodeComparison], sizes: Mapping[str, memory.Size]) -> None:
+    """A node that reads or computes a tensor whose size was not learnt before running is not compared (its
+    memory cannot be planned); the reason says which tensor and why its size stays unknown."""
+    why = sizes.unknown if isinstance(sizes, PlannedSizes) else {}
+    for entry in nodes:
+        if not entry.has_kernel or entry.reason:
+            continue
+        node = view.nodes[entry.index]
+        tensor = next((n for n in (*node.input, *node.output) if n and n not in sizes), None)
+        if tensor is None:
+            continue
+        cause = why.get(tensor) or _unsized_cause(view, sizes, tensor)
+        entry.reason = (
+            f"the size of tensor '{tensor}' is not known before running: it follows from the data's values, "
+            f"which the reference could not compute ({cause}), so its memory cannot be planned"
+        )
+
+
+def _unsized_cause(view: ModelView, sizes: Mapping[str, memory.Size], tensor: str) -> str:
+    """For an input of unknown size that no node's record explains: the first node computing one."""
+    first = next((i for i, n in enumerate(view.nodes) if any(o and o not in sizes for o in n.output)), None)
+    return (
+        f"first unknown at {view.refs[first].label()}" if first is not None else f"'{tensor}' is not computed"
+    )
 
 
 def exposed_tensors(run_plan: RunPlan, graph_outputs: list[str]) -> list[str]:

@@ -3,14 +3,15 @@
 onnxruntime cannot be interrupted mid-run and shares the machine's memory (its worker process has no limit
 of its own): a tensor sized by input values (a Loop's trip count, Range's limit, the shape fed to
 ConstantOfShape or Expand) can make it allocate without bound or run for ever. So the model must hold no
-control flow, and every node output must have a size known from the input shapes alone, within
-``--max-elements``. A model inside the profile always passes: its shapes are static and explicit
-(GRAPH.shapes), and it has no control flow.
+control flow, and every node output a size known before running within ``--max-elements``: here from the
+input shapes and the constants (a size the data decides is learnt per dataset, compare/revealed_sizes.py).
+A model inside the profile always passes: its shapes are static and explicit (GRAPH.shapes), and it has no
+control flow.
 
 A size computed from other shapes (torch exports a channel split as Shape -> Gather -> Div -> Slice) is
 known before running too: those small values are computed from the input shapes and the constants
-(``_fold_shape_values``) and shape inference runs again on them. Only a size that depends on the input
-data's values (Range's limit read from an input) stays unknown, and the model is then not run."""
+(``_fold_shape_values``) and shape inference runs again on them; given a dataset's small input values
+(``inferred_sizes``' ``input_values``), the same folding settles the sizes read from them."""
 
 from __future__ import annotations
 
@@ -84,46 +85,74 @@ def run_budget_problem(
 
 
 def inferred_sizes(
-    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]
+    model: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Element count and element size (bytes) of every tensor whose shape ONNX inference derives from the
-    input shapes alone.
+    input shapes alone, or also from ``input_values`` (one dataset's small inputs: a Range's limit, a
+    Reshape's shape read from an input), whose sizes are then that dataset's.
 
     Declared intermediate shapes are not trusted (a hostile model can declare small shapes and compute huge
     ones): inference starts from the graph inputs and initializers only."""
-    probe = _shape_probe(model, input_shapes)
+    probe = _shape_probe(model, input_shapes, input_values or {})
     folded: dict[str, np.ndarray] = {}
+    counted: dict[str, tuple[int, int]] = {}  # Range outputs too large to fold: (elements, itemsize)
     shapes: dict[str, tuple[tuple[int, ...], int]] = {}
     # A size computed from other shapes (Shape -> Gather -> Div -> Slice's ends, as torch exports a channel
     # split) is known once those small values are: they are computed here and inferred again, as long as
-    # that reveals more (each round at least one node more, so at most one round per node).
+    # that reveals more (each round at least one node more, so at most one round per node). Inference
+    # propagates no data itself (data_prop): onnx materialises a propagated Range, 10 GB for a limit of
+    # 4.7e18 read from an input, and its own Range length overflows (0 for a limit of 2^63 - 1); Ranges
+    # are counted here instead, exactly, before inference reads their inputs (_fold_shape_values).
+    _fold_shape_values(probe, shapes, folded, counted)
     for _ in range(len(model.graph.node) + 1):
         try:
-            inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=False, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=False, data_prop=False)
         except Exception:  # noqa: BLE001 - inference gives up on broken graphs: what it knew stays
             break
         for value_info in (*inferred.graph.value_info, *inferred.graph.output):
             declared = tensor_type_of(value_info)
             if declared is not None and declared.static_shape is not None:
                 shapes[value_info.name] = (tuple(declared.static_shape), declared.elem_type)
-        if not _fold_shape_values(probe, shapes, folded):
+        if not _fold_shape_values(probe, shapes, folded, counted):
             break
     sizes = {name: (math.prod(shape), _itemsize(elem)) for name, (shape, elem) in shapes.items()}
     sizes.update({name: (value.size, value.dtype.itemsize) for name, value in folded.items()})
+    sizes.update(counted)
     return sizes
 
 
 def _fold_shape_values(
-    probe: onnx.ModelProto, shapes: Mapping[str, tuple[tuple[int, ...], int]], folded: dict[str, np.ndarray]
+    probe: onnx.ModelProto,
+    shapes: Mapping[str, tuple[tuple[int, ...], int]],
+    folded: dict[str, np.ndarray],
+    counted: dict[str, tuple[int, int]],
 ) -> bool:
     """Replace, in ``probe``, every node whose outputs follow from the known shapes and small constants alone
     by those outputs as initializers (``folded`` gets them); whether any was. Only small tensors are
     computed (at most _SHAPE_TENSOR_LIMIT elements each), by onnx's own evaluator: these values only size
-    the plan, they are not compared."""
+    the plan, they are not compared. A Range of known scalars longer than that is counted instead
+    (``counted``: its elements and itemsize) and its output declared as a graph input of that length."""
     graph = probe.graph
     values = _decodable(graph.initializer)
     kept: list[onnx.NodeProto] = []
     for node in graph.node:
+        length = _range_length(node, values)
+        if length is None and _is_range(node) and all(n in values for n in node.input):
+            continue  # known inputs but no length (a delta of 0, an infinite limit): not left to inference
+        if length is not None:
+            start = values[node.input[0]]
+            if length > _SHAPE_TENSOR_LIMIT:
+                counted[node.output[0]] = (length, start.dtype.itemsize)
+                elem = helper.np_dtype_to_tensor_dtype(start.dtype)
+                graph.input.append(helper.make_tensor_value_info(node.output[0], elem, [min(length, 2**62)]))
+            else:
+                delta = values[node.input[2]]
+                value = (start + np.arange(length, dtype=start.dtype) * delta).astype(start.dtype)
+                values[node.output[0]] = folded[node.output[0]] = value
+                graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+            continue
         outputs = _small_outputs(node, values, shapes)
         if outputs is None:
             kept.append(node)
@@ -136,6 +165,28 @@ def _fold_shape_values(
     del graph.node[:]
     graph.node.extend(kept)
     return True
+
+
+def _is_range(node: onnx.NodeProto) -> bool:
+    return node.op_type == "Range" and node.domain in ("", "ai.onnx")
+
+
+def _range_length(node: onnx.NodeProto, values: Mapping[str, np.ndarray]) -> int | None:
+    """How many elements a Range of known scalar inputs computes, max(ceil((limit - start) / delta), 0), in
+    exact integer arithmetic for integer types (float types: in float64, as the value is computed); None
+    when the node is no such Range (its inputs unknown, not scalars, or a delta of 0)."""
+    if not _is_range(node) or len(node.input) != 3:
+        return None
+    if not all(name in values and values[name].size == 1 for name in node.input):
+        return None
+    start, limit, delta = (values[name].reshape(()) for name in node.input)
+    if start.dtype.kind in "iu" and limit.dtype.kind in "iu" and delta.dtype.kind in "iu":
+        first, last, step = int(start), int(limit), int(delta)
+        return None if step == 0 else max(-((first - last) // step), 0)
+    if start.dtype.kind != "f":
+        return None
+    span = (float(limit) - float(start)) / float(delta) if float(delta) else math.nan
+    return max(math.ceil(span), 0) if math.isfinite(span) else None
 
 
 def _decodable(initializers: Sequence[onnx.TensorProto]) -> dict[str, np.ndarray]:
@@ -206,18 +257,34 @@ def _itemsize(elem_type: int) -> int:
         return 8  # strings and types numpy lacks: a pointer's worth, the reference compares none of them
 
 
-def _shape_probe(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
-    """The model's nodes with the concrete input shapes, the small initializers, nothing declared between."""
+def _shape_probe(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]], input_values: Mapping[str, np.ndarray]
+) -> onnx.ModelProto:
+    """The model's nodes with the concrete input shapes, the small initializers, nothing declared between;
+    a graph input whose value is given (small, at most _SHAPE_TENSOR_LIMIT elements) is a constant of it."""
     graph = onnx.GraphProto(name=model.graph.name)
     graph.node.extend(model.graph.node)
+    given: dict[str, onnx.TensorProto] = {}
+    for name, value in input_values.items():
+        if value.size > _SHAPE_TENSOR_LIMIT or value.dtype == object:
+            continue
+        try:
+            given[name] = numpy_helper.from_array(value, name)
+        except (TypeError, ValueError, KeyError):  # a type ONNX cannot hold: its value sizes nothing here
+            continue
+    graph.initializer.extend(given.values())
     large: dict[str, onnx.TensorProto] = {}
     for tensor in model.graph.initializer:
+        if tensor.name in given:
+            continue  # the dataset's value replaces the default an initializer gives
         if math.prod(tensor.dims) <= _SHAPE_TENSOR_LIMIT:
             graph.initializer.append(tensor)
         else:
             large[tensor.name] = tensor
     inputs = {v.name for v in model.graph.input}
     for value_info in model.graph.input:
+        if value_info.name in given:
+            continue
         elem = value_info.type.tensor_type.elem_type
         shape = input_shapes.get(value_info.name)
         if shape is None and value_info.name in large:

@@ -17,6 +17,7 @@ from onnx import helper, numpy_helper
 
 from sonnx_check import reference
 from sonnx_check.reference.budget import ensure_within_budget
+from sonnx_check.reference.errors import BudgetExceededError
 
 # Element types whose raw bytes are the numpy array itself (little-endian): decoded without a second copy.
 _PLAIN_TYPES = frozenset(
@@ -43,6 +44,8 @@ def decoded(tensor: onnx.TensorProto) -> np.ndarray:
 
 # (node, output position, the reference's value, the node's input values)
 OutputSink = Callable[[onnx.NodeProto, int, np.ndarray, Sequence["np.ndarray | None"]], None]
+# (node, its input values) -> its outputs, or None when it cannot compute them either
+Fallback = Callable[[onnx.NodeProto, Sequence["np.ndarray | None"]], "list[np.ndarray] | None"]
 
 
 def run_graph(
@@ -54,9 +57,14 @@ def run_graph(
     max_elements: int | None,
     readings: reference.Readings = reference.DEFAULT_READINGS,
     held: Mapping[str, np.ndarray] | None = None,
+    fallback: Fallback | None = None,
+    only: set[int] | None = None,
 ) -> None:
     """Run every node in graph order and give ``sink`` each output named in ``wanted`` when computed.
-    ``held``: initializers the caller holds decoded already (used as they are, not decoded again).
+    ``held``: initializers the caller holds decoded already (used as they are, not decoded again);
+    ``fallback``: what computes a node the reference has no kernel for or refuses (a default the profile
+    excludes); when it cannot either, the reference's own error is raised. ``only``: the indices of the
+    nodes to run (closed under their inputs' producers: what they read is computed by one of them).
 
     Raises reference.ReferenceError (as reference.evaluate does) before computing anything when an input
     has no value or a wanted output is computed by no node."""
@@ -71,13 +79,14 @@ def run_graph(
         raise reference.ReferenceError(
             f"graph output(s) {', '.join(sorted(unproduced))} are computed by no node"
         )
+    run = [(i, node) for i, node in enumerate(graph.node) if only is None or i in only]
     last_use: dict[str, int] = {}
-    for index, node in enumerate(graph.node):
+    for index, node in run:
         for name in node.input:
             if name:
                 last_use[name] = index
     values: dict[str, np.ndarray] = {}
-    for index, node in enumerate(graph.node):
+    for index, node in run:
         inputs: list[np.ndarray | None] = []
         for name in node.input:
             if not name:
@@ -97,7 +106,14 @@ def run_graph(
                 raise reference.ReferenceError(
                     f"node {index} ({node.name or node.op_type}) reads '{name}' before any node computes it"
                 )
-        outputs = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
+        try:
+            outputs = reference.run_node(node, inputs, max_elements=max_elements, readings=readings)
+        except BudgetExceededError:
+            raise
+        except reference.ReferenceError as refused:
+            if fallback is None:
+                raise
+            outputs = _by_fallback(fallback, node, inputs, refused)
         for position, (name, value) in enumerate(zip(node.output, outputs, strict=False)):
             if not name:
                 continue
@@ -108,3 +124,19 @@ def run_graph(
         del inputs, outputs
         for name in [n for n in values if last_use.get(n, -1) <= index]:
             del values[name]
+
+
+def _by_fallback(
+    fallback: Fallback, node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], refused: Exception
+) -> list[np.ndarray]:
+    """The node's outputs by ``fallback``; the reference's error ``refused`` when it cannot compute them
+    (its reason is the one the user can act on), a budget error as it is."""
+    try:
+        computed = fallback(node, inputs)
+    except BudgetExceededError:
+        raise
+    except reference.ReferenceError:
+        computed = None
+    if computed is None:
+        raise refused
+    return computed

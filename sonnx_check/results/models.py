@@ -67,7 +67,7 @@ class DatasetEntry:
     name: str
     source: str  # random, edge, or the user's file
     inputs: Mapping[str, Mapping[str, Any]]  # input name -> dtype and shape
-    status: str = ""  # ok or failed; "" when the comparison stopped before running it
+    status: str = ""  # ok, failed, or not-run (its values size a tensor over budget); "" before running
     error: str | None = None  # how the runtime failed on it
     failure: str | None = None  # which failure (runtimes/base.FAILURE_KINDS: refused, failed, crashed, ...)
 

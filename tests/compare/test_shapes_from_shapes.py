@@ -2,9 +2,13 @@
 splits its channels with Shape -> Gather -> Add -> Div -> Mul -> Slice, and was refused whole ("the size of
 tensor ... is not known before running"). The small values are computed from the input shapes and the
 constants, the model runs, and its nodes are compared; a size that depends on the input data's values is
-still refused, without advice that cannot help."""
+learnt from each dataset (tests/compare/test_data_shapes.py), and one over the budget is refused without
+advice that cannot help."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -82,11 +86,12 @@ def test_a_model_with_a_size_computed_from_shapes_is_compared_node_by_node() -> 
     assert result.comparison["status"] == "partial"  # Gather has no reference kernel: all else matches
 
 
-def test_a_size_read_from_input_values_is_still_refused_without_advice_that_cannot_help(
-    monkeypatch: pytest.MonkeyPatch,
+def test_a_size_read_from_input_values_over_the_budget_gives_advice_that_can_help(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Range's limit read from an input's data: no shape says the size, so onnxruntime is not run; the
-    reason says why, not "declare static shapes" (the input shape is static already)."""
+    """Range's limit read from an input's data: the size is learnt from the dataset; over --max-elements,
+    the reason names the dataset and what helps (other inputs, a larger budget), never "declare static
+    shapes" or --shape (the input shape is static already)."""
     FakeOrt().install(monkeypatch)
     start = numpy_helper.from_array(np.array(0, np.int64), "start")
     delta = numpy_helper.from_array(np.array(1, np.int64), "delta")
@@ -95,8 +100,14 @@ def test_a_size_read_from_input_values_is_still_refused_without_advice_that_cann
         [node], "g", [h.make_tensor_value_info("limit", T.INT64, [])],
         [h.make_tensor_value_info("y", T.INT64, None)], initializer=[start, delta],
     )  # fmt: skip
-    (finding,) = compare_loaded(finish(graph), RANDOM).findings
-    assert "is not known before running (it depends on values the model computes" in finding.message
+    np.savez(tmp_path / "data.npz", limit=np.array(2_000_000, np.int64))
+    options = replace(RANDOM, datasets=(str(tmp_path / "data.npz"),))
+    (finding,) = compare_loaded(finish(graph), options).findings
+    assert (
+        "with 2000000 elements, more than --max-elements 1000000: its size follows from the"
+        in finding.message
+    )
+    assert "(--inputs PATH), or raise --max-elements" in finding.message
     assert "--shape" not in finding.message and "declare static shapes" not in finding.message
 
 

@@ -129,7 +129,7 @@ class Judge:
             datasets=tuple(
                 replace(d, status="failed", error=failed[d.name], failure=observed.failure_kinds.get(d.name))
                 if d.name in failed
-                else replace(d, status="ok")
+                else (d if d.status == "not-run" else replace(d, status="ok"))  # not-run: values over budget
                 for d in self.outcome.datasets
             ),
             nodes=results,
