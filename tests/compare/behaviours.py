@@ -353,3 +353,6 @@ BEHAVIOURS["UNSIGNED-AS-INT32"] = unsigned_case
 from behaviours_integers import relu_int32_case  # noqa: E402
 
 BEHAVIOURS["INTEGER-IN-FLOAT32"] = relu_int32_case
+from behaviours_lstm import peepholes_case  # noqa: E402
+
+BEHAVIOURS["LSTM-PEEPHOLES-IGNORED"] = peepholes_case
