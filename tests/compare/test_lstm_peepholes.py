@@ -63,3 +63,18 @@ def test_nothing_is_explained_without_peepholes_to_ignore():
 def test_the_emulation_is_what_the_recurrence_without_p_gives():
     inputs = lstm_inputs(3)
     assert np.array_equal(peepholes_case(inputs).actual, without_peepholes(inputs))
+
+
+def test_a_double_lstm_computed_in_float32_without_peepholes_is_explained_as_narrowed():
+    """OpenVINO's double LSTM: float32 (FLOAT64-AS-SATURATED-FLOAT32) and P ignored, both at once."""
+    inputs = [v.astype(np.float64) if v.dtype == np.float32 else v for v in lstm_inputs(11)]
+    case = peepholes_case(inputs)
+    narrowed = [v.astype(np.float32) if v.dtype == np.float64 else v for v in inputs]
+    actual = without_peepholes(narrowed).astype(np.float64)
+    runtime = _with_actual(case, actual)
+    assert runtime.mismatch.all()
+    float64 = by_id("FLOAT64-AS-SATURATED-FLOAT32")
+    assert float64.explains(runtime).all()
+    planted = actual.copy()
+    planted.reshape(-1)[3] += 0.01
+    assert not float64.explains(_with_actual(case, planted)).reshape(-1)[3]
