@@ -356,3 +356,6 @@ BEHAVIOURS["INTEGER-IN-FLOAT32"] = relu_int32_case
 from behaviours_lstm import peepholes_case  # noqa: E402
 
 BEHAVIOURS["LSTM-PEEPHOLES-IGNORED"] = peepholes_case
+from behaviours_lstm import overflow_case  # noqa: E402
+
+BEHAVIOURS["LSTM-GATE-SUM-OVERFLOW"] = overflow_case

@@ -38,12 +38,11 @@ def _at_layout(value: np.ndarray, layout: int, state: bool) -> np.ndarray:
 
 
 def _overflowing(terms_pos: np.ndarray, terms_neg: np.ndarray, count: int, dtype: np.dtype) -> np.ndarray:
-    """Both one-signed sums beyond the largest finite value, within the partial sums' own rounding."""
-    fmt = np.finfo(dtype)
-    slack = 1 + (count + 2) * float(fmt.eps)
-    largest = float(fmt.max)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return (terms_pos * slack > largest) & (terms_neg * slack > largest)
+    """Both one-signed sums at least the largest finite value over 1 + gamma_n, the partial sums' own rounding
+    (PARTIAL-SUM-OVERFLOW's threshold, compare/ops/products.py)."""
+    u = float(np.finfo(dtype).eps) / 2
+    threshold = float(np.finfo(dtype).max) / (1 + count * u / (1 - count * u))
+    return (terms_pos >= threshold) & (terms_neg >= threshold)
 
 
 def _one_signed(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
