@@ -310,6 +310,31 @@ def _cases() -> list[Case]:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 10
     add(Case("BATCHNORM-FOLDED-INTO-CONV", "Conv -> BatchNormalization 4->8 (end to end)", model, [nx], ALL))
+
+    # LSTM with peepholes, its parameters constant (OpenVINO drops the unused P input from its compiled model)
+    lr = np.random.default_rng(7)
+    hidden, steps, batch = 3, 5, 2
+    lx = lr.standard_normal((steps, batch, 4)).astype(np.float32)
+    params = {
+        "W": (lr.standard_normal((1, 4 * hidden, 4)) * 0.5).astype(np.float32),
+        "R": (lr.standard_normal((1, 4 * hidden, hidden)) * 0.5).astype(np.float32),
+        "B": (lr.standard_normal((1, 8 * hidden)) * 0.1).astype(np.float32),
+        "sequence_lens": np.full(batch, steps, np.int32),
+        "initial_h": np.zeros((1, batch, hidden), np.float32),
+        "initial_c": np.zeros((1, batch, hidden), np.float32),
+        "P": lr.standard_normal((1, 3 * hidden)).astype(np.float32),
+    }
+    lstm = helper.make_node(
+        "LSTM", ["x", *params], ["y"], name="lstm", hidden_size=hidden, direction="forward",
+        activations=["Sigmoid", "Tanh", "Tanh"], input_forget=0, layout=0,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [lstm], "probe", [_info("x", lx)], [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(v, k) for k, v in params.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 10
+    add(Case("LSTM-PEEPHOLES-IGNORED", "LSTM 5 steps, hidden 3, P random, Y", model, [lx], ALL))
     return cases
 
 

@@ -359,3 +359,9 @@ BEHAVIOURS["LEAKYRELU-ZERO-TIMES-ALPHA"] = leaky_relu_case
 from behaviours_conv_channel_pad import read_only_case  # noqa: E402
 
 BEHAVIOURS["BFLOAT16-CHANNEL-PAD-READS-NEXT-PIXEL"] = read_only_case
+from behaviours_lstm import peepholes_case  # noqa: E402
+
+BEHAVIOURS["LSTM-PEEPHOLES-IGNORED"] = peepholes_case
+from behaviours_lstm import overflow_case  # noqa: E402
+
+BEHAVIOURS["LSTM-GATE-SUM-OVERFLOW"] = overflow_case

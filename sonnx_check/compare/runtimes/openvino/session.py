@@ -77,7 +77,11 @@ class InProcessSession:
         self.version = ov.get_version()
         self.providers = (DEVICE,)
         self.applied_level = ""
-        self._inputs = {port.get_any_name(): port for port in self._compiled.inputs}
+        # every name of each input the compiled model still has (OpenVINO removes a parameter its ONNX
+        # frontend or its optimisation leaves unused: LSTM's peephole input P, which its LSTM never reads)
+        self._inputs = {name: port for port in self._compiled.inputs for name in port.get_names()}
+        self._ports = list(self._compiled.inputs)
+        self.unused_inputs: tuple[str, ...] = ()  # the fed inputs the compiled model no longer has
         self._outputs = [(port, set(port.get_names())) for port in self._compiled.outputs]
         self.output_names = tuple(port.get_any_name() for port in self._compiled.outputs)
         self.details = self._describe(core, dict(options))
@@ -98,14 +102,18 @@ class InProcessSession:
         return details
 
     def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
+        # The worker feeds every graph input of the model; one the compiled model no longer has was removed by
+        # OpenVINO as unused: not fed, and not an error (its value cannot reach any output OpenVINO computes).
+        given = {self._inputs[name]: value for name, value in feeds.items() if name in self._inputs}
+        self.unused_inputs = tuple(name for name in feeds if name not in self._inputs)
+        missing = [port.get_any_name() for port in self._ports if port not in given]
+        if missing:
+            raise RunFailure("run", f"no value fed for OpenVINO's input {missing[0]!r}")
         try:
             # np.require keeps a scalar 0-d (np.ascontiguousarray makes it [1]: refused against its shape [])
-            given = {self._inputs[name]: np.require(value, requirements="C") for name, value in feeds.items()}
-            results = self._request.infer(given)
+            results = self._request.infer({p: np.require(v, requirements="C") for p, v in given.items()})
         except MemoryError:
             raise
-        except KeyError as exc:
-            raise RunFailure("run", f"the compiled model has no input {exc}") from None
         except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError and its own classes
             raise RunFailure("run", message(exc)) from None
         out: dict[str, np.ndarray] = {}

@@ -117,7 +117,8 @@ class InProcessSession:
     def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         runnable, names = self._plan(feeds)
         try:
-            values = runnable.run([np.ascontiguousarray(feeds[name]) for name in self._input_names])
+            # np.require keeps a scalar 0-d (np.ascontiguousarray makes it [1]: refused against its fact [])
+            values = runnable.run([np.require(feeds[name], requirements="C") for name in self._input_names])
             produced = {
                 name: np.array(v.to_numpy(), copy=True) for name, v in zip(names, values, strict=True)
             }
