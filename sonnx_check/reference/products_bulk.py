@@ -6,6 +6,7 @@ the whole output with matrix products on the rows and columns those elements tou
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -16,24 +17,26 @@ from sonnx_check.reference.products_special import count_type, take_cols, take_r
 SumBound = Callable[[tuple[np.ndarray, ...]], np.ndarray]
 
 
-class BulkSettlement:
-    """Tier 2 on one stacked product ``L @ R (+ bias)`` (``products_common.Products``'s operands: L of shape
-    (BL, M, K), R of shape (BR, K, P), the bias broadcast to (B, M, P) or None). ``sum_bound`` gives an upper
-    bound of sum|l*r| + |bias| on a block of the output (an np.ix_ index)."""
+class Operands(Protocol):
+    """What tier 2 reads of a ``Products``."""
 
-    def __init__(
-        self,
-        left: np.ndarray,
-        right: np.ndarray,
-        bias: np.ndarray | None,
-        dtype: np.dtype,
-        sum_bound: SumBound,
-    ) -> None:
-        self.left, self.right, self.bias, self.dtype = left, right, bias, dtype
-        self.batch = max(left.shape[0], right.shape[0])
-        self.m, self.k = left.shape[1:]
-        self.p = right.shape[2]
-        self.shape = (self.batch, self.m, self.p)
+    left: np.ndarray
+    right: np.ndarray
+    bias: np.ndarray | None
+    dtype: np.dtype
+    shape: tuple[int, int, int]
+    k: int
+
+
+class BulkSettlement:
+    """Tier 2 on the operands of one ``products_common.Products`` (``L @ R (+ bias)``: L of shape (BL, M, K),
+    R of shape (BR, K, P), the bias broadcast to the output's shape (B, M, P) or None). ``sum_bound`` gives
+    an upper bound of sum|l*r| + |bias| on a block of the output (an np.ix_ index)."""
+
+    def __init__(self, products: Operands, sum_bound: SumBound) -> None:
+        self.left, self.right, self.bias = products.left, products.right, products.bias
+        self.dtype, self.shape, self.k = products.dtype, products.shape, products.k
+        self.batch, self.m, self.p = products.shape
         self._sum_bound = sum_bound
 
     def settle(self, result: np.ndarray, approx: np.ndarray, pending: np.ndarray) -> None:

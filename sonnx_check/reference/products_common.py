@@ -332,9 +332,7 @@ class Products:
             certified |= skip
         pending = np.logical_not(certified, out=certified)
         if _in_bulk(int(np.count_nonzero(pending)), pending.size):
-            BulkSettlement(self.left, self.right, self.bias, self.dtype, self._sum_bound).settle(
-                result, approx, pending
-            )
+            BulkSettlement(self, self._sum_bound).settle(result, approx, pending)
         left_over = np.flatnonzero(pending)
         if left_over.size:
             result.reshape(-1)[left_over] = self._exact_elements(left_over)
