@@ -33,28 +33,29 @@ def dilated_extent(kernel: int, dilation: int) -> int:
     return dilation * (kernel - 1) + 1
 
 
-def pool_output_size(size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int) -> int:
-    """MaxPool output size along one spatial axis, ceil_mode = 0.
+def window_output_size(
+    size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int
+) -> int:
+    """The number of positions of a sliding window (Conv's kernel, MaxPool's window) along one spatial axis,
+    explicit pads, ceil_mode = 0: floor((size + pad_begin + pad_end - dil*(k-1) - 1) / stride) + 1.
 
-    This is the corrected Y.C1 formula (docs/readings.md#maxpool-output-shape): seed 003 prints a divisor of
-    ``strides + 1``, which its own examples contradict.
+    For MaxPool this is the corrected Y.C1 formula (docs/readings.md#maxpool-output-shape): seed 003 prints a
+    divisor of ``strides + 1``, which its own examples contradict. Below 1 when the dilated kernel is larger
+    than the padded axis (the callers refuse it).
     """
     return (size + pad_begin + pad_end - dilated_extent(kernel, dilation)) // stride + 1
 
 
-def pool_output_shape(
-    x_shape: Sequence[int],
+def window_output_spatial(
+    spatial: Sequence[int],
     kernel_shape: Sequence[int],
     strides: Sequence[int],
     dilations: Sequence[int],
     pads: Sequence[int],
 ) -> tuple[int, ...]:
-    """Y's shape for an N x C x spatial... input; ``pads`` is (begin..., end...)."""
-    n_spatial = len(kernel_shape)
-    spatial = tuple(
-        pool_output_size(
-            x_shape[2 + i], kernel_shape[i], strides[i], dilations[i], pads[i], pads[i + n_spatial]
-        )
-        for i in range(n_spatial)
+    """``window_output_size`` along every spatial axis; ``pads`` is (begin..., end...)."""
+    n = len(kernel_shape)
+    return tuple(
+        window_output_size(spatial[i], kernel_shape[i], strides[i], dilations[i], pads[i], pads[i + n])
+        for i in range(n)
     )
-    return (x_shape[0], x_shape[1], *spatial)

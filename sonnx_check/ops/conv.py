@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sonnx_check.checks.attributes import get_int, get_ints, get_str
-from sonnx_check.shapes import dilated_extent, pool_output_size
+from sonnx_check.shapes import dilated_extent, window_output_spatial
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
 
@@ -178,10 +178,7 @@ def _expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
         return None
     if min(strides + dilations) <= 0 or min(pads) < 0 or min(w[2:]) <= 0:
         return None
-    spatial = tuple(
-        pool_output_size(x[2 + i], w[2 + i], strides[i], dilations[i], pads[i], pads[i + 2]) for i in range(2)
-    )
-    return (x[0], w[0], *spatial)
+    return (x[0], w[0], *window_output_spatial(x[2:], w[2:], strides, dilations, pads))
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import onnx
 
 from sonnx_check.checks.attributes import get_int, get_ints, get_str
-from sonnx_check.shapes import dilated_extent, pool_output_shape
+from sonnx_check.shapes import dilated_extent, window_output_size, window_output_spatial
 from sonnx_check.view import ModelView
 from sonnx_check.violation import Violation
 
@@ -136,7 +136,7 @@ def _first_empty_window(
     padding can be empty; there are at most pad_begin / stride + 1 of them. For each, the first tap at or
     after 0 is j = ceil(-start / dilation); the window is empty when that tap is beyond the kernel or X.
     """
-    out = (size + pad_begin + pad_end - dilated_extent(kernel, dilation)) // stride + 1
+    out = window_output_size(size, kernel, stride, dilation, pad_begin, pad_end)
     candidates = min(out, -(-pad_begin // stride), _MAX_WINDOWS_EXAMINED)
     for m in range(max(candidates, 0)):
         start = m * stride - pad_begin
@@ -160,7 +160,7 @@ def _expected_y_shape(view: ModelView, index: int) -> tuple[int, ...] | None:
     kernel, strides, dilations, pads = geometry
     if min(kernel + strides + dilations) <= 0 or min(pads) < 0:
         return None
-    return pool_output_shape(x_shape, kernel, strides, dilations, pads)
+    return (x_shape[0], x_shape[1], *window_output_spatial(x_shape[2:], kernel, strides, dilations, pads))
 
 
 def output_shape(view: ModelView, index: int) -> Iterator[Violation]:

@@ -55,8 +55,8 @@ from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import FLOAT_DTYPES
 from sonnx_check.reference.products_common import Products, abs_sum, float32_suffices, magnitude_range
-from sonnx_check.reference.products_signs import signed_sums
-from sonnx_check.shapes import dilated_extent
+from sonnx_check.reference.products_signs import unsigned_products_signed_sums
+from sonnx_check.shapes import dilated_extent, window_output_spatial
 
 # Reading (a), decided from conv2.md's formula: the inserted zeros of the dilated kernel take part in the
 # products (0 * inf = NaN), as the text defines W_d. False: they are structure, as in onnxruntime's im2col.
@@ -109,12 +109,10 @@ class _Plan:
         self.dtype = x.dtype
         n, channels, height, width = x.shape
         out_channels, _, kh, kw = w.shape
-        (s0, s1), (d0, d1), pads = params.strides, params.dilations, params.pads
+        (d0, d1), pads = params.dilations, params.pads
         extents = (dilated_extent(kh, d0), dilated_extent(kw, d1))
-        self.out = (
-            (height + pads[0] + pads[2] - extents[0]) // s0 + 1,
-            (width + pads[1] + pads[3] - extents[1]) // s1 + 1,
-        )
+        oh, ow = window_output_spatial((height, width), (kh, kw), params.strides, params.dilations, pads)
+        self.out = (oh, ow)
         if min(self.out) < 1:
             raise ReferenceError(
                 f"Conv output would be {self.out[0]} x {self.out[1]}: the dilated kernel {extents[0]} x "
@@ -434,9 +432,4 @@ def run_with_abs(
     return [y], bound
 
 
-def run_signed_sums(
-    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Upper bounds of the sums of the positive and of |the negative| finite terms (products_signs), for
-    the comparison's reading of an infinite term meeting an overflowed one."""
-    return signed_sums(run_abs, node, inputs)
+run_signed_sums = unsigned_products_signed_sums(run_abs)

@@ -55,3 +55,24 @@ def dd_mul(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tu
     p, e = two_prod(ah, bh)
     e = e + (ah * bl + al * bh)
     return fast_two_sum(p, e)
+
+
+def dd_mul_d(ah: np.ndarray, al: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dd times a float64."""
+    p, e = two_prod(ah, b)
+    e = e + al * b
+    return fast_two_sum(p, e)
+
+
+def dd_div(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Double-double quotient (QD's accurate_div, relative error below 2**-102): three quotient digits, each
+    remainder computed in double-double."""
+    q1 = ah / bh
+    ph, pl = dd_mul_d(bh, bl, q1)
+    rh, rl = dd_add(ah, al, -ph, -pl)
+    q2 = rh / bh
+    ph, pl = dd_mul_d(bh, bl, q2)
+    rh, rl = dd_add(rh, rl, -ph, -pl)
+    q3 = rh / bh
+    q1, q2 = fast_two_sum(q1, q2)
+    return dd_add(q1, q2, q3, np.zeros_like(q3))

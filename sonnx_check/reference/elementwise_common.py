@@ -11,7 +11,7 @@ What is here:
 * Double-double ("dd") arithmetic on numpy arrays: a value is the unevaluated sum ``hi + lo`` of two float64
   with ``|lo| <= ulp(hi)/2``, built from error-free transformations (TwoSum, Dekker's split and TwoProduct).
   It carries about 106 bits, which the transcendental kernels use to compute the exact real result to a
-  relative error far below 2**-80 (derivations at ``exp_scaled`` and ``log_dd``).
+  relative error far below 2**-80 (``double_double`` and ``double_double_functions``, re-exported here).
 * Rounding a dd value times 2**K to float16, float or double correctly (round to nearest, ties to even,
   subnormals and overflow included), and the *certificate*: the value is rounded at both ends of its error
   interval, and every element whose two roundings differ (the exact result may lie on either side of a
@@ -34,7 +34,22 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference.budget import ensure_within_budget
-from sonnx_check.reference.double_double import dd_add, dd_mul, fast_two_sum, split, two_prod, two_sum  # noqa: F401 - re-exported
+from sonnx_check.reference.double_double import (  # noqa: F401 - re-exported
+    dd_add,
+    dd_div,
+    dd_mul,
+    dd_mul_d,
+    fast_two_sum,
+    split,
+    two_prod,
+    two_sum,
+)
+from sonnx_check.reference.double_double_functions import (  # noqa: F401 - re-exported
+    EXP_ARG_LIMIT,
+    exp_scaled,
+    expm1_dd,
+    log_dd,
+)
 from sonnx_check.reference.errors import DataConstraintError, OutsideProfileError, ReferenceError
 
 # -- type sets --------------------------------------------------------------------------------------------
@@ -177,161 +192,6 @@ def is_odd_integer(b: np.ndarray) -> np.ndarray:
     """Finite floats holding an odd integer (every float of magnitude 2**53 or more is even)."""
     with np.errstate(invalid="ignore"):
         return is_integral(b) & (np.fmod(np.abs(b), 2.0) == 1.0)
-
-
-# -- double-double arithmetic ------------------------------------------------------------------------------
-# A dd value is a pair (hi, lo) of float64 arrays. TwoSum, FastTwoSum and TwoProduct are exact in binary64
-# round-to-nearest as long as nothing overflows or underflows: the callers keep magnitudes between 2**-900 and
-# 2**900 (mantissas, logarithms, exponents of at most a few thousand); a product error term below 2**-1000
-# belongs to a value whose own contribution is negligible.
-
-
-def dd_mul_d(ah: np.ndarray, al: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """dd times a float64."""
-    p, e = two_prod(ah, b)
-    e = e + al * b
-    return fast_two_sum(p, e)
-
-
-def dd_div(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """dd quotient (relative error below 2**-102): one correction step of the float64 quotient."""
-    q1 = ah / bh
-    ph, pl = dd_mul_d(bh, bl, q1)
-    rh, rl = dd_add(ah, al, -ph, -pl)
-    q2 = rh / bh
-    ph, pl = dd_mul_d(bh, bl, q2)
-    rh, rl = dd_add(rh, rl, -ph, -pl)
-    q3 = rh / bh
-    q1, q2 = fast_two_sum(q1, q2)
-    return dd_add(q1, q2, q3, np.zeros_like(q3))
-
-
-# -- constants, from the decimal module at 60 digits --------------------------------------------------------
-
-
-def _dd_of(value: Fraction) -> tuple[float, float]:
-    hi = float(value)
-    return hi, float(value - Fraction(hi))
-
-
-def _split3(value: Fraction, lead_bits: int) -> tuple[float, float, float]:
-    """value = c1 + c2 + c3 with c1 of ``lead_bits`` significant bits (so k * c1 is exact for small k)."""
-    e = math.floor(math.log2(abs(float(value))))
-    scale = Fraction(2) ** (lead_bits - 1 - e)
-    c1 = Fraction(round(value * scale)) / scale
-    c2 = float(value - c1)
-    c3 = float(value - c1 - Fraction(c2))
-    return float(c1), c2, c3
-
-
-with decimal.localcontext() as _ctx:
-    _ctx.prec = 60
-    _LN2 = Fraction(decimal.Decimal(2).ln())
-    # 2**(j/256) for j = 0..255, as dd.
-    _TABLE = [
-        _dd_of(Fraction((decimal.Decimal(j) / 256 * decimal.Decimal(2).ln()).exp())) for j in range(256)
-    ]
-
-_T_HI = np.array([t[0] for t in _TABLE])
-_T_LO = np.array([t[1] for t in _TABLE])
-_INV_L = float(256 / _LN2)  # 256 / ln 2, rounded: only chooses the reduction multiple
-_L1, _L2, _L3 = _split3(_LN2 / 256, 32)  # k * _L1 exact for |k| < 2**21 (|x| < 5600)
-_LN2_1, _LN2_2, _LN2_3 = _split3(_LN2, 40)  # e * _LN2_1 exact for |e| < 2**13
-_INV_FACT = [_dd_of(Fraction(1, math.factorial(n))) for n in range(10)]
-EXP_ARG_LIMIT = 1100.0  # exp(+-1100) overflows / underflows to zero in every profile float type
-
-
-def _expm1_poly(rh: np.ndarray, rl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """exp(r) - 1 for |r| <= ln2/512 (about 2**-9.5), as dd with relative error below 2**-102.
-
-    Taylor terms r**n/n! up to n = 9 (the first dropped term is below 2**-107 relative to r). The terms of
-    degree 6 to 9 contribute less than 2**-56 relative to r and are summed in float64 (error below 2**-109);
-    the lower ones in dd (Horner, each step below 2**-104)."""
-    t = ((_INV_FACT[9][0] * rh + _INV_FACT[8][0]) * rh + _INV_FACT[7][0]) * rh + _INV_FACT[6][0]
-    sh, sl = t, np.zeros_like(t)
-    for n in (5, 4, 3, 2, 1):
-        sh, sl = dd_mul(sh, sl, rh, rl)
-        sh, sl = dd_add(sh, sl, np.asarray(_INV_FACT[n][0]), np.asarray(_INV_FACT[n][1]))  # 0-d: same sums
-    return dd_mul(sh, sl, rh, rl)
-
-
-def _exp_reduce(xh: np.ndarray, xl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """x = k*ln2/256 + r with |r| <= ln2/512 (plus 2**-60): returns (k as float, r as dd).
-
-    x - k*c1 is exact (Sterbenz), k*c2 is split exactly by TwoProduct, and the remaining terms (each below
-    2**-70 for |x| <= 1100, or the input's own low part) are summed in float64: absolute error below 2**-115
-    plus 2**-53 |xl|."""
-    k = np.rint(xh * _INV_L)
-    rh = xh - k * _L1
-    p2, e2 = two_prod(k, np.asarray(_L2))  # a 0-d array: the same float64 products, typed as arrays
-    s, e = two_sum(rh, -p2)
-    e = e - e2 + xl - k * _L3
-    r_h, r_l = fast_two_sum(s, e)
-    return k, r_h, r_l
-
-
-def exp_scaled(xh: np.ndarray, xl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """exp(x) for a finite dd x with |x| <= EXP_ARG_LIMIT, as (mh, ml, K): exp(x) = (mh + ml) * 2**K exactly
-    up to a relative error below 2**-98, with mh in [0.99, 2.01] and K an int64 array.
-
-    exp(x) = 2**(k div 256) * 2**((k mod 256)/256) * exp(r): the table value is the dd nearest to
-    2**(j/256) (relative error 2**-106), exp(r) = 1 + p with p from ``_expm1_poly``; T*(1+p) costs two dd
-    operations. Total: below 2**-100 plus the reduction's absolute error (2**-115 + 2**-53 |xl|)."""
-    k, rh, rl = _exp_reduce(xh, xl)
-    ph, pl = _expm1_poly(rh, rl)
-    j = np.mod(k, 256.0)
-    big_k = ((k - j) / 256.0).astype(np.int64)
-    j = j.astype(np.intp)
-    th, tl = _T_HI[j], _T_LO[j]
-    qh, ql = dd_mul(th, tl, ph, pl)
-    mh, ml = dd_add(th, tl, qh, ql)
-    return mh, ml, big_k
-
-
-def expm1_dd(xh: np.ndarray, xl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """exp(x) - 1 for a finite dd x with |x| <= 100, as dd with relative error below 2**-94.
-
-    Where the reduction multiple k is 0 (|x| <= ln2/512) the polynomial is exp(x) - 1 itself, with full
-    relative accuracy however small x is; elsewhere |exp(x) - 1| >= 2**-10 and the subtraction of 1 from the
-    dd exp(x) loses at most 10 bits."""
-    k, rh, rl = _exp_reduce(xh, xl)
-    ph, pl = _expm1_poly(rh, rl)
-    j = np.mod(k, 256.0)
-    big_k = ((k - j) / 256.0).astype(np.int64)
-    j = j.astype(np.intp)
-    th, tl = _T_HI[j], _T_LO[j]
-    qh, ql = dd_mul(th, tl, ph, pl)
-    mh, ml = dd_add(th, tl, qh, ql)
-    eh, el = dd_add(np.ldexp(mh, big_k), np.ldexp(ml, big_k), -np.ones_like(mh), np.zeros_like(mh))
-    direct = k == 0
-    return np.where(direct, ph, eh), np.where(direct, pl, el)
-
-
-_SQRT_HALF = math.sqrt(0.5)
-
-
-def log_dd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ln(x) for finite x > 0 (subnormals included), as dd with relative error below 2**-100.
-
-    x = m * 2**e with m in [sqrt(1/2), sqrt(2)); y0 = numpy's float64 log(m) is only a first guess (any
-    relative error up to 2**-35 is tolerated). With d = m*exp(-y0) - 1 = (m - 1) + m*expm1(-y0) (m - 1 is
-    exact, expm1 keeps its relative accuracy for small y0), ln(m) = y0 + ln(1 + d) = y0 + d - d**2/2 up to
-    |d|**3/3 (below 2**-105 |y0|). Then e*ln2 is added in dd (e*c1 exact)."""
-    m, e = np.frexp(x)
-    low = m < _SQRT_HALF
-    m = np.where(low, m * 2.0, m)
-    ef = (e - low).astype(np.float64)
-    y0 = np.log(m)
-    eh, el = expm1_dd(-y0, np.zeros_like(y0))
-    ph, pl = dd_mul_d(eh, el, m)
-    dh, dl = dd_add(m - 1.0, np.zeros_like(m), ph, pl)
-    dh, dl = dd_add(dh, dl, -0.5 * dh * dh, np.zeros_like(dh))
-    lh, ll = dd_add(y0, np.zeros_like(y0), dh, dl)
-    p2, e2 = two_prod(ef, np.full_like(ef, _LN2_2))
-    ch, cl = fast_two_sum(ef * _LN2_1, p2)
-    cl = cl + e2 + ef * _LN2_3
-    ch, cl = fast_two_sum(ch, cl)
-    return dd_add(ch, cl, lh, ll)
 
 
 # -- rounding a dd value to an IEEE format -----------------------------------------------------------------

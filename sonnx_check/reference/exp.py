@@ -5,10 +5,11 @@ otherwise e**X rounded to the type, which overflows to +inf exactly when X > X_m
 is where the correctly rounded value overflows) and underflows gradually to the subnormals and +0.
 
 Own error: the correctly rounded result (round to nearest even) for every input. e**X is evaluated in
-double-double (relative error below 2**-98, ``elementwise_common.exp_scaled``) and rounded at both ends of an
-error interval of relative half-width 2**-80; an element whose two roundings differ is recomputed from
-Python's decimal exp at 100 digits (no float input is known to come within 10**-100 of a rounding boundary;
-the hardest known double cases need about 2**-160). In practice no element takes that path.
+double-double (relative error below 2**-98, ``double_double_functions.exp_scaled``) and rounded at both
+ends of an error interval of relative half-width 2**-80; an element whose two roundings differ is
+recomputed from Python's decimal exp at 100 digits (no float input is known to come within 10**-100 of a
+rounding boundary; the hardest known double cases need about 2**-160). In practice no element takes that
+path.
 
 float16 and float32 take the fast path first (``fast_float``): float64 arithmetic with a proven error bound
 and a per-element certificate; only the elements it cannot decide, and the special values, come here.
@@ -24,10 +25,9 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference import fast_float
+from sonnx_check.reference.double_double_functions import EXP_ARG_LIMIT, exp_scaled
 from sonnx_check.reference.elementwise_common import (
-    EXP_ARG_LIMIT,
     chunked_unary,
-    exp_scaled,
     high_precision,
     operands,
     resolve_undecided,

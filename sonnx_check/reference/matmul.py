@@ -30,7 +30,7 @@ from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import FLOAT_DTYPES
 from sonnx_check.reference.products_common import Products, abs_sum, narrow_magnitudes
-from sonnx_check.reference.products_signs import signed_sums
+from sonnx_check.reference.products_signs import unsigned_products_signed_sums
 
 INT_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64))
 
@@ -121,9 +121,4 @@ def run_with_abs(
     return [y], bound
 
 
-def run_signed_sums(
-    node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Upper bounds of the sums of the positive and of |the negative| finite terms (products_signs), for
-    the comparison's reading of an infinite term meeting an overflowed one."""
-    return signed_sums(run_abs, node, inputs)
+run_signed_sums = unsigned_products_signed_sums(run_abs)

@@ -27,7 +27,7 @@ import onnx
 from sonnx_check.reference import nan_policy
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
-from sonnx_check.shapes import pool_output_size
+from sonnx_check.shapes import window_output_size
 
 # Seed 003 type sections; the padding value of each is the lowest value of the type (decision 2).
 PROFILE_DTYPES = (np.float16, np.float32, np.float64, np.int8, np.uint8)
@@ -79,7 +79,7 @@ class PoolParams:
             )
 
     def output_size(self, axis: int, size: int) -> int:
-        return pool_output_size(
+        return window_output_size(
             size,
             self.kernel[axis],
             self.strides[axis],

@@ -1,8 +1,8 @@
 """Helpers shared by the reference kernels of the data-movement group (Concat, Constant, Flatten, Reshape,
 Shape, Slice, Unsqueeze, Range, ArgMax, Softmax): reading attributes with their ONNX defaults, refusing a
 type the operator's declaration does not list, turning index tensors into Python integers, and the
-error-free transformations (TwoSum, Dekker's TwoProduct) and double-double arithmetic that Range and
-Softmax use to compute their ideal result.
+double-double sums and roundings that Range and Softmax use to compute their ideal result (the arithmetic
+itself is ``double_double``'s, the exp ``double_double_functions``').
 
 Double-double numbers are pairs of float64 arrays ``(hi, lo)`` with ``hi = RN(hi + lo)``; every operation
 below is vectorised over arrays and keeps about 104 bits (relative error a few units of 2^-104 per
@@ -13,10 +13,7 @@ nearest even: no contraction into FMA can occur, which TwoSum and TwoProduct nee
 
 from __future__ import annotations
 
-import decimal
-import math
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -87,69 +84,6 @@ def fresh(array: np.ndarray) -> np.ndarray:
 
 
 # --- error-free transformations and double-double arithmetic --------------------------------------------
-
-
-def dd_div(ah: np.ndarray, al: np.ndarray, bh: np.ndarray, bl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Double-double division (QD's accurate_div): three quotient digits, each remainder computed in
-    double-double."""
-    q1 = ah / bh
-    ph, pl = dd_mul(bh, bl, q1, np.zeros_like(q1))
-    rh, rl = dd_add(ah, al, -ph, -pl)
-    q2 = rh / bh
-    ph, pl = dd_mul(bh, bl, q2, np.zeros_like(q2))
-    rh, rl = dd_add(rh, rl, -ph, -pl)
-    q3 = rh / bh
-    q1, q2 = fast_two_sum(q1, q2)
-    return dd_add(q1, q2, q3, np.zeros_like(q3))
-
-
-def _dd_constant(value: Fraction) -> tuple[float, float]:
-    hi = float(value)  # float(Fraction) is correctly rounded
-    return hi, float(value - Fraction(hi))
-
-
-def _ln2() -> Fraction:
-    with decimal.localcontext() as ctx:
-        ctx.prec = 60
-        return Fraction(decimal.Decimal(2).ln())
-
-
-LN2_HI, LN2_LO = _dd_constant(_ln2())
-_TAYLOR_DEGREE = 9
-_INVERSE_FACTORIALS = [_dd_constant(Fraction(1, math.factorial(n))) for n in range(_TAYLOR_DEGREE + 1)]
-_SQUARINGS = 10
-
-
-def dd_exp(dh: np.ndarray, dl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """exp(dh + dl) for finite arguments with |dh| <= 800, as ``(mh, ml, k)``: exp = (mh + ml) * 2^k with
-    mh + ml in [0.7, 1.5), so the scaling by 2^k is left to the caller (no underflow inside).
-
-    Reduction: k = rint(d / ln 2), r = d - k ln2 in double-double (TwoProduct makes k * LN2_HI exact; the
-    LN2_LO term leaves an absolute error below 2^-95), |r| <= 0.35; s = r / 2^10; e^s - 1 by its Taylor
-    polynomial of degree 9 (remainder below 2^-125 relative); then 10 squarings e^(2s) - 1 = m (m + 2),
-    which keep the small quantity e^s - 1 so no digit cancels. Relative error of the result: below 2^-88
-    (about 40 double-double operations of 2^-104 each, amplified 2^10 by the squarings).
-    """
-    k = np.rint(dh / LN2_HI)
-    ph, pl = two_prod(k, np.full_like(k, LN2_HI))
-    rh, rl = two_sum(dh, -ph)
-    rl = rl + ((dl - pl) - k * LN2_LO)
-    rh, rl = fast_two_sum(rh, rl)
-    scale = 2.0**-_SQUARINGS
-    sh, sl = rh * scale, rl * scale
-    zero = np.zeros_like(sh)
-    qh = np.full_like(sh, _INVERSE_FACTORIALS[_TAYLOR_DEGREE][0])
-    ql = np.full_like(sh, _INVERSE_FACTORIALS[_TAYLOR_DEGREE][1])
-    for n in range(_TAYLOR_DEGREE - 1, 0, -1):
-        qh, ql = dd_mul(qh, ql, sh, sl)
-        ch, cl = _INVERSE_FACTORIALS[n]
-        qh, ql = dd_add(qh, ql, zero + ch, zero + cl)
-    mh, ml = dd_mul(qh, ql, sh, sl)  # e^s - 1
-    for _ in range(_SQUARINGS):
-        th, tl = dd_add(mh, ml, zero + 2.0, zero)
-        mh, ml = dd_mul(mh, ml, th, tl)
-    mh, ml = dd_add(mh, ml, zero + 1.0, zero)
-    return mh, ml, k
 
 
 def dd_pairwise_sum(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

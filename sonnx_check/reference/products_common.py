@@ -25,11 +25,12 @@ subnormals or +-0 included. How, in tiers; each element leaves at the first tier
        zero only where the interval lies on one side of 0 (an exact zero takes its sign from its terms).
 2. Tier 2, in bulk, when tier 1 leaves many elements (the edge data: zeros, signed zeros, ties,
    subnormals), over the whole output with matrix products on the rows and columns those elements touch
-   (``Products._settle_in_bulk``): sums whose products are all zero (counted by a 0/1 product; a zero row or
-   column needs none) are the bias or a signed zero, -0 exactly when no k has sign(l) = sign(r) (counted by
-   one product of the sign bits); for float16/float32, sums whose float64 evaluation is provably exact in any
-   order (every product a multiple of 2^(eL_i + eR_j), the lowest set bits of row i and column j, and the
-   sum of magnitudes below 2^53 of that unit) are the float64 product itself, rounded once.
+   (``products_bulk.BulkSettlement``): sums whose products are all zero (counted by a 0/1 product; a zero
+   row or column needs none) are the bias or a signed zero, -0 exactly when no k has sign(l) = sign(r)
+   (counted by one product of the sign bits); for float16/float32, sums whose float64 evaluation is provably
+   exact in any order (every product a multiple of 2^(eL_i + eR_j), the lowest set bits of row i and
+   column j, and the sum of magnitudes below 2^53 of that unit) are the float64 product itself, rounded
+   once.
 3. Tier 3: the rest (a result within E of a rounding boundary, heavy cancellation) is recomputed from its
    own terms, gathered per element: vectorised, sums whose float64 evaluation is provably exact (as in
    tier 2, per element), then a pairwise double-double sum of the exact products (Dekker's TwoProduct for
@@ -68,10 +69,10 @@ from sonnx_check.reference.exact_sums import (
     _split,
     ceil_log2,
     gamma,
-    lowest_bit_exponent,
     two_sum,
 )
-from sonnx_check.reference.products_special import count_type, special_values, take_cols, take_rows
+from sonnx_check.reference.products_bulk import BulkSettlement
+from sonnx_check.reference.products_special import special_values, take_cols, take_rows
 
 _CHUNK = 1 << 21  # gathered terms per vectorised step of tier 3 (float64 words)
 # Tier 2 runs when tier 1 leaves at least this many elements: fewer (the near-ties of random data, about 1 in
@@ -331,7 +332,7 @@ class Products:
             certified |= skip
         pending = np.logical_not(certified, out=certified)
         if _in_bulk(int(np.count_nonzero(pending)), pending.size):
-            self._settle_in_bulk(result, approx, pending)
+            BulkSettlement(self, self._sum_bound).settle(result, approx, pending)
         left_over = np.flatnonzero(pending)
         if left_over.size:
             result.reshape(-1)[left_over] = self._exact_elements(left_over)
@@ -428,91 +429,6 @@ class Products:
         certified = _certify_double(hi, lo, bound)  # never a zero: its sign comes from its terms
         certified &= np.broadcast_to(left_exact[:, :, None] & right_exact[:, None, :], self.shape)
         return hi, certified
-
-    # -- tier 2 -------------------------------------------------------------------------------------------
-    def _settle_in_bulk(self, result: np.ndarray, approx: np.ndarray, pending: np.ndarray) -> None:
-        """Tier 2, vectorised over the whole output with matrix products over the rows and columns the
-        pending elements touch (a boolean mask, cleared where an element is decided).
-
-        (a) Sums whose products are all zero: their approximation is exactly the bias (0 without one), since
-        a float64 sum of zeros is exact, so only those are candidates. Where a row of L or a column of R
-        is all zero there is no non-zero product; elsewhere a 0/1 product counts them. Where there is
-        none the sum is the bias exactly, or, for a zero bias, a signed zero: -0 exactly when every term
-        (and the bias) is -0, i.e. no k has sign(l) = sign(r) (a zero term's sign is the exclusive or of
-        its factors' signs), counted as K - sum_k sl - sum_k sr + 2 sum_k sl sr with sl, sr the sign bits.
-        (b) float16/float32: sums the float64 product computed exactly. Each product l*r is an integer
-        multiple of 2^(eL_i + eR_j), eL_i the exponent of the lowest set bit over row i of L, eR_j over
-        column j of R, so every partial sum in any order (FMA included) is a multiple of that unit (or of the
-        bias's) of magnitude at most sum|l*r| + |bias|; below 2^53 units each is representable and none
-        rounds: the approximation IS the exact sum, and its conversion to the type the correct rounding.
-        An exact zero there has a non-zero term, so it is +0."""
-        bias = self.bias
-        candidate = pending & (approx == (0.0 if bias is None else bias))
-        if candidate.any():
-            zero_terms = candidate & ~self._any_nonzero_product(candidate)
-            signed = zero_terms
-            if bias is not None:
-                np.copyto(result, bias, where=zero_terms & (bias != 0), casting="same_kind")  # exact
-                signed = zero_terms & (bias == 0)
-            if signed.any():  # -0 + -0 = -0: every term -0, and the bias (if any) -0
-                negative = ~self._any_equal_signs(signed)
-                if bias is not None:
-                    negative &= np.signbit(bias)
-                np.copyto(result, np.where(negative, -0.0, 0.0).astype(self.dtype), where=signed)
-            pending &= ~zero_terms
-        if self.dtype != F64 and pending.any():
-            exact = pending & self._exact_float64_sums(pending)
-            with np.errstate(over="ignore"):
-                np.copyto(result, approx, where=exact, casting="same_kind")  # one rounding; +0 for an exact 0
-            pending &= ~exact
-
-    def _block(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
-        """The rows of L and columns of R the elements of ``mask`` touch, and their index into the output."""
-        rows = np.flatnonzero(mask.any(axis=(0, 2)))
-        cols = np.flatnonzero(mask.any(axis=(0, 1)))
-        index = np.ix_(np.arange(self.batch), rows, cols)
-        return take_rows(self.left, rows, self.m), take_cols(self.right, cols, self.p), index
-
-    def _any_nonzero_product(self, mask: np.ndarray) -> np.ndarray:
-        """Where some k has l != 0 and r != 0 (only meaningful inside ``mask``)."""
-        left, right, index = self._block(mask)
-        nonzero_l, nonzero_r = left != 0, right != 0
-        found = nonzero_l.any(axis=2)[:, :, None] & nonzero_r.any(axis=1)[:, None, :]
-        if found.any():  # a zero row or column settles the others without a product
-            found = found & (np.matmul(nonzero_l.astype(np.float32), nonzero_r.astype(np.float32)) > 0)
-        return self._embed(found, index)
-
-    def _any_equal_signs(self, mask: np.ndarray) -> np.ndarray:
-        """Where some k has signbit(l) = signbit(r) (only meaningful inside ``mask``)."""
-        left, right, index = self._block(mask)
-        work = count_type(self.k)
-        # L is often a model's constant W: its sign bits and their counts are kept (constant_cache)
-        sign_l = constant_cache.derived(left, ("sign bits", work), lambda: np.signbit(left).astype(work))
-        count_l = constant_cache.derived(sign_l, "row sums", lambda: sign_l.sum(axis=2, dtype=np.int64))
-        sign_r = np.signbit(right)
-        both = np.matmul(sign_l, sign_r.astype(work)).astype(np.int64)  # exact counts
-        equal = self.k - count_l[:, :, None] - sign_r.sum(axis=1)[:, None, :] + 2 * both
-        return self._embed(equal > 0, index)
-
-    def _exact_float64_sums(self, mask: np.ndarray) -> np.ndarray:
-        """Tier 2 (b): where the float64 evaluation of the sum is provably exact (inside ``mask``)."""
-        left, right, index = self._block(mask)
-        unit = (
-            lowest_bit_exponent(left).min(axis=2)[:, :, None]
-            + lowest_bit_exponent(right).min(axis=1)[:, None, :]
-        )  # +inf: no non-zero term
-        if self.bias is not None:
-            unit = np.minimum(unit, lowest_bit_exponent(self.bias[index]))
-        total = self._sum_bound(index)
-        limit = np.ldexp(1.0, np.minimum(unit, 960.0).astype(np.int64) + 53)  # no term: 2^1013, no limit
-        return self._embed((unit >= -1074) & (total < limit), index)
-
-    def _embed(self, block: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray:
-        if index[1].size == self.m and index[2].size == self.p:  # the whole output: no scatter
-            return np.broadcast_to(block, self.shape)
-        full = np.zeros(self.shape, dtype=bool)
-        full[index] = np.broadcast_to(block, full[index].shape)
-        return full
 
     # -- tier 3 -------------------------------------------------------------------------------------------
     def _exact_elements(self, flat: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 
 RunAbs = Callable[[onnx.NodeProto, Sequence[np.ndarray | None], int | None], np.ndarray]
+RunSignedSums = Callable[[onnx.NodeProto, Sequence[np.ndarray | None]], tuple[np.ndarray, np.ndarray]]
 
 
 def _part(a: np.ndarray | None, positive: bool) -> np.ndarray | None:
@@ -63,3 +64,17 @@ def signed_sums(
         positive, negative = positive + bias_pos, negative + bias_neg
     # the float64 additions of upper bounds, rounded up
     return positive * (1.0 + 2.0**-51), negative * (1.0 + 2.0**-51)
+
+
+def unsigned_products_signed_sums(run_abs: RunAbs) -> RunSignedSums:
+    """The ``run_signed_sums`` of a kernel module whose products and bias keep their operands' signs (Conv,
+    MatMul; Gemm's alpha and beta may flip them, its module passes them to ``signed_sums``): (P, N) of a node
+    and its inputs, from the module's own ``run_abs``, for the comparison's reading of an infinite term
+    meeting an overflowed one."""
+
+    def run_signed_sums(
+        node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return signed_sums(run_abs, node, inputs)
+
+    return run_signed_sums

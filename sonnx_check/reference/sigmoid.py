@@ -22,12 +22,10 @@ import numpy as np
 import onnx
 
 from sonnx_check.reference import fast_float
+from sonnx_check.reference.double_double import dd_add, dd_div
+from sonnx_check.reference.double_double_functions import EXP_ARG_LIMIT, exp_scaled
 from sonnx_check.reference.elementwise_common import (
-    EXP_ARG_LIMIT,
     chunked_unary,
-    dd_add,
-    dd_div,
-    exp_scaled,
     high_precision,
     operands,
     resolve_undecided,

@@ -1,13 +1,23 @@
-"""The package's structure, as issue 19 requires it: no import circle between its modules, and no module
-over 600 lines (small modules with one purpose)."""
+"""The package's structure, as issues 19 and 28 require it: no import circle between its modules, no module
+over 600 lines (small modules with one purpose), and no class over about 250 lines (split, not trimmed)."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from import_graph import ROOT, cycles, graph, modules
 
 MAX_LINES = 600
+MAX_CLASS_LINES = 250
+# The classes over the limit when it was first checked (issue 28), at their size then: each may shrink, none
+# may grow, and no other class may join them. Splitting one takes it off this list.
+OVER_THE_CLASS_LIMIT = {
+    "compare/edges/battery.py:NodeEdges": 289,
+    "compare/judging/verdict.py:Judge": 272,
+    "compare/run.py:ComparisonRun": 266,
+    "compare/suite/cases.py:ModelCases": 251,
+}
 
 
 def test_the_package_has_no_import_circle() -> None:
@@ -41,3 +51,20 @@ def test_no_module_is_over_600_lines() -> None:
         if _lines(path) > MAX_LINES
     }
     assert over == {}, "modules over 600 lines (split them by purpose)"
+
+
+def _class_lengths(path: Path) -> dict[str, int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    where = path.relative_to(ROOT).as_posix()
+    return {
+        f"{where}:{node.name}": (node.end_lineno or node.lineno) - node.lineno + 1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+def test_no_class_is_over_250_lines_but_the_listed_ones_which_do_not_grow() -> None:
+    lengths = {name: n for path in modules().values() for name, n in _class_lengths(path).items()}
+    over = {name: n for name, n in lengths.items() if n > MAX_CLASS_LINES}
+    grown = {name: n for name, n in over.items() if n > OVER_THE_CLASS_LIMIT.get(name, MAX_CLASS_LINES)}
+    assert grown == {}, "classes over ~250 lines (split them by purpose; the listed ones may only shrink)"

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.compare.judging.known_departures import DivergenceCase, attribute, input_value, none
+from sonnx_check.shapes import window_output_spatial
 
 
 def dilation_holes_skipped(case: DivergenceCase) -> np.ndarray:
@@ -49,8 +50,7 @@ def _padding_skipped(
     if group < 1 or channels % group or out_channels % group or w.shape[1] != channels // group:
         return None
     kh, kw = w.shape[2:]
-    out_h = (x.shape[2] + pads[0] + pads[2] - (kh - 1) * dilations[0] - 1) // strides[0] + 1
-    out_w = (x.shape[3] + pads[1] + pads[3] - (kw - 1) * dilations[1] - 1) // strides[1] + 1
+    out_h, out_w = window_output_spatial(x.shape[2:], (kh, kw), strides, dilations, pads)
     if out_h <= 0 or out_w <= 0:
         return None
     widths = ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3]))
