@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sonnx_check import operator_readings
 from sonnx_check.catalogue import catalogue
 from sonnx_check.profile import profile_operators
 
@@ -140,6 +141,9 @@ def test_every_block_runs_verbatim(block: tuple[str, int, str, str, str | None],
             (scratch / "pyproject.toml").write_text(body, encoding="utf-8")
             done = _run_sh(scratch, "sonnx-check sample_models/conforming/small_cnn.onnx")
             assert done.returncode in (0, 1), f"{where}: the configuration is refused:\n{done.stderr}"
+        elif "reading" in data:  # a reading's declaration (docs/adding-an-operator.md): it must load
+            for raw in data["reading"]:
+                operator_readings._declaration("template", "Op", raw)
         else:  # a declaration template of docs/adding-an-operator.md: the real ones are tested as such
             assert {"operator", "rule", "comparison"} & set(data), where
     elif info == "python":

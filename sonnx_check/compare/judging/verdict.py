@@ -221,14 +221,15 @@ class Judge:
     ) -> tuple[NotComparedNode, ...]:
         """One warning per operator type whose nodes were (wholly or partly) not compared; an error when
         nothing in the model could be compared. ``silent``: the runtime failed on every dataset, which is
-        already a finding, so nodes with a kernel are listed but get no finding of their own."""
+        already a finding, so the nodes are listed but get no finding of their own (a node without a kernel
+        would not have been compared either way, but the failure is the reason nothing was)."""
         by_op: dict[str, list[NodeComparison]] = {}
         listed: list[NotComparedNode] = []
         for entry in nodes:
             partial = entry.status != NOT_COMPARED and entry.failures
             if entry.status == NOT_COMPARED or partial:
                 # the timeout's own finding covers the nodes it left out
-                if not (silent and entry.has_kernel) and entry.reason != self.stopped_before:
+                if not silent and entry.reason != self.stopped_before:
                     by_op.setdefault(entry.op_type, []).append(entry)
                 listed.append(
                     NotComparedNode(
