@@ -213,7 +213,7 @@ def merge(
         if spare is not None and diff.total * KNOWN_BYTES_PER_ELEMENT > spare:
             record.add(dataset, diff, [], 0, {})
             record.unexplained_reason = (
-                "not matched against the known onnxruntime behaviours: too large for --max-memory"
+                "not matched against the known runtime departures: too large for --max-memory"
             )
             return
         if describe_received and record.first is None and not record.received:

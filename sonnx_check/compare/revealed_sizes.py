@@ -50,7 +50,7 @@ def dataset_sizes(
     name: str,
     feeds: Mapping[str, np.ndarray],
     max_elements: int,
-    runtime: str = "onnxruntime",
+    runtime: str = "the runtime",
 ) -> Revealed:
     """The sizes of every tensor the model computes on the dataset ``name`` (its ``feeds``)."""
     shapes = {key: tuple(int(d) for d in np.shape(value)) for key, value in feeds.items()}

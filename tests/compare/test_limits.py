@@ -155,7 +155,7 @@ def test_a_node_too_large_for_the_budget_is_not_compared_with_what_it_needs(
 
 
 def test_a_divergence_too_large_to_explain_is_still_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Matching the known onnxruntime behaviours needs memory per element; without it the divergence is
+    """Matching the known runtime departures needs memory per element; without it the divergence is
     reported as it is, saying why it is not explained."""
     FakeOrt(tamper={"Y": set_at((0, 0, 0, 0), 5.0)}).install(monkeypatch)
     result = compare_loaded(
@@ -167,7 +167,7 @@ def test_a_divergence_too_large_to_explain_is_still_reported(monkeypatch: pytest
     node = helper.make_node("Max", ["a", "b"], ["Y"])
     merge(record, "random", node, 0, expected, expected + 1, (), spare=10)
     assert record.diverges and record.mismatches == 4
-    assert record.unexplained_reason.startswith("not matched against the known onnxruntime behaviours")
+    assert record.unexplained_reason.startswith("not matched against the known runtime departures")
 
 
 def test_the_budget_is_validated() -> None:

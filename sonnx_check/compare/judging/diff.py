@@ -189,13 +189,13 @@ def compare_arrays(
     }
     no_classes = dict.fromkeys(MismatchClass, 0)
     if expected.dtype != actual.dtype:
-        detail = f"type differs: onnxruntime {actual.dtype.name}, SONNX {expected.dtype.name}"
+        detail = f"type differs: runtime {actual.dtype.name}, SONNX {expected.dtype.name}"
         return TensorDiff(
             Outcome.TYPE_MISMATCH, expected.size, 0, no_classes, None, None, detail=detail, **base
         )
     if expected.shape != actual.shape:
         detail = (
-            f"shape differs: onnxruntime {_shape_text(actual.shape)}, SONNX {_shape_text(expected.shape)}"
+            f"shape differs: runtime {_shape_text(actual.shape)}, SONNX {_shape_text(expected.shape)}"
         )
         return TensorDiff(
             Outcome.SHAPE_MISMATCH, expected.size, 0, no_classes, None, None, detail=detail, **base
