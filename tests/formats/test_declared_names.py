@@ -43,10 +43,8 @@ def test_the_list_of_runtimes_imports_nothing() -> None:
 
 def test_an_unknown_runtime_is_refused_naming_every_runtime_in_order() -> None:
     result = run_cli(["--isolated", "--runtime", "tvm", str(SAMPLES / "conforming" / "small_cnn.onnx")])
-    assert result.exit_code == 2
-    assert "', '".join(runtime_names.RUNTIMES) in result.stderr or ", ".join(runtime_names.RUNTIMES) in (
-        result.stderr + result.stdout
-    )
+    assert result.code == 2
+    assert "is not one of " + ", ".join(f"'{name}'" for name in runtime_names.RUNTIMES) in result.stderr
 
 
 def test_no_template_names_a_reading() -> None:
@@ -85,7 +83,7 @@ def test_the_html_page_states_every_declared_reading(tmp_path: Path, monkeypatch
     )  # fmt: skip
     shutil.copy(SAMPLES / "conforming" / "maxpool_explicit.onnx", tmp_path / "m.onnx")
     result = run_cli(["--isolated", "--compare", "--output-format", "html:r.html", "m.onnx"], cwd=tmp_path)
-    assert result.exit_code in (0, 1), result.stderr
+    assert result.code in (0, 1), result.stderr
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "MaxPool NaN reading <span class=\"nb\">nan-as-negative-infinity;</span> Softmax &lt;max&gt; reading 0;" in page
 
