@@ -34,6 +34,11 @@ def test_the_runtimes_are_named_once_and_each_is_declared() -> None:
     assert engines.DEFAULT == runtime_names.DEFAULT_RUNTIME == runtime_names.RUNTIMES[0]
 
 
+def test_the_runtime_options_help_names_every_runtime() -> None:
+    [runtime] = [o for o in declared.OPTIONS if o.name == "runtime"]
+    assert all(name in runtime.help for name in runtime_names.RUNTIMES)
+
+
 def test_the_list_of_runtimes_imports_nothing() -> None:
     """settings.py reads it on the static path: it must import nothing (the comparison above all)."""
     tree = ast.parse((PACKAGE / "runtime_names.py").read_text(encoding="utf-8"))
