@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sonnx_check import option_kinds as kinds
-from sonnx_check import reading_options
+from sonnx_check import reading_options, runtime_names
 from sonnx_check.option_kinds import GENERATED_INPUTS, ClickType, ConfigReader  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
@@ -57,8 +57,8 @@ DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
 DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtimes.onnxruntime.session.PROVIDER
-# the runtimes built in (--runtime NAME), as compare/runtimes/engines.ENGINES declares them
-RUNTIMES = ("onnxruntime", "openvino", "tract")
+# the runtimes built in (--runtime NAME): one list, which compare/runtimes/engines.ENGINES follows
+RUNTIMES = runtime_names.RUNTIMES
 
 
 # What a configuration file found by discovery (not named by --config) may set: such a file may come with the

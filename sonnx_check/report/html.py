@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sonnx_check.evidence.classes import CLASSES
+from sonnx_check.operator_readings import declared
 from sonnx_check.report.html_view import identity_part, model_view, shown
 
 if TYPE_CHECKING:
@@ -64,10 +65,17 @@ def render(report: RunReport) -> str:
         record=record,
         models=models,
         classes=CLASSES,
+        readings=shown(declared_readings()),
         embedded=_embedded(evidence.document),
         css=Path(__file__).with_name("templates").joinpath("report.css").read_text(encoding="utf-8"),
     )
     return keep_hyphenated_whole(page)
+
+
+def declared_readings() -> list[tuple[str, str]]:
+    """(label, settings field) of every declared reading, in catalogue order: the page states each reading's
+    value as the record's settings hold it ("MaxPool NaN reading" and ``maxpool_nan``)."""
+    return [(reading.label, reading.record) for reading in declared().values()]
 
 
 _TAG = re.compile(r"(<[^>]*>)")

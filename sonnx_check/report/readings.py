@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sonnx_check.runtime_names import DEFAULT_RUNTIME
+
 if TYPE_CHECKING:
     from sonnx_check.results.edges import ConfigurationResult
     from sonnx_check.results.models import ComparisonOutcome, NodeResult
@@ -20,7 +22,7 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
         return {}
     out = {
         "onnxruntime": str(comparison.session.version or "not installed"),
-        "runtime": str(comparison.runtime.name or "onnxruntime"),
+        "runtime": str(comparison.runtime.name or DEFAULT_RUNTIME),
         # the runtime under test by its name and version (for a command: what its runtime.json declares);
         # "onnxruntime" above is onnxruntime's version whatever ran (deprecated, kept for one release)
         "runtime_label": comparison.runtime.shown,

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from sonnx_check.runtime_names import DEFAULT_RUNTIME, RUNTIMES
+
 
 @dataclass(frozen=True)
 class Engine:
@@ -83,7 +85,7 @@ def _check_tract(key: str, value: str) -> str | None:
     return None
 
 
-ENGINES: Mapping[str, Engine] = {
+_DECLARED = {
     engine.name: engine
     for engine in (
         Engine(
@@ -115,7 +117,10 @@ ENGINES: Mapping[str, Engine] = {
         ),
     )
 }
-DEFAULT = "onnxruntime"
+# by runtime_names.RUNTIMES, the one list of names (--runtime's choices, read without this module); a test
+# checks that each name is declared here and nothing else is
+ENGINES: Mapping[str, Engine] = {name: _DECLARED[name] for name in RUNTIMES}
+DEFAULT = DEFAULT_RUNTIME
 
 
 def installed_version(engine: Engine) -> str | None:

@@ -23,6 +23,7 @@ from sonnx_check.compare.inputs.backend_layout import FolderWriter
 from sonnx_check.compare.suite.cases import Case, CaseDataset
 from sonnx_check.compare.suite.judgement import NOT_JUDGED
 from sonnx_check.compare.suite.names import UniqueNames
+from sonnx_check.operator_readings import declared as declared_readings
 
 CASE_FILE = "sonnx_case.json"
 CASE_FORMAT = "sonnx-check-suite-case"
@@ -177,6 +178,19 @@ def _largest_allowed(dataset: CaseDataset) -> float:
     return largest
 
 
+def readings_stated(settings: dict[str, Any]) -> str:
+    """Each declared reading and the value the suite was written under, as the README states them
+    ("MaxPool's NaN reading `nan-as-negative-infinity`"), from the settings' record fields."""
+    parts = []
+    for reading in declared_readings().values():
+        label = reading.label
+        if label.startswith(f"{reading.op_type} "):  # "MaxPool NaN reading": "MaxPool's NaN reading"
+            label = f"{reading.op_type}'s {label.removeprefix(reading.op_type + ' ')}"
+        value = sanitise.display(str(settings.get(reading.record, "")))
+        parts.append(f"{label}\n  `{value}`")  # the README's wrapped line (markdown reads a space)
+    return ", ".join(parts)
+
+
 def write_root(root: FolderWriter, models: Sequence[dict[str, Any]], settings: dict[str, Any]) -> None:
     """README.md, run_suite.py and suite.json at the suite's root."""
     cases = sum(1 for m in models for c in m.get("cases", []) if c.get("written"))
@@ -184,7 +198,7 @@ def write_root(root: FolderWriter, models: Sequence[dict[str, Any]], settings: d
         version=__version__,
         models=sum(1 for m in models if m.get("cases")),
         cases=cases,
-        maxpool_nan=settings.get("maxpool_nan", ""),
+        readings=readings_stated(settings),
     )
     root.write_file(README_FILE, readme.encode("utf-8"))
     root.write_file(SCRIPT_FILE, template("run_suite.py.template").encode("utf-8"))
