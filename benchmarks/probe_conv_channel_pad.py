@@ -5,7 +5,9 @@ and the type's largest finite values. For each
 configuration it counts the NaN the runtime gives where the convolution on bfloat16-rounded operands gives
 none, and compares them with the rule rules/Conv.toml declares (NaN at an output whose window holds a pixel
 followed in its row by a first-channel value not finite in bfloat16, odd channel count >= 3, not the last
-output column): 'missed' NaN the rule does not predict, 'extra' predictions the runtime did not make.
+output column; with a 1x1 kernel, stride 1 and no padding, any odd channel count and the pixel that follows
+in the plane, the row wrapping): 'missed' NaN the rule does not predict, 'extra' predictions the runtime
+did not make.
 
     python benchmarks/probe_conv_channel_pad.py [--trials 15]
 """
@@ -20,7 +22,8 @@ from onnx import TensorProto, helper, numpy_helper
 CONFIGURATIONS = [  # (batch, channels, height, width, pad, kernel, stride)
     (1, 3, 16, 16, 1, 3, 1), (2, 3, 9, 11, 1, 3, 1), (1, 3, 16, 16, 0, 3, 1), (1, 3, 16, 16, 2, 3, 1),
     (1, 3, 12, 12, 2, 5, 1), (1, 5, 12, 12, 0, 5, 1), (1, 7, 10, 20, 1, 3, 1), (1, 3, 16, 16, 1, 3, 2),
-    (1, 4, 12, 12, 1, 3, 1), (1, 1, 12, 12, 1, 3, 1), (1, 3, 12, 12, 0, 1, 1),
+    (1, 4, 12, 12, 1, 3, 1), (1, 1, 12, 12, 1, 3, 1), (1, 3, 12, 12, 0, 1, 1), (2, 1, 12, 10, 0, 1, 1),
+    (1, 5, 12, 10, 0, 1, 1), (1, 3, 12, 10, 0, 1, 2),
 ]  # fmt: skip
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -63,9 +66,15 @@ def bfloat16_convolution(x: np.ndarray, w: np.ndarray, pad: int, stride: int) ->
 
 
 def declared_rule(x: np.ndarray, pad: int, kernel: int, stride: int, out_h: int, out_w: int) -> np.ndarray:
-    if x.shape[1] < 3 or x.shape[1] % 2 == 0:
+    pointwise = kernel == 1 and pad == 0 and stride == 1  # the plane as one row: the row's end wraps
+    if x.shape[1] < (1 if pointwise else 3) or x.shape[1] % 2 == 0:
         return np.zeros((x.shape[0], out_h, out_w), bool)
     infinite = ~np.isfinite(bfloat16(x[:, 0]))
+    if pointwise:
+        flat = infinite.reshape(x.shape[0], -1)
+        following = np.zeros_like(flat)
+        following[:, :-1] = flat[:, 1:]
+        return following.reshape(infinite.shape)
     height, width = x.shape[2:]
     found = np.zeros((x.shape[0], out_h, out_w), bool)
     for i in range(out_h):

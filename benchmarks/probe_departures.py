@@ -15,6 +15,7 @@ Nothing here is a test: the numbers are what the installed runtimes do today (th
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -412,14 +413,45 @@ def _tract() -> tuple[Run, str] | None:
     except ImportError:
         return None
 
-    def run(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run_here(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "m.onnx")
             onnx.save(model, path)
             runnable = tract.onnx().load(path).into_model().into_runnable()
             return [t.to_numpy() for t in runnable.run([np.ascontiguousarray(v) for v in inputs])]
 
+    def run(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return _in_child(run_here, model, inputs)
+
     return run, str(tract.version())
+
+
+def _in_child(run: Run, model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """``run`` in a forked child: tract 0.23.9 aborts the process on a Rust panic (MatMul int64, uint32 and
+    uint64), which is then that case's crash, not the probe's end."""
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            sending.send(("ok", run(model, inputs)))
+        except Exception as exc:  # noqa: BLE001 (sent to the parent, which reports it as a refusal)
+            sending.send(("error", str(exc) or type(exc).__name__))
+
+    process = context.Process(target=child)
+    process.start()
+    sending.close()
+    try:
+        state, value = receiving.recv()
+    except EOFError:
+        process.join()
+        code = process.exitcode or 0
+        how = f"signal {-code}" if code < 0 else f"exit code {code}"
+        raise RuntimeError(f"crashed ({how})") from None
+    process.join()
+    if state != "ok":
+        raise RuntimeError(value)
+    return list(value)
 
 
 def _onnxruntime() -> tuple[Run, str] | None:
