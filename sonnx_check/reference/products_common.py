@@ -62,6 +62,7 @@ from sonnx_check.reference.exact_sums import (
     _all_finite,
     _certify_double,
     _certify_rounding,
+    batch_rows,
     _exact_terms,
     _norms,
     _scale,
@@ -350,21 +351,24 @@ class Products:
         # for the float64 roundings of approx +- bound (|approx| <= the same sum).
         factor = gamma(self.k + 1) * (1.0 + 4.0 * (self.k + 4) * U) + 2.0**-49
         bias = self.bias
+        # the bound of rows start to stop, the batches laid end to end (exact_sums.BoundRows)
         if self.magnitude is not None:
             magnitude = np.broadcast_to(self.magnitude, self.shape)
 
-            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
-                np.multiply(magnitude[b, start:stop], factor, out=out)
+            def bound(start: int, stop: int, out: np.ndarray) -> None:
+                np.multiply(batch_rows(magnitude, start, stop), factor, out=out)
 
         else:
             rows, cols = self._norms()
-            rows = rows * factor
+            rows = np.broadcast_to(rows * factor, self.shape[:2])[:, :, None]  # (B, M, 1)
+            m = self.m
 
-            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
-                r, c = rows[min(b, len(rows) - 1), start:stop, None], cols[min(b, len(cols) - 1), None, :]
-                np.multiply(r, c, out=out)
+            def bound(start: int, stop: int, out: np.ndarray) -> None:
+                # each row's column norms are its batch's (cols: one row, or one per batch)
+                c = cols[0] if len(cols) == 1 else cols[np.arange(start, stop) // m]
+                np.multiply(batch_rows(rows, start, stop), c, out=out)
                 if bias is not None:
-                    out += np.abs(bias[b, start:stop]) * factor
+                    out += np.abs(batch_rows(bias, start, stop)) * factor
 
         if self.bias is not None:
             approx += self.bias
