@@ -259,7 +259,7 @@ def _wide_magnitudes(magnitudes: np.ndarray, source: np.ndarray) -> np.ndarray:
     """The float64 form of ``magnitudes`` (|source| in float32), kept with a weight ``source`` within the
     cache's allowance (a large form: VGG-16's classifier weight takes 784 MiB, converted on each edge
     dataset otherwise). The same array either way: the same conversion of the same values."""
-    return constant_cache.derived_from_view(  # type: ignore[no-any-return]
+    return constant_cache.derived_from_view(
         source, "float64 magnitudes", lambda: np.asarray(magnitudes, dtype=np.float64), large=True
     )
 
