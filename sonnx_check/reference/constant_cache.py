@@ -9,7 +9,9 @@ Safe by construction:
   hits it; the entry goes when its array is garbage collected;
 - memory is bounded: at most ``LIMIT_BYTES`` of derived arrays in total; beyond it values are derived
   without being kept (first come, first kept: the datasets of a comparison cycle through every node, so a
-  least-recently-used policy would keep none of the large ones);
+  least-recently-used policy would keep none of the large ones). A large form (``large=True``: a big
+  weight's float64 magnitudes, 784 MiB for VGG-16's classifier) is kept only within an ``allowance`` that
+  the caller has planned in its memory budget, and is dropped when the allowance ends;
 - the derived arrays are returned read-only, so no caller can alter what the next one gets.
 """
 
@@ -17,7 +19,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,10 +33,13 @@ _entries: dict[int, _Entry] = {}
 # the arrays derived here, by id (checked against the weak reference)
 _frozen: dict[int, weakref.ref[np.ndarray]] = {}
 _kept_bytes = 0
+# large forms: kept only within ``allowance`` (its bytes), dropped at its end
+_large_limit = 0
+_large_bytes = 0
 
 
 class _Entry:
-    __slots__ = ("source", "values", "nbytes", "__weakref__")
+    __slots__ = ("source", "values", "nbytes", "large", "__weakref__")
 
     def __init__(self, array: np.ndarray) -> None:
         key = id(array)
@@ -44,14 +50,16 @@ class _Entry:
         self.source = weakref.ref(array, forget)
         self.values: dict[Hashable, Any] = {}
         self.nbytes = 0
+        self.large: dict[Hashable, int] = {}  # the large forms among values, and their bytes
 
 
 def _forget(key: int, entry: _Entry) -> None:
-    global _kept_bytes
+    global _kept_bytes, _large_bytes
     with _lock:
         if _entries.get(key) is entry:
             del _entries[key]
             _kept_bytes -= entry.nbytes
+            _large_bytes -= sum(entry.large.values())
 
 
 def immutable(array: np.ndarray) -> bool:
@@ -68,9 +76,10 @@ def immutable(array: np.ndarray) -> bool:
     return isinstance(node, bytes)
 
 
-def derived(array: np.ndarray, name: Hashable, compute: Callable[[], Any]) -> Any:
-    """``compute()``, a function of ``array``'s values only, kept under ``name`` for an immutable array."""
-    global _kept_bytes
+def derived(array: np.ndarray, name: Hashable, compute: Callable[[], Any], *, large: bool = False) -> Any:
+    """``compute()``, a function of ``array``'s values only, kept under ``name`` for an immutable array
+    (``large``: within the current ``allowance`` rather than ``LIMIT_BYTES``)."""
+    global _kept_bytes, _large_bytes
     if not isinstance(array, np.ndarray) or not immutable(array):
         return compute()
     key = id(array)
@@ -87,12 +96,45 @@ def derived(array: np.ndarray, name: Hashable, compute: Callable[[], Any]) -> An
         if entry is None or entry.source() is not array:
             if entry is not None:  # a dead array's entry whose callback has not run yet
                 _kept_bytes -= entry.nbytes
+                _large_bytes -= sum(entry.large.values())
             entry = _entries[key] = _Entry(array)
-        if _kept_bytes + size <= LIMIT_BYTES:
+        if large:
+            if _large_bytes + size <= _large_limit:
+                entry.values[name] = value
+                entry.large[name] = size
+                _large_bytes += size
+        elif _kept_bytes + size <= LIMIT_BYTES:
             entry.values[name] = value
             entry.nbytes += size
             _kept_bytes += size
     return value
+
+
+@contextmanager
+def allowance(nbytes: int) -> Iterator[None]:
+    """Keep large forms (``derived(..., large=True)``) up to ``nbytes`` in all while the block runs (memory
+    its caller has planned for them); they are dropped when it ends, whoever still holds their arrays."""
+    global _large_limit
+    with _lock:
+        _large_limit = max(0, nbytes)
+    try:
+        yield
+    finally:
+        with _lock:
+            _large_limit = 0
+        _drop_large()
+
+
+def _drop_large() -> None:
+    global _large_bytes
+    dropped = []  # released after the lock: a freed array's callback (_unfreeze) takes it
+    with _lock:
+        for entry in _entries.values():
+            for name, size in entry.large.items():
+                dropped.append(entry.values.pop(name, None))
+                _large_bytes -= size
+            entry.large.clear()
+    del dropped
 
 
 def _freeze(value: np.ndarray) -> None:
@@ -118,13 +160,16 @@ def _unfreeze(key: int, ref: weakref.ref[np.ndarray]) -> None:
 
 def clear() -> None:
     """Drop every entry (tests)."""
-    global _kept_bytes
+    global _kept_bytes, _large_bytes
     with _lock:
         _entries.clear()
         _kept_bytes = 0
+        _large_bytes = 0
 
 
-def derived_from_view(array: np.ndarray, name: Hashable, compute: Callable[[], Any]) -> Any:
+def derived_from_view(
+    array: np.ndarray, name: Hashable, compute: Callable[[], Any], *, large: bool = False
+) -> Any:
     """``derived`` for a view of an immutable array (a transposed or expanded weight, a new view object on
     every call): kept on the array the view's memory belongs to, under ``name`` and the view's geometry
     (type, shape, strides, offset), which with that array's values determine the view's values."""
@@ -134,6 +179,6 @@ def derived_from_view(array: np.ndarray, name: Hashable, compute: Callable[[], A
     while isinstance(root.base, np.ndarray):
         root = root.base
     if root is array:
-        return derived(array, name, compute)
+        return derived(array, name, compute, large=large)
     offset = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return derived(root, (name, array.dtype.str, array.shape, array.strides, offset), compute)
+    return derived(root, (name, array.dtype.str, array.shape, array.strides, offset), compute, large=large)

@@ -117,8 +117,20 @@ def _certify_single(approx: np.ndarray, bound: np.ndarray, dtype: np.dtype) -> t
 
 _CERTIFY_CHUNK = 1 << 14  # elements per step of _certify_rounding: its temporaries stay in the L2 cache
 
-# fills ``out`` (rows stop - start of batch b, P) with the bound of those rows of the output
-BoundRows = Callable[[int, int, int, np.ndarray], None]
+# fills ``out`` (stop - start rows, P) with the bound of the output's rows start to stop, counted over the
+# batches laid end to end (row r is row r % M of batch r // M)
+BoundRows = Callable[[int, int, np.ndarray], None]
+
+
+def batch_rows(array: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows start to stop of a (B, M, ...) array, its batches laid end to end (``BoundRows``' rows): a view
+    within one batch, else gathered."""
+    m = array.shape[1]
+    if m and start // m == (stop - 1) // m:
+        b = start // m
+        return array[b, start - b * m : stop - b * m]
+    b, i = divmod(np.arange(start, stop), max(m, 1))
+    return array[b, i]
 
 
 def _certify_rounding(
@@ -128,36 +140,40 @@ def _certify_rounding(
     interval lies on one side of 0 (then it is the signed zero of that side): an exact zero takes its sign
     from its terms, which tier 2 counts. approx (B, M, P); the interval is approx +- bound, ``bound`` an
     array of approx's shape or a function that gives it a block of rows at a time (``BoundRows``). Rows in
-    blocks of about ``_CERTIFY_CHUNK`` elements: the same values, with fewer trips to memory."""
+    blocks of about ``_CERTIFY_CHUNK`` elements, across batches (a depthwise Conv is B = channels batches of
+    one row each: a block per row would spend its time in Python); every element's operations are its own,
+    so the blocking changes no value."""
+    batch, m, p = approx.shape
     if isinstance(bound, np.ndarray):
         array = np.broadcast_to(bound, approx.shape)
 
-        def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
-            np.copyto(out, array[b, start:stop])
+        def bound(start: int, stop: int, out: np.ndarray) -> None:
+            np.copyto(out, batch_rows(array, start, stop))
 
-    batch, m, p = approx.shape
     low = np.empty(approx.shape, dtype=dtype)
     certified = np.empty(approx.shape, dtype=bool)
+    rows = batch * m
+    flat_approx = approx.reshape(rows, p)
+    flat_low, flat_certified = low.reshape(rows, p), certified.reshape(rows, p)
     kind = f"u{np.dtype(dtype).itemsize}"
-    step = max(1, min(m, _CERTIFY_CHUNK // max(p, 1)))
+    step = max(1, min(rows, _CERTIFY_CHUNK // max(p, 1)))
     high = np.empty((step, p), dtype=dtype)
     width, end = np.empty((step, p)), np.empty((step, p))
     with np.errstate(over="ignore"):
-        for b in range(batch):
-            for start in range(0, m, step):
-                stop = min(start + step, m)
-                n = stop - start
-                a, w, e, h = approx[b, start:stop], width[:n], end[:n], high[:n]
-                lo, c = low[b, start:stop], certified[b, start:stop]
-                bound(b, start, stop, w)
-                np.subtract(a, w, out=e)
-                np.copyto(lo, e, casting="same_kind")
-                np.add(a, w, out=w)
-                np.copyto(h, w, casting="same_kind")
-                np.equal(lo.view(kind), h.view(kind), out=c)
-                zero = c & (lo == 0)
-                if zero.any():
-                    c[zero] = (e[zero] > 0) | (w[zero] < 0)
+        for start in range(0, rows, step):
+            stop = min(start + step, rows)
+            n = stop - start
+            a, w, e, h = flat_approx[start:stop], width[:n], end[:n], high[:n]
+            lo, c = flat_low[start:stop], flat_certified[start:stop]
+            bound(start, stop, w)
+            np.subtract(a, w, out=e)
+            np.copyto(lo, e, casting="same_kind")
+            np.add(a, w, out=w)
+            np.copyto(h, w, casting="same_kind")
+            np.equal(lo.view(kind), h.view(kind), out=c)
+            zero = c & (lo == 0)
+            if zero.any():
+                c[zero] = (e[zero] > 0) | (w[zero] < 0)
     return low, certified
 
 

@@ -67,6 +67,7 @@ from sonnx_check.reference.exact_sums import (
     _norms,
     _scale,
     _split,
+    batch_rows,
     ceil_log2,
     gamma,
     two_sum,
@@ -124,10 +125,13 @@ def abs_sum(
     operations, so the result is at least s. The float64 products of float32 values are exact (the
     margin is then generous: only K - 1 additions round)."""
     narrow = np.dtype(dtype) != F64
+    sources: tuple[np.ndarray, np.ndarray] | None = None  # the operands whose magnitudes are taken here
     if not absolute:
         if narrow:
-            left, right, _, whole = narrow_magnitudes(left, right)
+            sources = (left, right)
+            left, right, known_finite, whole = narrow_magnitudes(left, right)
             wide = whole if wide is None else wide
+            finite = known_finite if finite is None else finite  # the same test, already made
         else:
             left, right = (
                 np.abs(np.asarray(left, dtype=np.float64)),
@@ -137,7 +141,7 @@ def abs_sum(
     if zero:  # every product is +-0: no product to take
         total = np.zeros(shape)
     elif finite or (finite is None and _all_finite(left) and _all_finite(right)):
-        total = _magnitude_product(left, right, narrow, wide)
+        total = _magnitude_product(left, right, narrow, wide, sources)
     else:  # +inf where a row of L or a column of R (of the element's batch) holds a non-finite operand;
         # the product's type is chosen on the finite rows and columns (``wide`` judged all of them)
         bad = (~np.isfinite(left)).any(axis=2)[:, :, None] | (~np.isfinite(right)).any(axis=1)[:, None, :]
@@ -226,19 +230,39 @@ def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: i
     )
 
 
-def _magnitude_product(left: np.ndarray, right: np.ndarray, narrow: bool, wide: bool | None) -> np.ndarray:
+def _magnitude_product(
+    left: np.ndarray,
+    right: np.ndarray,
+    narrow: bool,
+    wide: bool | None,
+    sources: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """``_abs_products`` of finite magnitudes in the type ``abs_sum`` says: float64 for float64 data; for
     float16/float32 data float32 where ``float32_suffices`` (``wide`` False, or None and judged here on
-    these magnitudes; magnitudes given in float64 are taken in float64), else the float64 products."""
+    these magnitudes; magnitudes given in float64 are taken in float64), else the float64 products.
+    ``sources``: the float16/float32 operands ``left`` and ``right`` are the float32 magnitudes of, whose
+    float64 magnitudes a weight keeps (``_wide_magnitudes``)."""
     if not narrow:
         left, right = np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64)
         return _abs_products(left, right, "float64")
     if wide is None:
         wide = left.dtype == F64 or right.dtype == F64
         wide = wide or not float32_suffices(magnitude_range(left), magnitude_range(right), left.shape[2])
-    work = np.float64 if wide else np.float32
-    route = "exact" if wide else "float32"
-    return _abs_products(np.asarray(left, dtype=work), np.asarray(right, dtype=work), route)
+    if not wide:
+        left, right = np.asarray(left, dtype=np.float32), np.asarray(right, dtype=np.float32)
+        return _abs_products(left, right, "float32")
+    if sources is not None:
+        left, right = _wide_magnitudes(left, sources[0]), _wide_magnitudes(right, sources[1])
+    return _abs_products(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64), "exact")
+
+
+def _wide_magnitudes(magnitudes: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """The float64 form of ``magnitudes`` (|source| in float32), kept with a weight ``source`` within the
+    cache's allowance (a large form: VGG-16's classifier weight takes 784 MiB, converted on each edge
+    dataset otherwise). The same array either way: the same conversion of the same values."""
+    return constant_cache.derived_from_view(
+        source, "float64 magnitudes", lambda: np.asarray(magnitudes, dtype=np.float64), large=True
+    )
 
 
 def _abs_products(left: np.ndarray, right: np.ndarray, route: str) -> np.ndarray:
@@ -351,21 +375,24 @@ class Products:
         # for the float64 roundings of approx +- bound (|approx| <= the same sum).
         factor = gamma(self.k + 1) * (1.0 + 4.0 * (self.k + 4) * U) + 2.0**-49
         bias = self.bias
+        # the bound of rows start to stop, the batches laid end to end (exact_sums.BoundRows)
         if self.magnitude is not None:
             magnitude = np.broadcast_to(self.magnitude, self.shape)
 
-            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
-                np.multiply(magnitude[b, start:stop], factor, out=out)
+            def bound(start: int, stop: int, out: np.ndarray) -> None:
+                np.multiply(batch_rows(magnitude, start, stop), factor, out=out)
 
         else:
             rows, cols = self._norms()
-            rows = rows * factor
+            rows = np.broadcast_to(rows * factor, self.shape[:2])[:, :, None]  # (B, M, 1)
+            m = self.m
 
-            def bound(b: int, start: int, stop: int, out: np.ndarray) -> None:
-                r, c = rows[min(b, len(rows) - 1), start:stop, None], cols[min(b, len(cols) - 1), None, :]
-                np.multiply(r, c, out=out)
+            def bound(start: int, stop: int, out: np.ndarray) -> None:
+                # each row's column norms are its batch's (cols: one row, or one per batch)
+                c = cols[0] if len(cols) == 1 else cols[np.arange(start, stop) // m]
+                np.multiply(batch_rows(rows, start, stop), c, out=out)
                 if bias is not None:
-                    out += np.abs(bias[b, start:stop]) * factor
+                    out += np.abs(batch_rows(bias, start, stop)) * factor
 
         if self.bias is not None:
             approx += self.bias

@@ -69,6 +69,7 @@ from sonnx_check.compare.runtimes.base import (
     Session,
 )
 from sonnx_check.errors import first_line
+from sonnx_check.reference import constant_cache
 
 EDGE_PREFIX = "edge/"
 STOPPED = "{runtime} was stopped by the time limit (--timeout) before this configuration ran"
@@ -76,6 +77,11 @@ STOPPED = "{runtime} was stopped by the time limit (--timeout) before this confi
 # a session on a configurations model and the initializers it takes from the compared model (None: none)
 OpenSession = Callable[[onnx.ModelProto, Mapping[str, str] | None], Session]
 CheckRun = Callable[[DatasetRun], None]  # raises to stop the battery (the time limit ran out)
+
+
+def _held_bytes(config: Configuration) -> Iterator[int]:
+    for dtype, shape, _ in config.held_meta.values():
+        yield int(np.prod(shape)) * np.dtype(dtype).itemsize
 
 
 @dataclass
@@ -152,7 +158,8 @@ class NodeEdges:
             for batch in self._batches(pending):
                 self._load_held(batch)
                 try:
-                    self._run_batch(batch, open_session, run)
+                    with constant_cache.allowance(self._spare(batch)):
+                        self._run_batch(batch, open_session, run)
                 finally:
                     for config in batch:  # the weights go with the batch
                         for position in config.held_from:
@@ -171,6 +178,20 @@ class NodeEdges:
         for config in batch:
             for position, name in config.held_from.items():
                 config.held[position] = numpy_helper.to_array(self.observed.initializers[name])
+
+    def _spare(self, batch: list[Configuration]) -> int:
+        """What the batch's plan leaves of the budget, in which the kernels may keep a held weight's large
+        forms across the datasets (constant_cache.allowance: a Gemm weight's float64 magnitudes, taken on
+        every subnormal or extreme dataset): the budget beyond the configurations' figures, plus the copy
+        of the held weights in the batch's model that those figures count and that a runner holding the
+        compared model does not make (it takes them from its own copy)."""
+        if self.budget is None:
+            # no budget: room for each held weight's float64 form
+            return sum(8 * int(np.prod(shape)) for c in batch for _, shape, _ in c.held_meta.values())
+        spare = self.budget - sum(config.nbytes for config in batch)
+        if self.runner.shares_constants:
+            spare += sum(held for config in batch for held in _held_bytes(config))
+        return max(0, spare)
 
     def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
         batches: list[list[Configuration]] = []
