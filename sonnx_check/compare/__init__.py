@@ -113,7 +113,7 @@ def _compare(
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
     judge.outcome = replace(judge.outcome, datasets=tuple(_entry(d) for d in datasets))
     problem, sizes = over_budget(model, view, datasets, options.max_elements, runner.capabilities.label)
-    if problem is not None and not problem.size_unknown:
+    if problem is not None:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     datasets, not_run = datasets_not_run(sizes, datasets, view)  # their values size a tensor over budget
     if not_run is not None:
@@ -142,9 +142,6 @@ def _compare(
         judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
     )
     judge.version = runner.description.version
-    if problem is not None:  # the runtime accepts the model, but what running it costs is unknown
-        plain.close()
-        return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     own = budget_shares(model, options).own
     run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label, own)
     observed = steps.run(plain, datasets, run_plan)

@@ -62,7 +62,7 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
         model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
     )
     over, sizes = over_budget(model, view, datasets, options.max_elements)
-    if over is not None and not over.size_unknown:
+    if over is not None:
         raise UsageError(f"not exported: {over.reason}")
     run_plan = plan_run(
         model, view, datasets, sizes, options.max_memory, own=budget_shares(model, options).own

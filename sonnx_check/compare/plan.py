@@ -123,7 +123,8 @@ def over_budget(
 
     A size the data's values decide (Range's limit read from an input) is learnt dataset by dataset
     (revealed_sizes); one still unknown on some dataset is left out of the sizes, and plan_run leaves the
-    nodes that read or compute it uncompared, not the model."""
+    nodes that read or compute it uncompared, not the model (so the problem returned is never
+    ``size_unknown``)."""
     sizes: dict[str, memory.Size] = {}
     for tensor in model.graph.initializer:
         sizes[tensor.name] = memory.Size(math.prod(tensor.dims), _itemsize(tensor.data_type))
