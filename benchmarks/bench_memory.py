@@ -91,8 +91,9 @@ def measured(command: list[str], cwd: Path, interval: float, output: Path | None
             pids = descendants(process.pid)
             for pid in pids:
                 marks[pid] = max(marks.get(pid, 0), _hwm_kib(pid))
-                if pid != process.pid and pid not in forks and _cmdline(pid) == _cmdline(process.pid):
-                    forks.add(pid)
+                if pid != process.pid:  # as last read: a worker is a fork until it execs
+                    same = _cmdline(pid) == _cmdline(process.pid)
+                    (forks.add if same else forks.discard)(pid)
             sizes = [pss_kib(p) for p in pids]
             tree[0] = max(tree[0], sum(sizes))
             main[0] = max(main[0], sizes[0] if sizes else 0)
