@@ -117,7 +117,7 @@ def shares(budget: int | None, weights: int = 0, worker_holds_model: bool = True
         runtime = session if copies else ""
         problem = (
             f"the model's weights ({text(weights)}) are held by sonnx-check (once, twice while the file is "
-            f"read){runtime}: comparing it needs at least {text(need)}, more than --max-memory "
+            f"read){runtime}: comparing it needs at least {text_at_least(need)}, more than --max-memory "
             f"{text(budget)}; raise --max-memory to compare it"
         )
         return Shares(budget, weights, 0, 0, problem, worker_copies=copies)
@@ -128,6 +128,13 @@ def halves(budget: int | None, weights: int = 0) -> tuple[int | None, int | None
     """(onnxruntime's worker, sonnx-check's own side), the model's ``weights`` (bytes) counted."""
     split = shares(budget, weights)
     return split.worker, split.own
+
+
+def text_at_least(size: int) -> str:
+    """``size`` rounded up as ``text`` shows it: a budget given as shown is enough."""
+    if size >= 2**30:
+        return f"{math.ceil(size * 10 / 2**30) / 10:.1f} GiB"
+    return f"{max(math.ceil(size / 2**20), 1)} MiB"
 
 
 def text(size: int) -> str:
