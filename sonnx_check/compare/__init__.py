@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 import onnx
 
 from sonnx_check import reference
-from sonnx_check.compare import memory
 from sonnx_check.compare.inputs.datasets import model_datasets
 from sonnx_check.compare.inputs.specs import Dataset, InputBudgetExceeded
 from sonnx_check.compare.judging.verdict import DIVERGENCE, NOT_COMPARED_RULE, Judge
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
-from sonnx_check.compare.plan import datasets_not_run, over_budget, plan_run, refusal_reason
+from sonnx_check.compare.plan import budget_shares, datasets_not_run, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.run import ComparisonRun, Stopped
 from sonnx_check.compare.runtimes import make_runner
 from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerUnavailable
@@ -68,7 +67,7 @@ def compare_loaded(
     refused = refusal(model, options, view=view)
     if refused is not None:
         return refused
-    runner = make_runner(options, memory.halves(options.max_memory)[0], name)
+    runner = make_runner(options, budget_shares(model, options).worker, name)  # beyond its session
     try:
         return _compare(model, options, runner, view if view is not None else ModelView(model))
     finally:
@@ -114,7 +113,7 @@ def _compare(
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
     judge.outcome = replace(judge.outcome, datasets=tuple(_entry(d) for d in datasets))
     problem, sizes = over_budget(model, view, datasets, options.max_elements, runner.capabilities.label)
-    if problem is not None and not problem.size_unknown:
+    if problem is not None:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     datasets, not_run = datasets_not_run(sizes, datasets, view)  # their values size a tensor over budget
     if not_run is not None:
@@ -143,10 +142,8 @@ def _compare(
         judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
     )
     judge.version = runner.description.version
-    if problem is not None:  # the runtime accepts the model, but what running it costs is unknown
-        plain.close()
-        return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
-    run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label)
+    own = budget_shares(model, options).own
+    run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label, own)
     observed = steps.run(plain, datasets, run_plan)
     # what a command declared about itself while it ran (its runtime.json: name, version, options)
     judge.outcome = replace(

@@ -21,7 +21,7 @@ from sonnx_check import sanitise
 from sonnx_check.compare.inputs import backend_layout
 from sonnx_check.compare.inputs.datasets import model_datasets
 from sonnx_check.compare.options import CompareOptions
-from sonnx_check.compare.plan import exposed_tensors, over_budget, plan_run, refusal_reason
+from sonnx_check.compare.plan import budget_shares, exposed_tensors, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.runtimes.command import exposed, value_types
 from sonnx_check.errors import UsageError
 from sonnx_check.export_folder import staged_folder
@@ -62,9 +62,11 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
         model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
     )
     over, sizes = over_budget(model, view, datasets, options.max_elements)
-    if over is not None and not over.size_unknown:
+    if over is not None:
         raise UsageError(f"not exported: {over.reason}")
-    run_plan = plan_run(model, view, datasets, sizes, options.max_memory)
+    run_plan = plan_run(
+        model, view, datasets, sizes, options.max_memory, own=budget_shares(model, options).own
+    )
     names = exposed_tensors(run_plan, view.graph_outputs)
     written = exposed(model, names, value_types(model))
     try:

@@ -4,13 +4,20 @@
 intermediate exposed at once for localisation. The budget bounds the whole comparison of a model, split in
 two halves that are never in use by the same process:
 
-- onnxruntime's worker may grow by at most one half beyond its copy of the model: a hard limit (the
+- onnxruntime's worker may grow by at most one half beyond its session of the model: a hard limit (the
   address space, RLIMIT_AS), past which onnxruntime's allocations fail and the dataset is reported;
 - sonnx-check plans its own side within the other half: the dataset being run, the tensors onnxruntime
   returns for the nodes being compared (exposed in batches, compared, then released), the reference's
   outputs and the diff's working memory. A node whose comparison cannot fit alone is not compared, with
   the reason; a divergence too large to match against the known onnxruntime behaviours within the budget
   is reported without that explanation.
+
+The model's weights come off the top, on both sides (``shares``), from measured figures: sonnx-check holds
+the parsed model for the whole comparison (and, while it reads the file, its bytes once more: its half must
+hold them), and the worker's session holds up to ``WORKER_SESSION_PER_WEIGHT_BYTE`` times the weights (the
+shared file's mapping, onnxruntime's prepacked copies and its own tensors). A budget that cannot hold them is
+refused before the runtime starts, with what the model needs. What is not counted: each process's start
+(the interpreter and its imports, about 130 MiB for sonnx-check and 72 MiB for onnxruntime's worker).
 
 Sizes come from shape inference on the input shapes (run_budget): onnxruntime only runs when every tensor's
 size is known, so the plan is exact up to the small objects around the tensors.
@@ -65,12 +72,69 @@ class EndToEndPlan:
     spare: int | None
 
 
-def halves(budget: int | None) -> tuple[int | None, int | None]:
-    """(onnxruntime's worker, sonnx-check's own side)."""
+# Measured on VGG-11 (507 MiB of weights; docs/performance.md): onnxruntime's worker peaks at 1433 MiB
+# beyond its imports after opening the session and running it once (prepacking on, the default), 2.83 times
+# the weights; it may grow by three times the model while the session is created (runtimes/worker/process.py).
+WORKER_SESSION_PER_WEIGHT_BYTE = 3
+# sonnx-check holds the parsed model throughout, and its bytes once more while the file is read.
+OWN_PER_WEIGHT_BYTE = 1
+OWN_LOAD_PER_WEIGHT_BYTE = 1
+
+
+@dataclass(frozen=True)
+class Shares:
+    """How ``budget`` is split once the model's weights (``weights`` bytes) are counted on both sides:
+    ``worker`` is what the runtime's process may grow by beyond its session, ``own`` what sonnx-check plans
+    beyond the parsed model; ``problem``: why the budget cannot hold the model (then both are 0)."""
+
+    budget: int | None
+    weights: int
+    worker: int | None
+    own: int | None
+    problem: str | None = None
+    worker_copies: int = WORKER_SESSION_PER_WEIGHT_BYTE
+
+    @property
+    def held(self) -> int:
+        """What the model's weights take before any tensor is compared (both sides)."""
+        return self.weights * (OWN_PER_WEIGHT_BYTE + self.worker_copies)
+
+
+def shares(budget: int | None, weights: int = 0, worker_holds_model: bool = True) -> Shares:
+    """Split ``budget`` between the runtime's worker and sonnx-check once the model's ``weights`` are counted
+    where they are held; ``worker_holds_model``: False when no process of the runtime loads the model (saved
+    outputs)."""
+    copies = WORKER_SESSION_PER_WEIGHT_BYTE if worker_holds_model else 0
     if budget is None:
-        return None, None
-    own = budget // 2
-    return budget - own, own
+        return Shares(None, weights, None, None, worker_copies=copies)
+    held = weights * (OWN_PER_WEIGHT_BYTE + copies)
+    rest = budget - held
+    own = rest // 2
+    loading = weights * OWN_LOAD_PER_WEIGHT_BYTE
+    if own < loading:
+        need = held + 2 * loading  # sonnx-check's half must hold the bytes read, the runtime's as much
+        session = f" and by the runtime's session (up to {copies} times, measured with onnxruntime)"
+        runtime = session if copies else ""
+        problem = (
+            f"the model's weights ({text(weights)}) are held by sonnx-check (once, twice while the file is "
+            f"read){runtime}: comparing it needs at least {text_at_least(need)}, more than --max-memory "
+            f"{text(budget)}; raise --max-memory to compare it"
+        )
+        return Shares(budget, weights, 0, 0, problem, worker_copies=copies)
+    return Shares(budget, weights, rest - own, own, worker_copies=copies)
+
+
+def halves(budget: int | None, weights: int = 0) -> tuple[int | None, int | None]:
+    """(onnxruntime's worker, sonnx-check's own side), the model's ``weights`` (bytes) counted."""
+    split = shares(budget, weights)
+    return split.worker, split.own
+
+
+def text_at_least(size: int) -> str:
+    """``size`` rounded up as ``text`` shows it: a budget given as shown is enough."""
+    if size >= 2**30:
+        return f"{math.ceil(size * 10 / 2**30) / 10:.1f} GiB"
+    return f"{max(math.ceil(size / 2**20), 1)} MiB"
 
 
 def text(size: int) -> str:
@@ -89,13 +153,14 @@ class Planner:
         feeds: set[str],
         feeds_bytes: int,
         budget: int | None,
+        own: int | None = None,
     ) -> None:
         self.view = view
         self.sizes = sizes
         self.feeds = feeds
         self.feeds_bytes = feeds_bytes
         self.budget = budget
-        self.own = halves(budget)[1]
+        self.own = halves(budget)[1] if own is None else own  # sonnx-check's share beyond the model
         self.initializers = set(view.initializers)  # the static check's view counts elided ones too
         self.dims = {name: tuple(t.dims) for name, t in view.initializers.items()}
 
@@ -212,5 +277,6 @@ class Planner:
         return (
             f"{what} would hold {text(need)} at once (the dataset, the runtime's tensors, the reference's "
             f"outputs and the diff), more than the {text(self.own)} --max-memory {text(self.budget)} leaves "
-            "sonnx-check (the other half bounds the runtime under test); raise --max-memory to compare it"
+            "sonnx-check (besides the model; the other half bounds the runtime under test); raise "
+            "--max-memory to compare it"
         )

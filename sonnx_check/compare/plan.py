@@ -62,7 +62,21 @@ def refusal_reason(model: onnx.ModelProto, options: CompareOptions, weight_bytes
             f"({memory.text(options.max_memory)}); they were not read",
             "budget",
         )
+    problem = budget_shares(model, options).problem
+    if problem is not None:
+        return Refusal(problem, "budget")
     return None
+
+
+def weight_bytes_of(model: onnx.ModelProto) -> int:
+    """The bytes of the model's initializers as their shapes declare them (read or not yet read)."""
+    return sum(math.prod(t.dims) * _itemsize(t.data_type) for t in model.graph.initializer)
+
+
+def budget_shares(model: onnx.ModelProto, options: CompareOptions) -> memory.Shares:
+    """--max-memory split between the runtime's process and sonnx-check, the model's weights counted on both
+    sides (no process of the runtime loads the model when its outputs were saved beforehand)."""
+    return memory.shares(options.max_memory, weight_bytes_of(model), options.saved_outputs is None)
 
 
 def _name_not_text(model: onnx.ModelProto) -> str | None:
@@ -109,7 +123,8 @@ def over_budget(
 
     A size the data's values decide (Range's limit read from an input) is learnt dataset by dataset
     (revealed_sizes); one still unknown on some dataset is left out of the sizes, and plan_run leaves the
-    nodes that read or compute it uncompared, not the model."""
+    nodes that read or compute it uncompared, not the model (so the problem returned is never
+    ``size_unknown``)."""
     sizes: dict[str, memory.Size] = {}
     for tensor in model.graph.initializer:
         sizes[tensor.name] = memory.Size(math.prod(tensor.dims), _itemsize(tensor.data_type))
@@ -206,7 +221,9 @@ def plan_run(
     sizes: dict[str, memory.Size],
     max_memory: int | None,
     runtime: str = "onnxruntime",
+    own: int | None = None,
 ) -> RunPlan:
+    """``own``: sonnx-check's share of ``max_memory`` beyond the model (budget_shares); None: half of it."""
     nodes = plan(view, reference.supported_ops())
     _leave_unsized(view, nodes, sizes)
     planner = memory.Planner(
@@ -215,6 +232,7 @@ def plan_run(
         feeds={name for d in datasets for name, _, _ in d.inputs},
         feeds_bytes=max((d.nbytes for d in datasets), default=0),
         budget=max_memory,
+        own=own,
     )
     batches = planner.batches([n for n in nodes if n.has_kernel and not n.reason])
     if not nodes or not all(n.has_kernel for n in nodes):

@@ -24,7 +24,7 @@ from sonnx_check.compare.judging import upstream
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
-from sonnx_check.compare.plan import RunPlan, all_exact
+from sonnx_check.compare.plan import RunPlan, all_exact, budget_shares
 from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
 from sonnx_check.compare.stream import decoded, run_graph
@@ -105,7 +105,7 @@ class ComparisonRun:
                 self.model,
                 seed=self.options.seed,
                 max_elements=self.options.max_elements,
-                budget=memory.halves(self.options.max_memory)[1],
+                budget=budget_shares(self.model, self.options).own,
                 accuracy=self.options.accuracy,
                 runner=self.runner.capabilities,
                 readings=self.readings,
