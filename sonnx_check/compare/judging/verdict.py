@@ -221,8 +221,7 @@ class Judge:
     ) -> tuple[NotComparedNode, ...]:
         """One warning per operator type whose nodes were (wholly or partly) not compared; an error when
         nothing in the model could be compared. ``silent``: the runtime failed on every dataset, which is
-        already a finding, so the nodes are listed but get no finding of their own (a node without a kernel
-        would not have been compared either way, but the failure is the reason nothing was)."""
+        already a finding, so the nodes (with a kernel or not) are listed but get no finding of their own."""
         by_op: dict[str, list[NodeComparison]] = {}
         listed: list[NotComparedNode] = []
         for entry in nodes:
