@@ -113,7 +113,7 @@ def shares(budget: int | None, weights: int = 0, worker_holds_model: bool = True
     loading = weights * OWN_LOAD_PER_WEIGHT_BYTE
     if own < loading:
         need = held + 2 * loading  # sonnx-check's half must hold the bytes read, the runtime's as much
-        session = f" and by the runtime's session (up to {copies} times, measured with onnxruntime)"
+        session = f" and by the runtime's session (up to {copies} times, the figure measured)"
         runtime = session if copies else ""
         problem = (
             f"the model's weights ({text(weights)}) are held by sonnx-check (once, twice while the file is "

@@ -64,7 +64,7 @@ def test_a_budget_that_cannot_hold_the_model_is_refused_with_what_it_needs(tmp_p
     assert finding["severity"] == "error"
     assert finding["message"] == (
         "the model's weights (4 MiB) are held by sonnx-check (once, twice while the "
-        "file is read) and by the runtime's session (up to 3 times, measured with onnxruntime): comparing it "
+        "file is read) and by the runtime's session (up to 3 times, the figure measured): comparing it "
         "needs at least 24 MiB, more than --max-memory 20 MiB; raise --max-memory to compare it"
     )
     assert finding["data"]["stage"] == "budget"

@@ -84,6 +84,28 @@ def _held_bytes(config: Configuration) -> Iterator[int]:
         yield int(np.prod(shape)) * np.dtype(dtype).itemsize
 
 
+def _spare(batch: list[Configuration], budget: int | None, shares_constants: bool) -> int:
+    """What the batch's plan leaves of the budget, in which the kernels may keep a held weight's large
+    forms across the datasets (constant_cache.allowance: a Gemm weight's float64 magnitudes, taken on
+    every subnormal or extreme dataset): the budget beyond the configurations' figures, plus the copy
+    of the held weights in the batch's model that those figures count and that a runner holding the
+    compared model does not make (it takes them from its own copy)."""
+    if budget is None:
+        # no budget: room for each held weight's float64 form
+        return sum(8 * int(np.prod(shape)) for c in batch for _, shape, _ in c.held_meta.values())
+    spare = budget - sum(config.nbytes for config in batch)
+    if shares_constants:
+        spare += sum(held for config in batch for held in _held_bytes(config))
+    return max(0, spare)
+
+
+def _load_held(batch: list[Configuration], initializers: Mapping[str, onnx.TensorProto]) -> None:
+    """The model's weights a batch's configurations hold, decoded for the batch only."""
+    for config in batch:
+        for position, name in config.held_from.items():
+            config.held[position] = numpy_helper.to_array(initializers[name])
+
+
 @dataclass
 class _Prepared:
     fed: dict[int, np.ndarray]
@@ -156,9 +178,9 @@ class NodeEdges:
         pending = [c for c in every if not c.reason and c.same_run_as is None]
         try:
             for batch in self._batches(pending):
-                self._load_held(batch)
+                _load_held(batch, self.observed.initializers)
                 try:
-                    with constant_cache.allowance(self._spare(batch)):
+                    with constant_cache.allowance(_spare(batch, self.budget, self.runner.shares_constants)):
                         self._run_batch(batch, open_session, run)
                 finally:
                     for config in batch:  # the weights go with the batch
@@ -173,25 +195,6 @@ class NodeEdges:
             for config in every:
                 if config.same_run_as is not None:
                     config.take_results(config.same_run_as)
-
-    def _load_held(self, batch: list[Configuration]) -> None:
-        for config in batch:
-            for position, name in config.held_from.items():
-                config.held[position] = numpy_helper.to_array(self.observed.initializers[name])
-
-    def _spare(self, batch: list[Configuration]) -> int:
-        """What the batch's plan leaves of the budget, in which the kernels may keep a held weight's large
-        forms across the datasets (constant_cache.allowance: a Gemm weight's float64 magnitudes, taken on
-        every subnormal or extreme dataset): the budget beyond the configurations' figures, plus the copy
-        of the held weights in the batch's model that those figures count and that a runner holding the
-        compared model does not make (it takes them from its own copy)."""
-        if self.budget is None:
-            # no budget: room for each held weight's float64 form
-            return sum(8 * int(np.prod(shape)) for c in batch for _, shape, _ in c.held_meta.values())
-        spare = self.budget - sum(config.nbytes for config in batch)
-        if self.runner.shares_constants:
-            spare += sum(held for config in batch for held in _held_bytes(config))
-        return max(0, spare)
 
     def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
         batches: list[list[Configuration]] = []
@@ -390,7 +393,7 @@ class NodeEdges:
     # -- for --export-suite (compare/suite/): a configuration alone, without a session ---------------------
     def lone_model(self, config: Configuration) -> onnx.ModelProto:
         """The configuration as the one node of a model, its held weights decoded (the caller drops them)."""
-        self._load_held([config])
+        _load_held([config], self.observed.initializers)
         return configurations_model(self.model, [config])
 
     def reference_data(self, config: Configuration, dataset: str) -> _Prepared | None:

@@ -194,9 +194,7 @@ def compare_arrays(
             Outcome.TYPE_MISMATCH, expected.size, 0, no_classes, None, None, detail=detail, **base
         )
     if expected.shape != actual.shape:
-        detail = (
-            f"shape differs: runtime {_shape_text(actual.shape)}, SONNX {_shape_text(expected.shape)}"
-        )
+        detail = f"shape differs: runtime {_shape_text(actual.shape)}, SONNX {_shape_text(expected.shape)}"
         return TensorDiff(
             Outcome.SHAPE_MISMATCH, expected.size, 0, no_classes, None, None, detail=detail, **base
         )
