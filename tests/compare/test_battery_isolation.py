@@ -76,6 +76,7 @@ def refused_alone(model: dict, op_type: str) -> None:
     assert crashes(model) == {}
 
 
+@pytest.mark.slow  # a command started per batch and bisection step: ~10 s each
 @pytest.mark.parametrize("status", [3, 1])  # refused (the contract's status), or a crash
 def test_a_failing_configuration_is_never_pinned_on_a_node_that_shared_its_batch(
     tmp_path: Path, status: int
@@ -93,6 +94,7 @@ def test_a_failing_configuration_is_never_pinned_on_a_node_that_shared_its_batch
     assert len(starts.read_text().splitlines()) <= 5
 
 
+@pytest.mark.slow  # counts the starts of a real command over the whole battery: ~15 s
 def test_a_refused_configuration_costs_a_bounded_number_of_starts(tmp_path: Path) -> None:
     starts = tmp_path / "starts.txt"
     _, model = run(SMALL_CNN, "MaxPool", "image", starts)
