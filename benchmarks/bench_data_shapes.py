@@ -107,7 +107,7 @@ def measure(model: onnx.ModelProto, feeds: dict[str, np.ndarray], folder: Path) 
         model, options.datasets, options.shapes, seed=0, max_elements=options.max_elements
     )
     start = time.process_time()
-    problem, _ = over_budget(model, view, datasets, options.max_elements)
+    problem, _ = over_budget(model, view, datasets, options.max_elements, "onnxruntime")
     planning = time.process_time() - start
     assert problem is None, problem
     start = _cpu()

@@ -79,10 +79,10 @@ def refusal(
 ) -> CompareResult | None:
     """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
     them) are read: None when it may be (plan.refusal_reason). ``view``: as for ``compare_loaded``."""
-    reason = refusal_reason(model, options, weight_bytes)
+    runner = make_runner(options, None)  # cheap: nothing runs before start; it names the runtime
+    reason = refusal_reason(model, options, weight_bytes, runtime=runner.capabilities.subject)
     if reason is None:
         return None
-    runner = make_runner(options, None)
     return _judge(model, options, runner, view).nothing_compared(reason.reason, {"stage": reason.stage})
 
 

@@ -27,6 +27,9 @@ from sonnx_check.errors import UsageError
 from sonnx_check.export_folder import staged_folder
 from sonnx_check.view import ModelView
 
+# how the messages name whatever runtime will run the exported model
+EXPORTED_FOR = "the runtime"
+
 
 def folder_name(model_path: str | Path) -> str:
     """The model's folder under DIR: its file name without .onnx, safe as one path component."""
@@ -50,7 +53,7 @@ class Exported:
 def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptions, root: Path) -> Exported:
     """Write the model with its compared tensors exposed and its datasets. Raises UsageError when the model
     cannot be compared at all or the folder exists."""
-    refused = refusal_reason(model, options)
+    refused = refusal_reason(model, options, runtime=EXPORTED_FOR)
     if refused is not None:
         raise UsageError(f"not exported: {refused.reason}")
     folder = model_folder(root, model_path)
@@ -61,11 +64,11 @@ def export_inputs(model: onnx.ModelProto, model_path: str, options: CompareOptio
     datasets = model_datasets(
         model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
     )
-    over, sizes = over_budget(model, view, datasets, options.max_elements)
+    over, sizes = over_budget(model, view, datasets, options.max_elements, EXPORTED_FOR)
     if over is not None:
         raise UsageError(f"not exported: {over.reason}")
     run_plan = plan_run(
-        model, view, datasets, sizes, options.max_memory, own=budget_shares(model, options).own
+        model, view, datasets, sizes, options.max_memory, EXPORTED_FOR, own=budget_shares(model, options).own
     )
     names = exposed_tensors(run_plan, view.graph_outputs)
     written = exposed(model, names, value_types(model))

@@ -122,7 +122,7 @@ def compare_nodes(
     spare: Mapping[int, int | None] | None = None,
     accuracy: Mapping[str, str] | None = None,
     readings: reference.Readings = reference.DEFAULT_READINGS,
-    runtime: str = "onnxruntime",
+    runtime: str,
 ) -> None:
     """Run every node that has a kernel on the runtime's values for one dataset and merge the comparison
     of each of its outputs into that node's records. ``spare``: memory left per node for explaining a

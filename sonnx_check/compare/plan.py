@@ -33,9 +33,11 @@ class Refusal:
     stage: str
 
 
-def refusal_reason(model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0) -> Refusal | None:
+def refusal_reason(
+    model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0, *, runtime: str
+) -> Refusal | None:
     """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
-    them) are read: None when it may be.
+    them) are read: None when it may be. ``runtime``: how a sentence names the runtime under test.
 
     A model-local function is never compared: onnxruntime runs a built-in operator of the same name and
     domain instead of the function's body (a default-domain function ``Relu`` whose body is ``Neg`` runs as
@@ -44,15 +46,15 @@ def refusal_reason(model: onnx.ModelProto, options: CompareOptions, weight_bytes
     not_text = _name_not_text(model)
     if not_text is not None:
         return Refusal(
-            f"the model's {not_text} is not UTF-8 text: ONNX requires UTF-8 strings, and neither onnxruntime "
-            "nor the reference can be given it",
+            f"the model's {not_text} is not UTF-8 text: ONNX requires UTF-8 strings, and neither "
+            f"{runtime} nor the reference can be given it",
             "load",
         )
     if model.functions:
         names = ", ".join(_function_name(f) for f in model.functions[:5])
         more = f" and {len(model.functions) - 5} more" if len(model.functions) > 5 else ""
         return Refusal(
-            f"the model defines local functions ({names}{more}): onnxruntime may run a built-in operator "
+            f"the model defines local functions ({names}{more}): {runtime} may run a built-in operator "
             "instead of a function's body, so what it computes is not the model's function (GRAPH.function)",
             "functions",
         )
@@ -116,7 +118,7 @@ def over_budget(
     view: ModelView,
     datasets: list[Dataset],
     max_elements: int,
-    runtime: str = "onnxruntime",
+    runtime: str,
 ) -> tuple[OverBudget | None, dict[str, memory.Size]]:
     """The first reason the runtime must not run on some dataset (shapes may differ between files), and the
     size of every tensor (the largest over the datasets) for the memory plan.
@@ -220,10 +222,11 @@ def plan_run(
     datasets: list[Dataset],
     sizes: dict[str, memory.Size],
     max_memory: int | None,
-    runtime: str = "onnxruntime",
+    runtime: str,
     own: int | None = None,
 ) -> RunPlan:
-    """``own``: sonnx-check's share of ``max_memory`` beyond the model (budget_shares); None: half of it."""
+    """``runtime``: how the records name the runtime under test; ``own``: sonnx-check's share of
+    ``max_memory`` beyond the model (budget_shares); None: half of it."""
     nodes = plan(view, reference.supported_ops())
     _leave_unsized(view, nodes, sizes)
     planner = memory.Planner(

@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from sonnx_check.runtime_names import DEFAULT_RUNTIME
 from sonnx_check.view import ModelView, is_control_flow, tensor_type_of
 
 # Initializers up to this size are kept for shape inference (shape and axis tensors are small); larger ones
@@ -47,7 +48,7 @@ def run_budget_problem(
     input_shapes: Mapping[str, Sequence[int]],
     max_elements: int,
     inferred: Mapping[str, tuple[int, int]] | None = None,
-    runtime: str = "onnxruntime",
+    runtime: str = DEFAULT_RUNTIME,
 ) -> OverBudget | None:
     """None when every tensor the runtime (``runtime``, as sentences name it) will compute has a known size
     within ``max_elements``; otherwise the first problem, control flow first, then sizes over the budget, then

@@ -213,8 +213,8 @@ def _caption(comparison: ComparisonOutcome) -> str | None:
             f"{summary.not_run} not run"
         )
         line += (
-            f"; nodes: {nodes['nodes_run_alone']} run alone, {nodes['nodes_sharing']} sharing a "
-            f"configuration, {nodes['nodes_not_run']} not run"
+            f"; nodes: {nodes.run_alone} run alone, {nodes.sharing} sharing a configuration, "
+            f"{nodes.not_run} not run"
         )
         not_run = [n for n in edges.nodes if n.edges == "not-run"]
         if not_run:

@@ -89,6 +89,23 @@ class BatterySummary:
 
 
 @dataclass(frozen=True)
+class NodeCounts:
+    """How many of the model's nodes the battery ran alone, ran through another node's configuration, or
+    did not run."""
+
+    run_alone: int
+    sharing: int
+    not_run: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "nodes_run_alone": self.run_alone,
+            "nodes_sharing": self.sharing,
+            "nodes_not_run": self.not_run,
+        }
+
+
+@dataclass(frozen=True)
 class NodeAccounting:
     """What the battery did with one node of the model: run alone (the first node of its configuration),
     shared (run as the configuration of an earlier node), or not run and why."""
@@ -133,13 +150,9 @@ class Battery:
     def operator_summary(self) -> BatterySummary:
         return BatterySummary.of(self.operator_configurations)
 
-    def node_counts(self) -> dict[str, int]:
+    def node_counts(self) -> NodeCounts:
         states = [n.edges for n in self.nodes]
-        return {
-            "nodes_run_alone": states.count(RUN_ALONE),
-            "nodes_sharing": states.count(SHARED),
-            "nodes_not_run": states.count(NOT_RUN),
-        }
+        return NodeCounts(states.count(RUN_ALONE), states.count(SHARED), states.count(NOT_RUN))
 
     def to_json(self) -> dict[str, Any]:
         if not self.enabled:
@@ -147,7 +160,7 @@ class Battery:
         return {
             "enabled": True,
             "configurations": [c.to_json() for c in self.configurations],
-            "summary": {**self.summary.to_json(), **self.node_counts()},
+            "summary": {**self.summary.to_json(), **self.node_counts().to_json()},
             "nodes": [n.to_json() for n in self.nodes],
             "operator_edges": {
                 "scope": OPERATOR_SCOPE,

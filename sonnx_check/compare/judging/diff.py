@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from sonnx_check.runtime_names import DEFAULT_RUNTIME
+
 # Object-dtype differences are exact but slow; beyond this many mismatches integers are diffed in float64.
 _EXACT_INT_DIFF_LIMIT = 1_000_000
 _CHUNK = 1 << 18  # elements compared at a time
@@ -104,7 +106,7 @@ class ElementPair:
     def index_text(self) -> str:
         return "[" + ",".join(str(i) for i in self.index) + "]"
 
-    def describe(self, runtime: str = "onnxruntime") -> str:
+    def describe(self, runtime: str = DEFAULT_RUNTIME) -> str:
         """``runtime``: how the runtime under test is named (its description's label)."""
         return (
             f"first at {self.index_text()}: {runtime} {self.actual} ({self.actual_bits}), "
@@ -157,7 +159,7 @@ class TensorDiff:
             )
         return self.detail
 
-    def summary(self, runtime: str = "onnxruntime") -> str:
+    def summary(self, runtime: str = DEFAULT_RUNTIME) -> str:
         """One line in compare_ortvalue's style: the count, the classes present, the first difference."""
         if self.outcome is not Outcome.DIFFERS:
             return self.detail_for(runtime) or "all elements match"

@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 
 from sonnx_check.profile import Observation, ObservedIn, profile_operators, resolve_reference
+from sonnx_check.runtime_names import DEFAULT_RUNTIME
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ RuntimeSeen = RunningRuntime | str | None
 def running(seen: RuntimeSeen) -> RunningRuntime:
     if isinstance(seen, RunningRuntime):
         return seen
-    return RunningRuntime("onnxruntime", seen)
+    return RunningRuntime(DEFAULT_RUNTIME, seen)
 
 
 def runtime_key(name: str) -> str:

@@ -24,6 +24,7 @@ from sonnx_check.results.outputs import (
     ObservedIn,
     OutputResult,
 )
+from sonnx_check.runtime_names import DEFAULT_RUNTIME
 
 
 def _ratio_text(ratio: float) -> str:
@@ -59,7 +60,7 @@ class OutputRecord:
     outcomes: dict[str, int] = field(default_factory=dict)  # elements per accuracy outcome, every dataset
     margin: float = 0.0  # the largest |runtime - reference| / allowed over the judged elements
     received: str = ""  # what the first diverging dataset looked like when it reached this node
-    runtime: str = "onnxruntime"  # how the messages name the runtime under test (its description's label)
+    runtime: str = DEFAULT_RUNTIME  # how the messages name the runtime under test (its description's label)
 
     def note_accuracy(self, classification: Classification) -> None:
         """Add one dataset's accuracy classification (the margin is the worst over the datasets)."""
