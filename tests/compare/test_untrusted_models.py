@@ -62,6 +62,23 @@ def test_names_that_are_not_text_are_not_compared(tmp_path: Path, name: str, raw
     assert code == 1
     message = _not_compared(findings)
     assert where in message and "is not UTF-8 text" in message
+    assert "neither onnxruntime nor the reference" in message
+
+
+@pytest.mark.parametrize("runtime", ["openvino", "tract"])
+def test_the_refusals_name_the_runtime_under_test(tmp_path: Path, runtime: str) -> None:
+    """Decided before any runtime is loaded, the refusals still say which runtime would have been misled
+    (installed or not: nothing runs)."""
+    path = tmp_path / "m.onnx"
+    onnx.save(shadowing_relu(), path)
+    _, findings, _ = _compare(path, "--runtime", runtime)
+    message = _not_compared(findings)
+    assert f"): {runtime} may run a built-in operator instead of a function's body" in message
+    assert "onnxruntime" not in message
+    placeholder = "XNAM"
+    path.write_bytes(with_bytes(relu_chain_named(x=placeholder), placeholder, b"x\xff\x00x"))
+    _, findings, _ = _compare(path, "--runtime", runtime)
+    assert f"neither {runtime} nor the reference can be given it" in _not_compared(findings)
 
 
 def test_a_huge_data_file_is_read_no_further_than_the_tensor(tmp_path: Path) -> None:
