@@ -89,7 +89,7 @@ def refusal(
 def _outcome(options: CompareOptions, runner: Runner) -> ComparisonOutcome:
     return ComparisonOutcome(
         runtime=runner.description.record(),
-        onnxruntime=runner.runtime_record(),
+        runtime_record=runner.runtime_record(),
         # a reading of the specification the user chose (or the default): every report carries it
         reference=ReferenceRecord(tuple(sorted(reference.supported_ops())), options.readings),
     )
@@ -139,7 +139,7 @@ def _compare(
         return judge.refused(exc)
     # what the runtime reported about itself once it loaded the model (versions, providers actually used)
     judge.outcome = replace(
-        judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
+        judge.outcome, runtime=runner.description.record(), runtime_record=runner.runtime_record()
     )
     judge.version = runner.description.version
     own = budget_shares(model, options).own
@@ -147,7 +147,7 @@ def _compare(
     observed = steps.run(plain, datasets, run_plan)
     # what a command declared about itself while it ran (its runtime.json: name, version, options)
     judge.outcome = replace(
-        judge.outcome, runtime=runner.description.record(), onnxruntime=runner.runtime_record()
+        judge.outcome, runtime=runner.description.record(), runtime_record=runner.runtime_record()
     )
     judge.version = runner.description.version
     return judge.finish(observed)

@@ -29,6 +29,7 @@ from sonnx_check.evidence.verdicts import RuleVerdict, verdicts
 from sonnx_check.findings import ModelResult, Severity
 from sonnx_check.masking import mask_arguments
 from sonnx_check.report.summary import in_verdict
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_KEY
 from sonnx_check.results.json_values import json_default
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ def _comparison(
     return {
         "status": comparison.status,
         "settings": compared.settings_json(settings.compare),
-        "onnxruntime": comparison.onnxruntime,
+        DEPRECATED_RUNTIME_KEY: comparison.runtime_record,
         "runtime": comparison.runtime.to_json(),
         "reference": comparison.reference.readings.records(),
         "datasets": compared.datasets_json(model, settings.compare, comparison.datasets),

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from sonnx_check.report import NARROW_TERMINAL
 from sonnx_check.report.readings import readings_text
+from sonnx_check.runtime_names import DEFAULT_RUNTIME
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -164,7 +165,7 @@ def _runtime_name(comparison: ComparisonOutcome) -> str:
 
 def _title(comparison: ComparisonOutcome) -> str:
     runtime = comparison.runtime
-    if runtime.name not in (None, "onnxruntime"):
+    if runtime.name not in (None, DEFAULT_RUNTIME):
         options = "; ".join(f"{k} {_option_text(v)}" for k, v in runtime.options.items() if v is not None)
         version = f" {runtime.version}" if runtime.version else ""
         return f"{runtime.shown}{version} ({runtime.name}; {options}) vs SONNX reference"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_KEY
 from sonnx_check.runtime_names import DEFAULT_RUNTIME
 
 if TYPE_CHECKING:
@@ -21,10 +22,10 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
     if comparison is None:
         return {}
     out = {
-        "onnxruntime": str(comparison.session.version or "not installed"),
+        DEPRECATED_RUNTIME_KEY: str(comparison.session.version or "not installed"),
         "runtime": str(comparison.runtime.name or DEFAULT_RUNTIME),
         # the runtime under test by its name and version (for a command: what its runtime.json declares);
-        # "onnxruntime" above is onnxruntime's version whatever ran (deprecated, kept for one release)
+        # the deprecated key above is onnxruntime's version whatever ran (deprecated, kept for one release)
         "runtime_label": comparison.runtime.shown,
         "runtime_version": str(comparison.runtime.version or ""),
         "providers": ", ".join(comparison.runtime.providers),

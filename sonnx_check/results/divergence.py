@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_KEY
 from sonnx_check.results.outputs import DIFFERS, OutputResult
 
 
@@ -17,7 +18,7 @@ class Divergence:
     """One diverging output (``output``) or one crash of the runtime on a node configuration (``crash``)."""
 
     scope: str  # node, end-to-end, node-edges or operator-edges
-    onnxruntime: Mapping[str, Any]  # the runtime's own record (versions, session options, CPU)
+    runtime_record: Mapping[str, Any]  # the runtime's own record (versions, session options, CPU)
     output: OutputResult | None = None  # None for a crash
     crash: str = ""  # how the runtime did not finish
     crashed_on: tuple[str, ...] = ()  # the datasets it did not finish on
@@ -51,9 +52,9 @@ class Divergence:
                 "crash": self.crash,
                 "datasets": list(self.crashed_on),
                 "configuration": self.configuration,
-                "onnxruntime": self.onnxruntime,
+                DEPRECATED_RUNTIME_KEY: self.runtime_record,
             }
-        out = {"scope": self.scope, "onnxruntime": self.onnxruntime, **self.output.to_json()}
+        out = {"scope": self.scope, DEPRECATED_RUNTIME_KEY: self.runtime_record, **self.output.to_json()}
         if self.configuration is not None:
             out["configuration"] = self.configuration
         return out

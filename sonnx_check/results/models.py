@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_KEY
 from sonnx_check.results.edges import Battery, ConfigurationResult
 from sonnx_check.results.outputs import NOT_COMPARED, OutputResult
 
@@ -161,7 +162,7 @@ class Stop:
 
 @dataclass(frozen=True)
 class Session:
-    """What the runtime's own record (``ComparisonOutcome.onnxruntime``, as its worker reported it) says
+    """What the runtime's own record (``ComparisonOutcome.runtime_record``, as its worker reported it) says
     about the session: read here once, so that no report reads its keys."""
 
     version: str | None
@@ -187,7 +188,7 @@ class ComparisonOutcome:
     """One model's comparison, as every report states it."""
 
     runtime: RuntimeRecord  # the runner's description
-    onnxruntime: Mapping[str, Any]  # the runtime's own record (for onnxruntime: session options, the CPU)
+    runtime_record: Mapping[str, Any]  # the runtime's own record (for onnxruntime: session options, the CPU)
     reference: ReferenceRecord
     status: str = NOT_COMPARED  # one of STATUSES
     datasets: tuple[DatasetEntry, ...] = ()
@@ -201,7 +202,12 @@ class ComparisonOutcome:
 
     @property
     def session(self) -> Session:
-        return Session.of(self.onnxruntime)
+        return Session.of(self.runtime_record)
+
+    @property
+    def onnxruntime(self) -> Mapping[str, Any]:
+        """Deprecated (kept for one release): ``runtime_record``, the record of whatever runtime ran."""
+        return self.runtime_record
 
     @property
     def edge_configurations(self) -> tuple[ConfigurationResult, ...]:
@@ -213,7 +219,7 @@ class ComparisonOutcome:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "status": self.status,
-            "onnxruntime": self.onnxruntime,
+            DEPRECATED_RUNTIME_KEY: self.runtime_record,
             "runtime": self.runtime.to_json(),
             "reference": self.reference.to_json(),
             "datasets": [d.to_json() for d in self.datasets],

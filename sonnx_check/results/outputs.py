@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_BITS_KEY, DEPRECATED_RUNTIME_KEY
 from sonnx_check.results.json_values import json_float
 
 NOT_COMPARED = "not-compared"
@@ -34,8 +35,8 @@ class FirstMismatch:
             "runtime": self.runtime,
             "runtime_bits": self.runtime_bits,
             # deprecated, for one release: the runtime under test's value whatever the runtime
-            "onnxruntime": self.runtime,
-            "onnxruntime_bits": self.runtime_bits,
+            DEPRECATED_RUNTIME_KEY: self.runtime,
+            DEPRECATED_RUNTIME_BITS_KEY: self.runtime_bits,
             "sonnx": self.sonnx,
             "sonnx_bits": self.sonnx_bits,
             "class": self.kind,

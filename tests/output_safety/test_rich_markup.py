@@ -37,7 +37,7 @@ def _comparison() -> ComparisonOutcome:
     output = replace(output, datasets=(DatasetTally("edge", "differs", 1, 4),))
     return ComparisonOutcome(
         runtime=RuntimeRecord("onnxruntime"),
-        onnxruntime={"version": "[bold]1.32[/bold]", "providers": ["CPU[/]"], "optimization_level": "all"},
+        runtime_record={"version": "[bold]1.32[/bold]", "providers": ["CPU[/]"], "optimization_level": "all"},
         reference=ReferenceRecord((), Readings()),
         reason="refused by [red]onnxruntime[/red]",
         datasets=(DatasetEntry("edge[/]", "edge", {}, status="failed"),),

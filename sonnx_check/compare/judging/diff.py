@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_BITS_KEY, DEPRECATED_RUNTIME_KEY
 from sonnx_check.runtime_names import DEFAULT_RUNTIME
 
 # Object-dtype differences are exact but slow; beyond this many mismatches integers are diffed in float64.
@@ -118,8 +119,8 @@ class ElementPair:
             "index": list(self.index),
             "runtime": self.actual,
             "runtime_bits": self.actual_bits,
-            "onnxruntime": self.actual,  # deprecated: "runtime" (kept for one release)
-            "onnxruntime_bits": self.actual_bits,
+            DEPRECATED_RUNTIME_KEY: self.actual,  # deprecated: "runtime" (kept for one release)
+            DEPRECATED_RUNTIME_BITS_KEY: self.actual_bits,
             "sonnx": self.expected,
             "sonnx_bits": self.expected_bits,
             "class": self.kind.value,
