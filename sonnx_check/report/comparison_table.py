@@ -173,7 +173,7 @@ def _title(comparison: ComparisonOutcome) -> str:
     flags = " ".join(session.flags)
     providers = ", ".join(session.providers)
     machine = " ".join(part for part in (session.machine or "?", flags) if part)
-    given = runtime.options.get("runtime_options")  # --runtime-option, as handed to onnxruntime
+    given = runtime.handed_options  # --runtime-option, as handed to onnxruntime
     handed = f"; runtime options {_option_text(given)}" if given else ""
     return (
         f"onnxruntime {session.version or '?'} ({providers}; optimisation "

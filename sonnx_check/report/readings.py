@@ -30,9 +30,9 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
         "runtime_version": str(comparison.runtime.version or ""),
         "providers": ", ".join(comparison.runtime.providers),
         # where and how it ran: the device, the effective precision (OpenVINO), the options it was handed
-        "runtime_device": str(comparison.runtime.options.get("device") or ""),
-        "runtime_precision": str(comparison.runtime.options.get("inference_precision_hint") or ""),
-        "runtime_options": _options_text(comparison.runtime.options.get("runtime_options")),
+        "runtime_device": comparison.runtime.device,
+        "runtime_precision": comparison.runtime.precision,
+        "runtime_options": _options_text(comparison.runtime.handed_options),
         **comparison.reference.readings.settings_json(),  # each declared reading by its record name
         "node_edges": _node_edges(comparison),
     }

@@ -29,6 +29,21 @@ class RuntimeRecord:
     def shown(self) -> str:
         return self.label or self.name
 
+    # The runner's options are open (each runtime records its own): the keys the reports show are read here.
+    @property
+    def handed_options(self) -> Any:
+        """What it was handed: --runtime-option's KEY=VALUE table, or a command's declared options."""
+        return self.options.get("runtime_options")
+
+    @property
+    def device(self) -> str:
+        return str(self.options.get("device") or "")
+
+    @property
+    def precision(self) -> str:
+        """The precision it computed in (OpenVINO's effective inference_precision_hint)."""
+        return str(self.options.get("inference_precision_hint") or "")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

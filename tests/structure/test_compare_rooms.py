@@ -92,14 +92,14 @@ def test_the_runtime_machinery_does_not_name_onnxruntime_in_code(path: Path) -> 
     assert not found, f"{path.relative_to(COMPARE)} names onnxruntime in its code: {found}"
 
 
-# Where the rest of compare/ still names onnxruntime in code, and how often, when issue 28's Done-when was
-# audited: the outcome's session record, still called ``onnxruntime`` whatever ran (__init__, verdict,
-# divergence_findings); JSON keys kept as deprecated aliases ("onnxruntime", "onnxruntime_bits",
-# "onnxruntime_error": the outputs stay byte-identical); ``runtime="onnxruntime"`` defaults of a label the
-# callers pass (diff, output_record, known_departures, localise, plan, run_budget); the --ort-* options
-# (options.py); and messages that say onnxruntime for any runtime (plan's UTF-8 and
-# local-function refusals). Each count may only fall; no other module may
-# start naming it.
+# Where the rest of compare/ still names onnxruntime in code, and how often; each count may only fall and no
+# other module may start naming it. The deprecated JSON keys ("onnxruntime", "onnxruntime_bits",
+# "onnxruntime_error") are written from results/deprecated_keys.py alone (test below). options.py stays:
+# CompareOptions.ort_opt_level and .ort_providers are --ort-opt-level and --ort-provider, onnxruntime's own
+# settings, declared with every option in settings.py because the static path parses them (--help, the
+# configuration file) and must not import sonnx_check.compare (tests/test_startup_imports.py); a declaration
+# beside the runner, in compare/runtimes/onnxruntime/, would load the comparison package on every static run,
+# and renaming the fields would break the Python API's CompareOptions(ort_opt_level=...).
 STILL_NAMING_ONNXRUNTIME = {
     "judging/divergence_findings.py": 5,
     "judging/verdict.py": 8,
@@ -152,3 +152,39 @@ def test_the_rooms_are_the_purposes() -> None:
     }
     top = {p.stem for p in COMPARE.glob("*.py")}
     assert not top & {"judge", "judging", "outcomes", "battery", "battery_model", "runtime", "ort_worker"}
+
+
+PACKAGE = COMPARE.parent
+DEPRECATED_KEYS = PACKAGE / "results" / "deprecated_keys.py"
+# The one other place a string is exactly "onnxruntime": the distribution's name among the libraries the
+# evidence record lists (evidence/environment.py), which is not a key of the comparison's results.
+LIBRARY_NAMES = PACKAGE / "evidence" / "environment.py"
+
+
+def _writers_of_results() -> list[Path]:
+    rooms = [*_rest_of_the_comparison(), *(PACKAGE / "results").glob("*.py")]
+    rooms += [*(PACKAGE / "report").glob("*.py"), *(PACKAGE / "evidence").glob("*.py")]
+    return sorted(p for p in rooms if p not in (DEPRECATED_KEYS, LIBRARY_NAMES))
+
+
+@pytest.mark.parametrize("path", _writers_of_results(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_the_deprecated_onnxruntime_keys_are_written_from_one_module(path: Path) -> None:
+    """The keys kept for one release beside their runtime-neutral names: one module spells them, so a
+    reader cannot drift from the writer and dropping them is one edit."""
+    keys = {"onnxruntime", "onnxruntime_bits", "onnxruntime_error"}
+    found = [
+        (n, name)
+        for n, name in _named_in_code(path.read_text(encoding="utf-8"))
+        if name[:1] in "'\"" and name.strip("'\"") in keys
+    ]
+    assert not found, f"{path.relative_to(PACKAGE)} spells a deprecated key: {found}"
+
+
+def test_the_deprecated_keys_module_declares_exactly_the_three_keys() -> None:
+    source = DEPRECATED_KEYS.read_text(encoding="utf-8")
+    assert sorted(name.strip("'\"") for _, name in _named_in_code(source)) == [
+        "onnxruntime",
+        "onnxruntime_bits",
+        "onnxruntime_error",
+    ]
+    assert {name.split(".")[0] for _, name in imported(source)} <= {"__future__"}  # anyone may import it
