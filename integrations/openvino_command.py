@@ -60,7 +60,12 @@ def main(argv: list[str]) -> int:
     outputs = [o.name for o in graph.output]
     core = ov.Core()
     try:
-        compiled = core.compile_model(core.read_model(str(model_path)), "CPU", config)
+        model = core.read_model(str(model_path))
+        # each graph output's index, from the model as read: compiling merges equal constants (three
+        # Identity nodes of one initializer) and leaves their outputs under one name, so a name looked up
+        # among the compiled outputs may be gone; the compiled outputs keep the model's order
+        index_of = {name: index for index, port in enumerate(model.outputs) for name in port.get_names()}
+        compiled = core.compile_model(model, "CPU", config)
     except Exception as exc:  # noqa: BLE001 - OpenVINO raises RuntimeError and classes of its own
         print(f"sonnx-check-reason: OpenVINO refused the model: {reason(exc)}", file=sys.stderr)
         return REFUSED
@@ -70,7 +75,7 @@ def main(argv: list[str]) -> int:
     declared = {"name": "openvino", "version": ov.get_version(), "options": {"device": "CPU", **applied}}
     (output_dir / "runtime.json").write_text(json.dumps(declared), encoding="utf-8")
     request = compiled.create_infer_request()
-    ports = {name: port for port in compiled.outputs for name in port.get_names()}
+    ports = {name: compiled.outputs[index_of[name]] for name in outputs}
     for folder in numbered(input_dir, "test_data_set_*"):
         feeds = {}
         for path in numbered(folder, "input_*.pb"):

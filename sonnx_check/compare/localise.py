@@ -63,7 +63,9 @@ class NodeComparison:
     has_kernel: bool
     reason: str = ""  # why it is not compared (for every dataset)
     records: dict[int, OutputRecord] = field(default_factory=dict)
-    failures: dict[str, str] = field(default_factory=dict)  # dataset -> why the reference could not run
+    # dataset -> why it could not be compared there, naming who failed (the reference, or the runtime
+    # under test with the intermediate tensors exposed)
+    failures: dict[str, str] = field(default_factory=dict)
     # rule -> (dataset, why): a data constraint of the specification the actual data break (no result defined)
     data_violations: dict[str, tuple[str, str]] = field(default_factory=dict)
 
@@ -78,7 +80,7 @@ class NodeComparison:
             return self.reason
         if self.failures:
             dataset, why = next(iter(self.failures.items()))
-            return f"the reference could not run it (dataset {dataset}): {why}"
+            return f"dataset {dataset}: {why}"
         return "no output could be compared"
 
     def result(self, version: RuntimeSeen) -> NodeResult:
@@ -144,7 +146,7 @@ def compare_nodes(
             if rule is not None:
                 entry.data_violations.setdefault(rule, (dataset, first_line(exc)))
             else:
-                entry.failures.setdefault(dataset, first_line(exc))
+                entry.failures.setdefault(dataset, f"the reference could not run it: {first_line(exc)}")
             continue
         for position, name in enumerate(node.output):
             if not name or position >= len(expected) or expected[position] is None or name not in values:

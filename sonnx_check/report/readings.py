@@ -21,11 +21,15 @@ def comparison_readings(comparison: ComparisonOutcome | None) -> dict[str, str]:
     """Name -> value of every setting a comparison's verdict depends on ({} when nothing was compared)."""
     if comparison is None:
         return {}
+    runtime = str(comparison.runtime.name or DEFAULT_RUNTIME)
     out = {
-        DEPRECATED_RUNTIME_KEY: str(comparison.session.version or "not installed"),
-        "runtime": str(comparison.runtime.name or DEFAULT_RUNTIME),
-        # the runtime under test by its name and version (for a command: what its runtime.json declares);
-        # the deprecated key above is onnxruntime's version whatever ran (deprecated, kept for one release)
+        # deprecated, kept for one release: onnxruntime's version, only when onnxruntime is the runtime
+        # under test (another runtime's version under this name would be false; "runtime_version" has it)
+        DEPRECATED_RUNTIME_KEY: str(comparison.session.version or "not installed")
+        if runtime == DEFAULT_RUNTIME
+        else "",
+        "runtime": runtime,
+        # the runtime under test by its name and version (for a command: what its runtime.json declares)
         "runtime_label": comparison.runtime.shown,
         "runtime_version": str(comparison.runtime.version or ""),
         "providers": ", ".join(comparison.runtime.providers),

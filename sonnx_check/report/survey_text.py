@@ -19,13 +19,14 @@ from sonnx_check import sanitise
 if TYPE_CHECKING:
     from sonnx_check.compare.survey.results import ConfigurationRow, OperatorSurvey, Survey
 
-_WIDTHS = {"operator": 18, "elements": 8, "unexpl": 6, "departure": 32, "explains": 8}
+_COLUMNS = ("operator", "elements", "unexpl", "departure", "explains")
+_SHORT = ("operator", "elems", "unexpl", "departure", "expl")  # the headers when the longest ID needs room
 
 
 def render_survey(console: Any, survey: Survey, output: str) -> None:
     """Print the survey on ``console`` (a rich Console or the plain one)."""
     console.print(Text(f"Conformance survey of {sanitise.display(survey.runtime_text)}"))
-    console.print(_table(survey))
+    console.print(_table(survey, int(getattr(console, "width", 80) or 80)))
     _unexplained(console, survey)
     _grouped(console, "Refused", survey.operators, lambda o: o.refusals)
     _grouped(console, "Not compared", survey.operators, lambda o: o.not_compared)
@@ -43,24 +44,53 @@ def summary_line(survey: Survey, output: str) -> str:
     )
 
 
-def _table(survey: Survey) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-    for name, width in _WIDTHS.items():
-        right = name in ("elements", "unexpl", "explains")
-        table.add_column(name, max_width=width, overflow="fold", justify="right" if right else "left")
+def _table(survey: Survey, width: int) -> Table:
+    """The conformance table within ``width`` (at most 80) columns. A departure ID or an operator's name is
+    never broken (it is what a waiver or a search names): when the longest ID needs the room, the columns are
+    parted by one space instead of two, then the number columns' headers shortened; only a number wider than
+    what is left may fold."""
+    rows = list(_rows(survey))
+    limit = min(width, 80)
+    headers, gap = _COLUMNS, 2
+    for headers, gap in ((_COLUMNS, 2), (_COLUMNS, 1), (_SHORT, 1)):
+        natural = [max([len(name), *(len(row[k].plain) for row in rows)]) for k, name in enumerate(headers)]
+        if sum(natural) + gap * (len(headers) - 1) <= limit:
+            break
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        collapse_padding=True,
+        padding=(0, 1) if gap == 2 else (0, 0),
+        width=limit if sum(natural) + gap * (len(headers) - 1) > limit else None,
+    )
+    for k, name in enumerate(headers):
+        whole = _COLUMNS[k] in ("operator", "departure")
+        table.add_column(
+            name,
+            no_wrap=whole,
+            min_width=natural[k] if whole else None,
+            overflow="fold",
+            justify="left" if whole else "right",
+        )
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _rows(survey: Survey) -> Iterable[tuple[Text, Text, Text, Text, Text]]:
     for operator in survey.operators:
         departures = list(operator.departures.items()) or [("-" if operator.elements else "", 0)]
         unexplained = str(len(operator.unexplained)) if operator.elements or operator.unexplained else ""
         for number, (departure, count) in enumerate(departures):
             first = number == 0
-            table.add_row(
+            yield (
                 Text(sanitise.display(operator.op_type) if first else ""),
                 Text((str(operator.elements) if operator.elements else _state(operator)) if first else ""),
                 Text(unexplained if first else "", style="bold red" if operator.unexplained else ""),
                 Text(sanitise.display(departure)),
                 Text(str(count) if count else ""),
             )
-    return table
 
 
 def _state(operator: OperatorSurvey) -> str:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_KEY
@@ -23,6 +23,9 @@ class Divergence:
     crash: str = ""  # how the runtime did not finish
     crashed_on: tuple[str, ...] = ()  # the datasets it did not finish on
     configuration: Mapping[str, Any] | None = None  # the node configuration run alone (edge battery)
+    # the runtime under test by its name (results.models.RuntimeRecord.to_json(), its own record under
+    # "details"): the runtime-neutral key beside the deprecated "onnxruntime"
+    runtime: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def differs(self) -> bool:
@@ -52,9 +55,16 @@ class Divergence:
                 "crash": self.crash,
                 "datasets": list(self.crashed_on),
                 "configuration": self.configuration,
-                DEPRECATED_RUNTIME_KEY: self.runtime_record,
+                **self._runtime_json(),
             }
-        out = {"scope": self.scope, DEPRECATED_RUNTIME_KEY: self.runtime_record, **self.output.to_json()}
+        out = {"scope": self.scope, **self._runtime_json(), **self.output.to_json()}
         if self.configuration is not None:
             out["configuration"] = self.configuration
+        return out
+
+    def _runtime_json(self) -> dict[str, Any]:
+        # the deprecated key (it holds whatever runtime ran), kept for one release beside "runtime"
+        out: dict[str, Any] = {DEPRECATED_RUNTIME_KEY: self.runtime_record}
+        if self.runtime:
+            out["runtime"] = dict(self.runtime)
         return out

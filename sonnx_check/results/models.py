@@ -112,7 +112,9 @@ class NodeResult:
     status: str  # match, diverges, not-compared
     outputs: tuple[OutputResult, ...] = ()
     reason: str = ""  # why not compared
-    reference_failures: Mapping[str, str] = field(default_factory=dict)  # dataset -> why the reference failed
+    # dataset -> why the node was not compared there, naming who failed: the reference or the runtime under
+    # test with the intermediates exposed (the key's name is historical)
+    reference_failures: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

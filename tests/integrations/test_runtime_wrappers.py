@@ -82,3 +82,17 @@ def test_the_tract_wrapper_refuses_with_exit_3_and_its_reason(tmp_path: Path) ->
     assert finding["data"]["failure"] == "refused"
     assert "exit status 3 (refused): tract refused the model" in finding["message"]
     assert "Params are not const" in finding["message"] and "backtrace" not in finding["message"]
+
+
+@pytest.mark.parametrize(
+    ("script", "module"), [("openvino_command.py", "openvino"), ("tract_command.py", "tract")]
+)
+def test_a_wrapper_compares_every_node_when_outputs_share_a_constant(script: str, module: str) -> None:
+    """Three Identity nodes of one initializer, each exposed as a graph output: OpenVINO's compiled model
+    merges them under one name (the wrapper exited with a KeyError and left 16 nodes not compared)."""
+    pytest.importorskip(module)
+    residual = str(ROOT / "sample_models" / "torch" / "torchscript_residual_cnn.onnx")
+    wrapped = _model(["--no-node-edges", "--runtime-command", _command(script), residual])
+    inside = _model(["--no-node-edges", "--runtime", module, residual])
+    assert _statuses(wrapped) == _statuses(inside)
+    assert "not-compared" not in {status for _, status in _statuses(wrapped)}

@@ -24,11 +24,17 @@ class DivergenceFindings:
     """The divergence findings of one comparison; ``findings``: those of the battery, in order."""
 
     def __init__(
-        self, view: ModelView, subject: str, onnxruntime: Mapping[str, Any], version: RuntimeSeen
+        self,
+        view: ModelView,
+        subject: str,
+        onnxruntime: Mapping[str, Any],
+        version: RuntimeSeen,
+        runtime: Mapping[str, Any] | None = None,
     ) -> None:
         self.view = view
         self.subject = subject  # how a sentence names the runtime under test
-        self.onnxruntime = onnxruntime  # the runtime's own record, in every finding's data
+        self.onnxruntime = onnxruntime  # the runtime's own record, in every finding's data (deprecated key)
+        self.runtime = runtime or {}  # the runtime by its name, the neutral key of every finding's data
         self.version = version
         self.findings: list[Finding] = []
 
@@ -50,7 +56,9 @@ class DivergenceFindings:
             tensor=record.name,
             actual=record.first.actual if record.first else None,
             expected=record.first.expected if record.first else None,
-            record=Divergence(scope, self.onnxruntime, result, configuration=configuration),
+            record=Divergence(
+                scope, self.onnxruntime, result, configuration=configuration, runtime=self.runtime
+            ),
         )
 
     def battery(self, edges: NodeEdges | None, nodes: list[NodeComparison]) -> Battery:
@@ -96,6 +104,7 @@ class DivergenceFindings:
                         crash=how,
                         crashed_on=tuple(sorted(config.crashes)),
                         configuration=configuration,
+                        runtime=self.runtime,
                     ),
                 )
             )

@@ -48,7 +48,7 @@ class Judge:
         self, message: str, data: dict[str, Any], node: NodeRef | None = None
     ) -> CompareResult:
         self.outcome = replace(self.outcome, reason=message)
-        data = {**data, "onnxruntime": self.outcome.onnxruntime}
+        data = {**data, **runtime_keys(self.outcome)}
         self.findings.append(Finding(NOT_COMPARED_RULE, message, Severity.ERROR, node=node, data=data))
         return CompareResult(self.findings, self.outcome)
 
@@ -80,7 +80,7 @@ class Judge:
         edges = observed.edges
         # "seen in this runtime at this version": the runtime as the run reported it (its runtime.json)
         seen = RunningRuntime.of(self.outcome.runtime)
-        divergences = DivergenceFindings(self.view, self.subject, self.outcome.onnxruntime, seen)
+        divergences = DivergenceFindings(self.view, self.subject, version=seen, **runtime_keys(self.outcome))
         compared_anything = (
             any(n.records for n in nodes)
             or any(r.datasets for r in (end_to_end or {}).values())
@@ -163,7 +163,7 @@ class Judge:
                 data={
                     "stage": "timeout",
                     "timeout": self.options.timeout,
-                    "onnxruntime": self.outcome.onnxruntime,
+                    **runtime_keys(self.outcome),
                 },
             )
         )
@@ -192,11 +192,9 @@ class Judge:
                 node=self.node_named_in(reason),
                 data={
                     "stage": "run",
-                    "failure": kinds.get(
-                        first
-                    ),  # refused, failed, crashed, bad-output, ... (runners/base.py)
+                    "failure": kinds.get(first),  # refused, failed, crashed, ... (runners/base.py)
                     "datasets": dict(failed),
-                    "onnxruntime": self.outcome.onnxruntime,
+                    **runtime_keys(self.outcome),
                 },
             )
         )
@@ -307,3 +305,12 @@ def _failed(kinds: dict[str, str]) -> str:
     """How a sentence says the runtime failed on datasets: "refused the model" when each was a refusal (the
     finding, the nodes' reason and the table say the same), "failed at run time" otherwise."""
     return "refused the model" if kinds and set(kinds.values()) == {REFUSED} else "failed at run time"
+
+
+def runtime_keys(outcome: ComparisonOutcome) -> dict[str, Any]:
+    """The runtime under test in a finding's data: by its name under "runtime" (its own record, e.g.
+    onnxruntime's session options and CPU, under "details" when that says more), and that record under the
+    deprecated "onnxruntime" (kept for one release, whatever the runtime)."""
+    own = dict(outcome.onnxruntime)
+    named = outcome.runtime.to_json()
+    return {"onnxruntime": own, "runtime": named if own == named else {**named, "details": own}}

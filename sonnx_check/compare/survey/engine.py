@@ -136,7 +136,11 @@ def _survey_operator(
         result.stopped = exc.reason
     capabilities = runner.capabilities
     judge = DivergenceFindings(
-        view, capabilities.subject, runner.runtime_record(), runner.description.version
+        view,
+        capabilities.subject,
+        runner.runtime_record(),
+        runner.description.version,
+        runtime=runner.description.record().to_json(),
     )
     judge.battery(edges, [])
     _collect(result, plan, edges, judge.findings, capabilities.subject, writer)
