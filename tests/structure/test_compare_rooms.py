@@ -101,8 +101,6 @@ def test_the_runtime_machinery_does_not_name_onnxruntime_in_code(path: Path) -> 
 # beside the runner, in compare/runtimes/onnxruntime/, would load the comparison package on every static run,
 # and renaming the fields would break the Python API's CompareOptions(ort_opt_level=...).
 STILL_NAMING_ONNXRUNTIME = {
-    "judging/divergence_findings.py": 5,
-    "judging/verdict.py": 8,
     "options.py": 2,
 }
 

@@ -27,13 +27,13 @@ class DivergenceFindings:
         self,
         view: ModelView,
         subject: str,
-        onnxruntime: Mapping[str, Any],
+        runtime_record: Mapping[str, Any],
         version: RuntimeSeen,
         runtime: Mapping[str, Any] | None = None,
     ) -> None:
         self.view = view
         self.subject = subject  # how a sentence names the runtime under test
-        self.onnxruntime = onnxruntime  # the runtime's own record, in every finding's data (deprecated key)
+        self.runtime_record = runtime_record  # the runtime's own record, in every finding's data
         self.runtime = runtime or {}  # the runtime by its name, the neutral key of every finding's data
         self.version = version
         self.findings: list[Finding] = []
@@ -57,7 +57,7 @@ class DivergenceFindings:
             actual=record.first.actual if record.first else None,
             expected=record.first.expected if record.first else None,
             record=Divergence(
-                scope, self.onnxruntime, result, configuration=configuration, runtime=self.runtime
+                scope, self.runtime_record, result, configuration=configuration, runtime=self.runtime
             ),
         )
 
@@ -100,7 +100,7 @@ class DivergenceFindings:
                     node=self.view.refs[config.nodes[0]],
                     record=Divergence(
                         config.scope,
-                        self.onnxruntime,
+                        self.runtime_record,
                         crash=how,
                         crashed_on=tuple(sorted(config.crashes)),
                         configuration=configuration,

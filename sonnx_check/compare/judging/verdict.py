@@ -21,6 +21,7 @@ from sonnx_check.compare.plan import all_exact
 from sonnx_check.compare.run import Observed, Stopped
 from sonnx_check.compare.runtimes.base import NOT_SAVED, REFUSED, STAGES, RunFailure
 from sonnx_check.findings import Finding, NodeRef, Severity
+from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_ERROR_KEY, DEPRECATED_RUNTIME_KEY
 from sonnx_check.results.models import EndToEnd, NotComparedNode, Stop
 from sonnx_check.results.outputs import OutputResult
 from sonnx_check.view import ModelView
@@ -53,8 +54,9 @@ class Judge:
         return CompareResult(self.findings, self.outcome)
 
     def refused(self, exc: RunFailure) -> CompareResult:
-        error = exc.full.strip()[:4000]  # "onnxruntime_error": deprecated, for one release
-        detail = {"stage": exc.stage, "failure": exc.kind, "runtime_error": error, "onnxruntime_error": error}
+        error = exc.full.strip()[:4000]  # also under the deprecated key, for one release
+        detail = {"stage": exc.stage, "failure": exc.kind, "runtime_error": error}
+        detail[DEPRECATED_RUNTIME_ERROR_KEY] = error
         if exc.over_memory or exc.crashed or exc.bad_output or exc.kind == NOT_SAVED:
             # not a refusal: the reason says what happened
             return self.nothing_compared(exc.reason, detail)
@@ -80,7 +82,8 @@ class Judge:
         edges = observed.edges
         # "seen in this runtime at this version": the runtime as the run reported it (its runtime.json)
         seen = RunningRuntime.of(self.outcome.runtime)
-        divergences = DivergenceFindings(self.view, self.subject, version=seen, **runtime_keys(self.outcome))
+        own, named = self.outcome.runtime_record, runtime_named(self.outcome)
+        divergences = DivergenceFindings(self.view, self.subject, own, seen, runtime=named)
         compared_anything = (
             any(n.records for n in nodes)
             or any(r.datasets for r in (end_to_end or {}).values())
@@ -308,9 +311,14 @@ def _failed(kinds: dict[str, str]) -> str:
 
 
 def runtime_keys(outcome: ComparisonOutcome) -> dict[str, Any]:
-    """The runtime under test in a finding's data: by its name under "runtime" (its own record, e.g.
-    onnxruntime's session options and CPU, under "details" when that says more), and that record under the
-    deprecated "onnxruntime" (kept for one release, whatever the runtime)."""
-    own = dict(outcome.onnxruntime)
+    """The runtime under test in a finding's data: by its name under "runtime" (runtime_named), and its own
+    record under the deprecated key (kept for one release, whatever the runtime)."""
+    return {DEPRECATED_RUNTIME_KEY: dict(outcome.runtime_record), "runtime": runtime_named(outcome)}
+
+
+def runtime_named(outcome: ComparisonOutcome) -> dict[str, Any]:
+    """The runtime by its name, its own record (e.g. onnxruntime's session options and CPU) under "details"
+    when that says more."""
+    own = dict(outcome.runtime_record)
     named = outcome.runtime.to_json()
-    return {"onnxruntime": own, "runtime": named if own == named else {**named, "details": own}}
+    return named if own == named else {**named, "details": own}
