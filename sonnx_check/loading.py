@@ -106,9 +106,10 @@ class FileIdentity:
 
 class ModelFile:
     """One model file, read once into one buffer. Every phase of a run works from these bytes: the static
-    check from ``skeleton()``, the comparison and --fix from ``model()`` (parsed once, when first asked),
-    so a file replaced mid-run cannot give a report that mixes two models; ``changed()`` tells whether the
-    file on disk is still the one read."""
+    check from ``skeleton()``, the comparison and --fix from ``model()`` (parsed once, when first asked;
+    its large raw tensors read again from the same file, checked to be the one read), so a file replaced
+    mid-run cannot give a report that mixes two models; ``changed()`` tells whether the file on disk is
+    still the one read."""
 
     def __init__(self, path: str, data: bytes, identity: FileIdentity) -> None:
         self.path = path
@@ -163,7 +164,8 @@ class ModelFile:
             model = self._parse(_without_raw_data(data, large))
             if self._skeleton_bytes is data:
                 self._skeleton_bytes = None
-            self._data = data = None  # type: ignore[assignment]
+            self._data = None
+            del data  # the last reference: the file's bytes go before the weights are read again
             _read_raw_data(model, large, self.path, self.identity)
             self._model = model
         return self._model
