@@ -1,6 +1,7 @@
 """sonnx-check's own memory through the phases of reading a model (issue 31 item 2): VmRSS and VmHWM (MiB)
 after reading the file, onnx's checker verdict, the static check's skeleton, the whole model's parse, the
-file's bytes released, and the static check. One fresh process per model.
+file's bytes released, the static check, and the comparison's setup (the weights written for the worker,
+compare/runtimes/worker/shared_weights.py). One fresh process per model.
 
 Run: python benchmarks/bench_load_phases.py MODEL.onnx [MODEL.onnx ...]
 """
@@ -36,6 +37,10 @@ source.release()
 print('bytes released', *status())
 result, view = check_model_view(skeleton, path, None, elided=source.elided, checker_verdict=verdict)
 print('static check', *status())
+from sonnx_check.compare.runtimes.worker.shared_arrays import Region
+from sonnx_check.compare.runtimes.worker.shared_weights import split
+light, table = split(whole, Region.create())  # what the comparison sends its worker (a shared memory file)
+print('weights sent', *status())
 weights = sum(len(t.raw_data) for t in whole.graph.initializer) // 2**20
 print('weights', weights, weights)
 """

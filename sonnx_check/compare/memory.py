@@ -13,9 +13,10 @@ two halves that are never in use by the same process:
   is reported without that explanation.
 
 The model's weights come off the top, on both sides (``shares``), from measured figures: sonnx-check holds
-the parsed model for the whole comparison (and, while it reads the file, its bytes once more: its half must
-hold them), and the worker's session holds up to ``WORKER_SESSION_PER_WEIGHT_BYTE`` times the weights (the
-shared file's mapping, onnxruntime's prepacked copies and its own tensors). A budget that cannot hold them is
+the parsed model for the whole comparison (and, while it reads the model or writes its weights for the
+worker, the largest tensor's bytes once more: its half must hold them), and the worker's session holds up
+to ``WORKER_SESSION_PER_WEIGHT_BYTE`` times the weights (the shared file's mapping, onnxruntime's prepacked
+copies and its own tensors). A budget that cannot hold them is
 refused before the runtime starts, with what the model needs. What is not counted: each process's start
 (the interpreter and its imports, about 130 MiB for sonnx-check and 72 MiB for onnxruntime's worker).
 
