@@ -227,11 +227,13 @@ def _blocked_abs_sum(
         finite = known_finite if finite is None else finite
         if wide is None:
             wide = not float32_suffices(left_range, right_range, k)
-    if finite is None:
-        finite = _all_finite(left) and all(_all_finite(magnitudes(cols)) for cols in blocks)
+    # as abs_sum: a None ``finite`` is looked at here, and a NaN from the bias is +inf unless it was given
+    all_finite = finite
+    if all_finite is None:
+        all_finite = _all_finite(left) and all(_all_finite(magnitudes(cols)) for cols in blocks)
     shape = (1, left.shape[1], p)
     total = np.zeros(shape) if zero else np.full(shape, np.inf)
-    if finite and not zero:
+    if all_finite and not zero:
         if narrow and wide is None:  # magnitudes given: judged on the whole (as _magnitude_product does)
             wide = left.dtype == F64 or right.dtype == F64
             wide = wide or not float32_suffices(
