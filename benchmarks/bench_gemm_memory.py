@@ -65,7 +65,9 @@ def main() -> None:
             constant_cache.clear()
             for call in ("first", "second"):
                 peak, seconds = measure(node, [a, b, c])
-                print(f"{name:12} {call:6} peak {peak:7.0f} MiB ({peak / weight_mib:.2f} x B')  {seconds:.2f} s")
+                print(
+                    f"{name:12} {call:6} peak {peak:7.0f} MiB ({peak / weight_mib:.2f} x B')  {seconds:.2f} s"
+                )
 
 
 if __name__ == "__main__":
