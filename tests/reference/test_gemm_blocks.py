@@ -26,7 +26,9 @@ def operands(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray | None
     dtype = draw(st.sampled_from(DTYPES))
     m, k, p = draw(st.integers(1, 4)), draw(st.integers(1, 24)), draw(st.integers(65, 260))
     width = 16 if dtype == np.float16 else 32 if dtype == np.float32 else 64
-    values = st.one_of(st.sampled_from(SPECIAL), st.floats(width=width, allow_nan=True))
+    with np.errstate(over="ignore", under="ignore"):  # each special value as the type holds it
+        special = [float(v) for v in np.array(SPECIAL).astype(dtype)]
+    values = st.one_of(st.sampled_from(special), st.floats(width=width, allow_nan=True))
     some = st.floats(width=width, allow_nan=False, allow_infinity=False, min_value=-4, max_value=4)
     mixed = draw(st.booleans())
     elements = values if mixed else some
