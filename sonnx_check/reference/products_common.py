@@ -173,9 +173,10 @@ def abs_sum(
 
 # The most of R's magnitudes taken at once by ``abs_sum`` (bytes, in float64): a wide weight (VGG's 25088 x
 # 4096 classifier: 392 MiB in float32, 784 MiB as float64 magnitudes) is taken by blocks of its columns, its
-# type chosen on the whole. Each element's sum is the same K products as in one product; the BLAS adds them
-# in the same order when the blocks start on multiples of its column unrolling (OpenBLAS's gemv and gemm
-# kernels: 4 to 16 columns; 167-column blocks of VGG's weight changed last bits, 64-column multiples none).
+# type chosen on the whole. Each element's sum is the same K products as in one product, a rigorous upper
+# bound either way; the BLAS's order of additions, hence the last bits, can depend on the product's column
+# count (OpenBLAS: its tail columns). Blocks of 64-column multiples keep the whole's bits where the columns
+# are whole groups (VGG's 4096: 167-column blocks changed them); otherwise they may differ within gamma_K.
 _ABS_BLOCK_BYTES = 32 * 2**20
 _ABS_BLOCK_COLUMNS = 64
 
