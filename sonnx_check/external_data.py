@@ -219,8 +219,10 @@ def declared_size(tensor: onnx.TensorProto) -> int | str:
 
 def read_segments(segments: Sequence[Segment]) -> None:
     """Read each tensor's declared bytes into it (``raw_data``), and nothing else of its file. The file is
-    opened without following a last symlink swapped in since it was judged, and checked on the open file."""
-    for segment in segments:
+    opened without following a last symlink swapped in since it was judged, and checked on the open file.
+    The largest first: each tensor's bytes are held twice while the message copies them in, so the most held
+    at once is the weights plus the largest tensor."""
+    for segment in sorted(segments, key=lambda s: -s.size):
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(segment.path, flags | getattr(os, "O_NOFOLLOW", 0))
         try:

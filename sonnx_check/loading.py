@@ -106,9 +106,10 @@ class FileIdentity:
 
 class ModelFile:
     """One model file, read once into one buffer. Every phase of a run works from these bytes: the static
-    check from ``skeleton()``, the comparison and --fix from ``model()`` (parsed once, when first asked),
-    so a file replaced mid-run cannot give a report that mixes two models; ``changed()`` tells whether the
-    file on disk is still the one read."""
+    check from ``skeleton()``, the comparison and --fix from ``model()`` (parsed once, when first asked;
+    its large raw tensors read again from the same file, checked to be the one read), so a file replaced
+    mid-run cannot give a report that mixes two models; ``changed()`` tells whether the file on disk is
+    still the one read."""
 
     def __init__(self, path: str, data: bytes, identity: FileIdentity) -> None:
         self.path = path
@@ -145,9 +146,28 @@ class ModelFile:
         return self._skeleton_bytes
 
     def model(self) -> onnx.ModelProto:
-        """The whole model, weights included (external ones stay external), parsed once."""
+        """The whole model, weights included (external ones stay external), parsed once. A file with large
+        raw initializers is not parsed whole: the parse would copy every weight while the file's bytes are
+        still held (twice the weights). The model is parsed without their raw data, the file's bytes are
+        dropped (``skeleton_bytes`` is no longer available unless it was built first), and each tensor's raw
+        data is read again from the file, the largest first, so the most held at once is the weights plus
+        the largest tensor being copied in."""
         if self._model is None:
-            self._model = self._parse(self._bytes())
+            data = self._bytes()
+            try:
+                large = _large_initializers(data)[0]
+            except Malformed:
+                large = []  # the full parse names the problem
+            if not large:
+                self._model = self._parse(data)
+                return self._model
+            model = self._parse(_without_raw_data(data, large))
+            if self._skeleton_bytes is data:
+                self._skeleton_bytes = None
+            self._data = None
+            del data  # the last reference: the file's bytes go before the weights are read again
+            _read_raw_data(model, large, self.path, self.identity)
+            self._model = model
         return self._model
 
     def release(self) -> None:
@@ -198,6 +218,20 @@ def read_model_file(path: str | os.PathLike[str]) -> ModelFile:
 
 
 def _read_bytes(path: str) -> tuple[bytes, FileIdentity]:
+    fd, status = _open_regular(path)
+    try:
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read()  # one buffer of the file's size (read() sizes it from fstat)
+    except OSError as exc:
+        raise ModelLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return data, FileIdentity.of(status)
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result]:
+    """The open file at ``path`` and its status; ModelLoadError unless it is a regular file protobuf can
+    parse (the descriptor is closed then)."""
     try:
         # Opened without blocking and checked on the open file, not the path: reading a FIFO blocks, a
         # device never ends, and protobuf cannot parse more than 2 GiB, so none of them may make a CI gate
@@ -223,13 +257,45 @@ def _read_bytes(path: str) -> tuple[bytes, FileIdentity]:
                 f"is {status.st_size / 2**30:.1f} GiB, over the 2 GiB a protobuf file can hold "
                 "(large weights belong in external data); it was not read",
             )
-        with open(fd, "rb", closefd=False) as handle:
-            data = handle.read()  # one buffer of the file's size (read() sizes it from fstat)
+    except OSError as exc:
+        os.close(fd)
+        raise ModelLoadError(path, f"cannot read: {exc.strerror or exc}") from None
+    except ModelLoadError:
+        os.close(fd)
+        raise
+    return fd, status
+
+
+_CHANGED_WHILE_READ = (
+    "changed while it was being read (replaced or rewritten after its structure was read); the report "
+    "would mix two versions, so it was not checked: run sonnx-check again"
+)
+
+
+def _read_raw_data(
+    model: onnx.ModelProto, large: Sequence[_Elided], path: str, identity: FileIdentity
+) -> None:
+    """Set each large initializer's raw data from the file at ``path``, which must still be the one read
+    (``identity``): the largest first, each read into one buffer that goes once the message holds its copy."""
+    try:
+        fd, status = _open_regular(path)
+    except ModelLoadError:
+        raise ModelLoadError(path, _CHANGED_WHILE_READ) from None
+    try:
+        if FileIdentity.of(status) != identity:
+            raise ModelLoadError(path, _CHANGED_WHILE_READ)
+        initializers = model.graph.initializer
+        for tensor in sorted(large, key=lambda t: t.raw_start - t.raw_end):
+            size = tensor.raw_end - tensor.raw_start
+            raw = os.pread(fd, size, tensor.raw_start)
+            if len(raw) != size:  # pread is short only at the end of the file: it was truncated
+                raise ModelLoadError(path, _CHANGED_WHILE_READ)
+            initializers[tensor.index].raw_data = raw
+            del raw
     except OSError as exc:
         raise ModelLoadError(path, f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    return data, FileIdentity.of(status)
 
 
 # -- the skeleton: the protobuf wire format, read only as far as the initializers --------------------------
@@ -251,54 +317,71 @@ _TENSOR_WIRES = {
 
 @dataclass(frozen=True)
 class _Elided:
-    """An initializer left out of the skeleton: where its record is in the file, and what the skeleton
-    declares instead."""
+    """A large raw initializer of the main graph: where its record and its raw data are in the file, its
+    place among the initializers, and what the skeleton declares instead when it leaves it out."""
 
     start: int
     end: int
     name: str
     data_type: int
     dims: tuple[int, ...]
+    index: int  # among the graph's initializers
+    raw_tag: int  # where the raw_data field starts (its tag), its value, and where that ends
+    raw_start: int
+    raw_end: int
 
 
 def _elidable(data: bytes) -> list[_Elided]:
     """The initializers of the main graph whose bytes the static check does not need (see skeleton)."""
-    from sonnx_check.view import CONSTANT_ELEMENT_LIMIT  # what a data rule may decode, and no more
-
-    if len(data) <= CONSTANT_ELEMENT_LIMIT:
-        return []  # no tensor in the file can hold more elements than the file has bytes: nothing to scan
-    view = memoryview(data)
-    graphs = [f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH]
-    versions = [f for f in fields(view, 0, len(view)) if f[0] == _MODEL_IR_VERSION]
-    if len(graphs) != 1 or graphs[0][1] != LEN or not versions or versions[-1][4] < 4:
-        return []  # two graph fields merge, and before IR 4 initializers are inputs: parse as it is
-    _, _, _, start, end = graphs[0]
-    records = list(fields(view, start, end))
-    found = []
-    for number, wire, tag_start, value_start, value_end in records:
-        # Raw data of more elements than the limit is more bytes than the limit (no element type is under a
-        # byte): a smaller record cannot hold such a tensor, and most initializers are read no further.
-        if number == _GRAPH_INITIALIZER and wire == LEN and value_end - value_start > CONSTANT_ELEMENT_LIMIT:
-            tensor = _large_raw_tensor(view, value_start, value_end, CONSTANT_ELEMENT_LIMIT)
-            if tensor is not None and tensor[0]:
-                found.append(_Elided(tag_start, value_end, *tensor))
-    if not found:
-        return []
-    inputs = {_name_of(view, f[3], f[4], _VALUE_INFO_NAME) for f in records if f[0] == _GRAPH_INPUT}
+    found, inputs = _large_initializers(data)
     # A name given twice (an invalid model) or also a graph input stays, for onnx.checker to judge.
     times = Counter(t.name for t in found)
     return [t for t in found if times[t.name] == 1 and t.name not in inputs]
 
 
+def _large_initializers(data: bytes) -> tuple[list[_Elided], set[str]]:
+    """The main graph's initializers holding nothing but raw data of more than ``CONSTANT_ELEMENT_LIMIT``
+    elements, and the names of the graph's inputs (none when there are no such initializers)."""
+    from sonnx_check.view import CONSTANT_ELEMENT_LIMIT  # what a data rule may decode, and no more
+
+    if len(data) <= CONSTANT_ELEMENT_LIMIT:
+        return [], set()  # no tensor in the file can hold more elements than the file has bytes
+    view = memoryview(data)
+    graphs = [f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH]
+    versions = [f for f in fields(view, 0, len(view)) if f[0] == _MODEL_IR_VERSION]
+    if len(graphs) != 1 or graphs[0][1] != LEN or not versions or versions[-1][4] < 4:
+        return [], set()  # two graph fields merge, and before IR 4 initializers are inputs: parse as it is
+    _, _, _, start, end = graphs[0]
+    records = list(fields(view, start, end))
+    found = []
+    index = 0
+    for number, wire, tag_start, value_start, value_end in records:
+        if number != _GRAPH_INITIALIZER:
+            continue
+        # Raw data of more elements than the limit is more bytes than the limit (no element type is under a
+        # byte): a smaller record cannot hold such a tensor, and most initializers are read no further.
+        if wire == LEN and value_end - value_start > CONSTANT_ELEMENT_LIMIT:
+            tensor = _large_raw_tensor(view, value_start, value_end, CONSTANT_ELEMENT_LIMIT)
+            if tensor is not None and tensor[0]:
+                found.append(_Elided(tag_start, value_end, *tensor[:3], index, *tensor[3:]))
+        index += 1
+    if not found:
+        return [], set()
+    inputs = {_name_of(view, f[3], f[4], _VALUE_INFO_NAME) for f in records if f[0] == _GRAPH_INPUT}
+    return found, inputs
+
+
 def _large_raw_tensor(
     view: memoryview, start: int, end: int, element_limit: int
-) -> tuple[str, int, tuple[int, ...]] | None:
-    """(name, data type, dims) of a TensorProto record holding nothing but well-formed raw data of more
-    than ``element_limit`` elements; None for anything else."""
+) -> tuple[str, int, tuple[int, ...], int, int, int] | None:
+    """(name, data type, dims, and where the raw_data field's tag, value and end are) of a TensorProto
+    record holding nothing but well-formed raw data of more than ``element_limit`` elements; None for
+    anything else."""
     dims: list[int] = []
     seen: dict[int, int] = {}
-    name, data_type, raw_size, location = "", 0, -1, 0
-    for number, wire, _, value_start, value_end in fields(view, start, end):
+    name, data_type, location = "", 0, 0
+    raw = (-1, -1, -1)
+    for number, wire, tag_start, value_start, value_end in fields(view, start, end):
         seen[number] = seen.get(number, 0) + 1
         if number in _TENSOR_OTHER_DATA or wire not in _TENSOR_WIRES.get(number, (wire,)):
             return None
@@ -309,9 +392,10 @@ def _large_raw_tensor(
         elif number == _TENSOR_NAME and wire == LEN:
             name = _utf8(view[value_start:value_end])
         elif number == _TENSOR_RAW_DATA and wire == LEN:
-            raw_size = value_end - value_start
+            raw = (tag_start, value_start, value_end)
         elif number == _TENSOR_DATA_LOCATION and wire == VARINT:
             location = value_end
+    raw_size = raw[2] - raw[1] if raw[0] >= 0 else -1
     repeated = any(seen.get(n, 0) > 1 for n in (_TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW_DATA))
     if repeated or location != 0 or raw_size < 0 or any(d < 0 or d >= 2**62 for d in dims):
         return None
@@ -322,7 +406,7 @@ def _large_raw_tensor(
         return None
     if data_type == onnx.TensorProto.STRING or elements <= element_limit or raw_size != elements * itemsize:
         return None
-    return name, data_type, tuple(dims)
+    return name, data_type, tuple(dims), *raw
 
 
 def _packed(view: memoryview, start: int, end: int) -> list[int]:
@@ -362,3 +446,30 @@ def _skeleton(data: bytes, elided: Sequence[_Elided]) -> bytes:
     length = sum(len(part) for part in kept)
     header = length_delimited_tag(_MODEL_GRAPH, length)
     return b"".join([view[:graph_tag], header, *kept, view[graph_end:]])
+
+
+def _without_raw_data(data: bytes, large: Sequence[_Elided]) -> bytes:
+    """The file's bytes with the raw_data field of each of ``large`` cut out of its record (the records'
+    and the graph's lengths re-encoded, every other byte copied as it is): parsed, the model the file
+    holds, less those tensors' raw data."""
+    view = memoryview(data)
+    graph = next(f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
+    _, _, graph_tag, graph_start, graph_end = graph
+    kept: list[bytes | memoryview] = []
+    pos = graph_start
+    for tensor in sorted(large, key=lambda t: t.start):
+        kept.append(view[pos : tensor.start])
+        value_start = tensor.start + _tag_length(view, tensor.start, tensor.end)
+        record = [view[value_start : tensor.raw_tag], view[tensor.raw_end : tensor.end]]
+        kept.append(length_delimited_tag(_GRAPH_INITIALIZER, sum(len(part) for part in record)))
+        kept.extend(record)
+        pos = tensor.end
+    kept.append(view[pos:graph_end])
+    length = sum(len(part) for part in kept)
+    return b"".join([view[:graph_tag], length_delimited_tag(_MODEL_GRAPH, length), *kept, view[graph_end:]])
+
+
+def _tag_length(view: memoryview, start: int, end: int) -> int:
+    """How many bytes the tag and length of the length-delimited field at ``start`` take."""
+    _, _, _, value_start, _ = next(fields(view, start, end))
+    return value_start - start

@@ -13,9 +13,10 @@ two halves that are never in use by the same process:
   is reported without that explanation.
 
 The model's weights come off the top, on both sides (``shares``), from measured figures: sonnx-check holds
-the parsed model for the whole comparison (and, while it reads the file, its bytes once more: its half must
-hold them), and the worker's session holds up to ``WORKER_SESSION_PER_WEIGHT_BYTE`` times the weights (the
-shared file's mapping, onnxruntime's prepacked copies and its own tensors). A budget that cannot hold them is
+the parsed model for the whole comparison (and, while it reads the model or writes its weights for the
+worker, the largest tensor's bytes once more: its half must hold them), and the worker's session holds up
+to ``WORKER_SESSION_PER_WEIGHT_BYTE`` times the weights (the shared file's mapping, onnxruntime's prepacked
+copies and its own tensors). A budget that cannot hold them is
 refused before the runtime starts, with what the model needs. What is not counted: each process's start
 (the interpreter and its imports, about 130 MiB for sonnx-check and 72 MiB for onnxruntime's worker).
 
@@ -76,9 +77,14 @@ class EndToEndPlan:
 # beyond its imports after opening the session and running it once (prepacking on, the default), 2.83 times
 # the weights; it may grow by three times the model while the session is created (runtimes/worker/process.py).
 WORKER_SESSION_PER_WEIGHT_BYTE = 3
-# sonnx-check holds the parsed model throughout, and its bytes once more while the file is read.
+# sonnx-check holds the parsed model throughout. While it reads the model (loading.py reads the file's large
+# tensors one at a time, the largest first; external data likewise) and while it writes the weights for its
+# worker (shared_weights.py, tensor by tensor), one tensor's bytes are held once more: at most the largest
+# tensor's. Measured (docs/performance.md): VGG-11 (506 MiB of weights, the largest tensor 392 MiB) peaks at
+# 791 MiB beyond its imports while loading, under the 898 MiB this counts; it was 1020 MiB when the file's
+# bytes were held beside the parse.
 OWN_PER_WEIGHT_BYTE = 1
-OWN_LOAD_PER_WEIGHT_BYTE = 1
+OWN_LOAD_PER_LARGEST_TENSOR_BYTE = 1
 
 
 @dataclass(frozen=True)
@@ -100,25 +106,28 @@ class Shares:
         return self.weights * (OWN_PER_WEIGHT_BYTE + self.worker_copies)
 
 
-def shares(budget: int | None, weights: int = 0, worker_holds_model: bool = True) -> Shares:
+def shares(
+    budget: int | None, weights: int = 0, worker_holds_model: bool = True, largest: int | None = None
+) -> Shares:
     """Split ``budget`` between the runtime's worker and sonnx-check once the model's ``weights`` are counted
     where they are held; ``worker_holds_model``: False when no process of the runtime loads the model (saved
-    outputs)."""
+    outputs); ``largest``: the bytes of the largest initializer (None: counted as all the weights)."""
     copies = WORKER_SESSION_PER_WEIGHT_BYTE if worker_holds_model else 0
     if budget is None:
         return Shares(None, weights, None, None, worker_copies=copies)
     held = weights * (OWN_PER_WEIGHT_BYTE + copies)
     rest = budget - held
     own = rest // 2
-    loading = weights * OWN_LOAD_PER_WEIGHT_BYTE
+    largest = weights if largest is None else min(largest, weights)
+    loading = largest * OWN_LOAD_PER_LARGEST_TENSOR_BYTE
     if own < loading:
-        need = held + 2 * loading  # sonnx-check's half must hold the bytes read, the runtime's as much
+        need = held + 2 * loading  # sonnx-check's half must hold the tensor read, the runtime's as much
         session = f" and by the runtime's session (up to {copies} times, the figure measured)"
         runtime = session if copies else ""
         problem = (
-            f"the model's weights ({text(weights)}) are held by sonnx-check (once, twice while the file is "
-            f"read){runtime}: comparing it needs at least {text_at_least(need)}, more than --max-memory "
-            f"{text(budget)}; raise --max-memory to compare it"
+            f"the model's weights ({text(weights)}) are held by sonnx-check (once, and its largest tensor "
+            f"({text(largest)}) once more while it is read){runtime}: comparing it needs at least "
+            f"{text_at_least(need)}, more than --max-memory {text(budget)}; raise --max-memory to compare it"
         )
         return Shares(budget, weights, 0, 0, problem, worker_copies=copies)
     return Shares(budget, weights, rest - own, own, worker_copies=copies)

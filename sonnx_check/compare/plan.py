@@ -72,13 +72,18 @@ def refusal_reason(
 
 def weight_bytes_of(model: onnx.ModelProto) -> int:
     """The bytes of the model's initializers as their shapes declare them (read or not yet read)."""
-    return sum(math.prod(t.dims) * _itemsize(t.data_type) for t in model.graph.initializer)
+    return sum(_tensor_bytes(t) for t in model.graph.initializer)
+
+
+def _tensor_bytes(tensor: onnx.TensorProto) -> int:
+    return math.prod(tensor.dims) * _itemsize(tensor.data_type)
 
 
 def budget_shares(model: onnx.ModelProto, options: CompareOptions) -> memory.Shares:
     """--max-memory split between the runtime's process and sonnx-check, the model's weights counted on both
     sides (no process of the runtime loads the model when its outputs were saved beforehand)."""
-    return memory.shares(options.max_memory, weight_bytes_of(model), options.saved_outputs is None)
+    largest = max((_tensor_bytes(t) for t in model.graph.initializer), default=0)
+    return memory.shares(options.max_memory, weight_bytes_of(model), options.saved_outputs is None, largest)
 
 
 def _name_not_text(model: onnx.ModelProto) -> str | None:

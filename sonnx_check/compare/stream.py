@@ -16,6 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from sonnx_check import reference
+from sonnx_check.errors import first_line
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import BudgetExceededError
 
@@ -39,7 +40,12 @@ def decoded(tensor: onnx.TensorProto) -> np.ndarray:
         shape = tuple(int(d) for d in tensor.dims)
         if len(raw) == math.prod(shape) * dtype.itemsize:
             return np.frombuffer(raw, dtype=dtype).reshape(shape)
-    return numpy_helper.to_array(tensor)
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError, OSError) as exc:  # bytes short of the shape, an unknown type
+        # a damaged weight is reported where the model is read (onnx.checker); here the reference cannot run
+        why = f"initializer '{tensor.name}' does not decode: {first_line(exc)}"
+        raise reference.ReferenceError(why) from None
 
 
 # (node, output position, the reference's value, the node's input values)

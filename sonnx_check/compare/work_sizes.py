@@ -17,14 +17,17 @@ KNOWN_BYTES_PER_ELEMENT = 24
 # - Conv: its float64 im2col and the bound's magnitudes, up to 1.4x K x P float64 words (K = C/group x
 #   kernel, P = N x output positions: 64 -> 64 channels on 224 x 224, 312 MiB for an im2col of 231 MiB),
 #   and its weight's float64 forms, up to 12x its float64 size (512 -> 512 on 14 x 14: 113 MiB for 18 MiB);
-# - Gemm: B' by blocks of 32 MiB of float64 (gemm._BLOCK_BYTES), and the bound's magnitudes of the whole
-#   B': in float32 on normal data (1.25x B' in float32: 490 MiB for VGG's 392 MiB weight), and in float64
-#   besides on subnormal or extreme data (the edge datasets: 3x B' in float32, 1.2 GiB for that weight);
+# - Gemm: B' by blocks of 32 MiB of float64 (gemm._BLOCK_BYTES; the bound's magnitudes too,
+#   products_common._ABS_BLOCK_BYTES), nothing of the whole weight beyond them: at most 10x a block
+#   (alpha or beta not 1: the float64 Ozaki slices of a block, 307 MiB on a 64 MiB weight; alpha = beta =
+#   1, 67 MiB on VGG's 392 MiB weight, 1.2 GiB before the bound took blocks: bench_gemm_memory.py), up to
+#   14x B' in float32 for a weight smaller than a block; A' in float64, its slices and magnitudes beside;
 # - MatMul: both operands in float64 and their magnitudes.
 CONV_IM2COL_WORK = 3  # times K x P float64 words
 CONV_WEIGHT_WORK = 12  # times the weight's float64 size
-GEMM_WEIGHT_WORK = 3.5  # times B' in float32, beyond the blocks
-GEMM_BLOCKS = 3 * 32 * 2**20
+GEMM_BLOCK_WORK = 10  # times B' in float64, up to one block
+GEMM_BLOCK_BYTES = 32 * 2**20
+GEMM_OPERAND_WORK = 8  # times A' in float64 (its Ozaki slices when scaled)
 MATMUL_OPERAND_WORK = 3  # times both operands in float64
 
 
@@ -38,7 +41,8 @@ def products_work(op_type: str, operands: list[int], output: int, conv_k: int | 
         positions = output // max(1, weight // max(1, k))  # output / C_out
         return CONV_IM2COL_WORK * 8 * k * positions + CONV_WEIGHT_WORK * 8 * weight + 6 * 4 * output
     if op_type == "Gemm" and len(operands) >= 2:
-        return int(GEMM_WEIGHT_WORK * 4 * operands[1]) + GEMM_BLOCKS + 6 * 8 * output
+        blocks = GEMM_BLOCK_WORK * min(8 * operands[1], GEMM_BLOCK_BYTES)
+        return blocks + GEMM_OPERAND_WORK * 8 * operands[0] + 6 * 8 * output
     if op_type == "MatMul" and len(operands) >= 2:
         return MATMUL_OPERAND_WORK * 8 * (operands[0] + operands[1]) + 6 * 8 * output
     return None

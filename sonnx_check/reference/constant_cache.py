@@ -10,8 +10,8 @@ Safe by construction:
 - memory is bounded: at most ``LIMIT_BYTES`` of derived arrays in total; beyond it values are derived
   without being kept (first come, first kept: the datasets of a comparison cycle through every node, so a
   least-recently-used policy would keep none of the large ones). A large form (``large=True``: a big
-  weight's float64 magnitudes, 784 MiB for VGG-16's classifier) is kept only within an ``allowance`` that
-  the caller has planned in its memory budget, and is dropped when the allowance ends;
+  weight's float64 magnitudes, 784 MiB for VGG-16's classifier, kept block by block) is kept only within
+  an ``allowance`` that the caller has planned in its memory budget, and is dropped when it ends;
 - the derived arrays are returned read-only, so no caller can alter what the next one gets.
 """
 

@@ -228,6 +228,17 @@ def _abs(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttribut
     return np.where(np.isnan(total), np.inf, total)
 
 
+def _column_sums(b: np.ndarray) -> np.ndarray:
+    """sum_k |b'_kj| per column in float64, by blocks of 64-column multiples (each column's sum as the whole
+    array's, without the whole weight in float64)."""
+    width = _BLOCK_BYTES // (8 * max(1, b.shape[0]))
+    width = max(64, width - width % 64)
+    out = np.empty(b.shape[1])
+    for start in range(0, b.shape[1], width):
+        out[start : start + width] = np.abs(b[:, start : start + width].astype(np.float64)).sum(axis=0)
+    return out
+
+
 def check_attributes(node: onnx.NodeProto) -> GemmAttributes:
     """The attributes the kernel reads (every value ONNX allows is computed: nothing is refused here)."""
     return attributes(node)
@@ -319,7 +330,7 @@ def bound_terms(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> Bo
         return BoundTerms(n, 0.0, 0.0, float(n))
     with np.errstate(over="ignore", invalid="ignore"):
         rows = np.abs(a2.astype(np.float64)).sum(axis=1)[:, None]
-        cols = np.abs(b2.astype(np.float64)).sum(axis=0)[None, :]
+        cols = _column_sums(b2)[None, :]
         units = (n * max(1.0, abs(attrs.alpha)) + 2 + rows + cols) * (1 + 2.0**-40)
     units = np.where(np.isnan(units), np.inf, units)
     reference_relative = 3 * _U64 / (1 - 3 * _U64) * (1 + 2.0**-40)

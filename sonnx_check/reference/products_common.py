@@ -53,6 +53,8 @@ order); an empty sum is +0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sonnx_check.reference import constant_cache
@@ -125,6 +127,9 @@ def abs_sum(
     operations, so the result is at least s. The float64 products of float32 values are exact (the
     margin is then generous: only K - 1 additions round)."""
     narrow = np.dtype(dtype) != F64
+    width = _column_width(left, right)
+    if width is not None:
+        return _blocked_abs_sum(left, right, bias, dtype, width, finite, absolute, wide, zero)
     sources: tuple[np.ndarray, np.ndarray] | None = None  # the operands whose magnitudes are taken here
     if not absolute:
         if narrow:
@@ -164,6 +169,124 @@ def abs_sum(
         if not finite:
             total[np.isnan(total)] = np.inf
     return total
+
+
+# The most of R's magnitudes taken at once by ``abs_sum`` (bytes, in float64): a wide weight (VGG's 25088 x
+# 4096 classifier: 392 MiB in float32, 784 MiB as float64 magnitudes) is taken by blocks of its columns, its
+# type chosen on the whole. Each element's sum is the same K products as in one product, a rigorous upper
+# bound either way; the BLAS's order of additions, hence the last bits, can depend on the product's column
+# count (OpenBLAS: its tail columns). Blocks of 64-column multiples keep the whole's bits where the columns
+# are whole groups (VGG's 4096: 167-column blocks changed them); otherwise they may differ within gamma_K.
+_ABS_BLOCK_BYTES = 32 * 2**20
+_ABS_BLOCK_COLUMNS = 64
+
+
+def _column_width(left: np.ndarray, right: np.ndarray) -> int | None:
+    """R's columns per block of ``abs_sum``, None for R taken whole (small, or a batched product)."""
+    if left.ndim != 3 or right.ndim != 3 or left.shape[0] != 1 or right.shape[0] != 1:
+        return None
+    width = _ABS_BLOCK_BYTES // (8 * max(right.shape[1], left.shape[1], 1))
+    width = max(_ABS_BLOCK_COLUMNS, width - width % _ABS_BLOCK_COLUMNS)
+    return None if width >= right.shape[2] else width
+
+
+def _blocked_abs_sum(
+    left: np.ndarray,
+    right: np.ndarray,
+    bias: np.ndarray | None,
+    dtype: np.dtype,
+    width: int,
+    finite: bool | None,
+    absolute: bool,
+    wide: bool | None,
+    zero: bool,
+) -> np.ndarray:
+    """``abs_sum`` of unbatched operands by blocks of R's columns: every choice (the working type, whether
+    all is finite, the finite rows and columns) made on the whole operands as ``abs_sum`` makes it, then
+    each block's product; a block's float64 magnitudes are kept as the whole's would be (``sources``)."""
+    narrow = np.dtype(dtype) != F64
+    k, p = right.shape[1], right.shape[2]
+    blocks = [slice(start, min(start + width, p)) for start in range(0, p, width)]
+    working = np.float32 if narrow else np.float64
+    given_left, given_right = left, right
+    if not absolute:
+        left = np.abs(np.asarray(left, dtype=working))
+
+    def magnitudes(cols: slice) -> np.ndarray:
+        block = given_right[:, :, cols]
+        return block if absolute else np.abs(np.asarray(block, dtype=working))
+
+    if narrow and not absolute:
+        magnitudes_left = left  # what narrow_magnitudes keeps the range of (the same values)
+        left_range = constant_cache.derived_from_view(
+            given_left, "magnitude range", lambda: magnitude_range(magnitudes_left)
+        )
+        right_range = constant_cache.derived_from_view(
+            given_right, "magnitude range", lambda: _blocks_range(magnitudes, blocks, None)
+        )
+        known_finite = bool(left_range[1] < np.inf and right_range[1] < np.inf)
+        finite = known_finite if finite is None else finite
+        if wide is None:
+            wide = not float32_suffices(left_range, right_range, k)
+    # as abs_sum: a None ``finite`` is looked at here, and a NaN from the bias is +inf unless it was given
+    all_finite = finite
+    if all_finite is None:
+        all_finite = _all_finite(left) and all(_all_finite(magnitudes(cols)) for cols in blocks)
+    shape = (1, left.shape[1], p)
+    total = np.zeros(shape) if zero else np.full(shape, np.inf)
+    if all_finite and not zero:
+        if narrow and wide is None:  # magnitudes given: judged on the whole (as _magnitude_product does)
+            wide = left.dtype == F64 or right.dtype == F64
+            wide = wide or not float32_suffices(
+                magnitude_range(left), _blocks_range(magnitudes, blocks, None), k
+            )
+        for cols in blocks:
+            sources = None if absolute or not narrow else (given_left, given_right[:, :, cols])
+            total[:, :, cols] = _magnitude_product(left, magnitudes(cols), narrow, wide, sources)
+    elif not zero:  # +inf where a row of L or a column of R is not finite; the type chosen on the finite ones
+        rows = np.flatnonzero(np.isfinite(left).all(axis=2)[0])
+        finite_cols = [np.flatnonzero(np.isfinite(magnitudes(cols)).all(axis=1)[0]) for cols in blocks]
+        if rows.size and any(c.size for c in finite_cols):
+            block_l = take_rows(left, rows, shape[1])
+            wide_here = not narrow or left.dtype == F64 or right.dtype == F64
+            if narrow and not wide_here:
+                right_range = _blocks_range(magnitudes, blocks, finite_cols)
+                wide_here = not float32_suffices(magnitude_range(block_l), right_range, k)
+            for cols, chosen in zip(blocks, finite_cols, strict=True):
+                if chosen.size:
+                    block_r = take_cols(magnitudes(cols), chosen, cols.stop - cols.start)
+                    product = _magnitude_product(block_l, block_r, narrow, wide_here)[0]
+                    total[0, :, cols][np.ix_(rows, chosen)] = product
+    if bias is not None:
+        bias64 = np.broadcast_to(np.asarray(bias), shape)
+        for cols in blocks:
+            with np.errstate(over="ignore", invalid="ignore"):  # a non-finite bias: +inf
+                total[:, :, cols] += np.abs(np.asarray(bias64[:, :, cols], dtype=np.float64)) * (
+                    1.0 + 2.0 * U
+                )
+        if not finite:
+            total[np.isnan(total)] = np.inf
+    return total
+
+
+def _blocks_range(
+    magnitudes: Callable[[slice], np.ndarray], blocks: list[slice], chosen: list[np.ndarray] | None
+) -> tuple[float, float]:
+    """``magnitude_range`` of R's magnitudes taken by blocks of columns (``chosen``: only those columns of
+    each block): the least positive of the blocks' least positive values, the largest of their largest, NaN
+    for both where a block holds a NaN (as the whole's minimum and maximum are then)."""
+    lows, highs = [], []
+    for index, cols in enumerate(blocks):
+        block = magnitudes(cols)
+        if chosen is not None:
+            block = block[:, :, chosen[index]]
+        low, high = magnitude_range(block)
+        lows.append(low)
+        highs.append(high)
+    if any(np.isnan(high) for high in highs):
+        return float("nan"), float("nan")
+    positive = [low for low in lows if low > 0]
+    return (min(positive) if positive else 0.0), (max(highs) if highs else 0.0)
 
 
 def narrow_magnitudes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:

@@ -55,7 +55,7 @@ def test_the_plan_covers_what_the_gemm_kernel_holds(scale: float) -> None:
     _, held = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     planned = _planned_work(model)
-    assert held > 4 * weight.nbytes // 5  # the kernel's bound reads every weight: hundreds of output sizes
+    assert held > 1000 * 4096 * 4  # the kernel's blocks of the weight: a thousand output sizes
     assert planned >= held
 
 
