@@ -426,13 +426,18 @@ def _utf8(raw: memoryview) -> str:
     return bytes(raw).decode("utf-8", "surrogateescape")
 
 
+def _graph_field(view: memoryview) -> tuple[int, int, int]:
+    """Where the model's graph field is in the file: its tag's offset, its value's start and end."""
+    _, _, tag, start, end = next(f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
+    return tag, start, end
+
+
 def _skeleton(data: bytes, elided: Sequence[_Elided]) -> bytes:
     """The file's bytes without the elided initializer records and with a graph input of the same type and
     shape for each, appended to the graph (as a parse would append them to its inputs); the graph's length
     is re-encoded, every other byte is copied as it is (one copy of what remains, never of the weights)."""
     view = memoryview(data)
-    graph = next(f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
-    _, _, graph_tag, graph_start, graph_end = graph
+    graph_tag, graph_start, graph_end = _graph_field(view)
     kept: list[bytes | memoryview] = []
     pos = graph_start
     for tensor in sorted(elided, key=lambda t: t.start):
@@ -453,8 +458,7 @@ def _without_raw_data(data: bytes, large: Sequence[_Elided]) -> bytes:
     and the graph's lengths re-encoded, every other byte copied as it is): parsed, the model the file
     holds, less those tensors' raw data."""
     view = memoryview(data)
-    graph = next(f for f in fields(view, 0, len(view)) if f[0] == _MODEL_GRAPH)
-    _, _, graph_tag, graph_start, graph_end = graph
+    graph_tag, graph_start, graph_end = _graph_field(view)
     kept: list[bytes | memoryview] = []
     pos = graph_start
     for tensor in sorted(large, key=lambda t: t.start):
