@@ -16,7 +16,7 @@ from sonnx_check import stop
 from sonnx_check.profile import profile_operators
 from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
-from sonnx_check.reference.errors import ReferenceError, UnsupportedOperatorError
+from sonnx_check.reference.errors import OutsideProfileError, ReferenceError, UnsupportedOperatorError
 from sonnx_check.reference.nan_policy import DEFAULT, Readings
 from sonnx_check.view import subgraph_attributes
 
@@ -64,6 +64,34 @@ def _takes_readings(kernel: Kernel) -> bool:
     return "readings" in inspect.signature(kernel).parameters
 
 
+@functools.cache
+def _declared_attribute_types(op_type: str) -> Mapping[str, int]:
+    """The type ONNX declares for each attribute of a default-domain operator (the same in every version of
+    the profile's operators)."""
+    try:
+        schema = onnx.defs.get_schema(op_type)
+    except onnx.defs.SchemaError:
+        return {}
+    # pybind's enum converts with int() (AttributeProto's numbers); onnx's stub does not declare __int__
+    return {name: int(a.type) for name, a in schema.attributes.items()}  # type: ignore[call-overload]
+
+
+def _check_attribute_types(node: onnx.NodeProto) -> None:
+    """An attribute of another type than its operator declares (dilations given as one int) has no
+    semantics to compute: refused here, before a kernel reads it (the static rules report it). The
+    comparison meets such a node before any runtime refuses the model when it learns a size from the
+    reference (compare/revealed_sizes.py)."""
+    declared = _declared_attribute_types(node.op_type)
+    for attribute in node.attribute:
+        expected = declared.get(attribute.name)
+        if expected is not None and attribute.type != expected:
+            given = onnx.AttributeProto.AttributeType.Name(attribute.type)
+            wanted = onnx.AttributeProto.AttributeType.Name(expected)
+            raise OutsideProfileError(
+                f"{node.op_type}: attribute '{attribute.name}' is {given}, the operator declares {wanted}"
+            )
+
+
 def run_node(
     node: onnx.NodeProto,
     inputs: Sequence[np.ndarray | None],
@@ -77,6 +105,7 @@ def run_node(
     kernel = _kernel_for(node)
     if kernel is None:
         raise UnsupportedOperatorError([_label(node)])
+    _check_attribute_types(node)
     if _takes_readings(kernel):
         return kernel(node, inputs, max_elements, readings=readings)  # type: ignore[call-arg]
     return kernel(node, inputs, max_elements)
