@@ -79,6 +79,10 @@ def batch_normalization(
         raise ReferenceError(
             f"BatchNormalization with epsilon={epsilon}: must be > 0 (BatchNormalization.epsilon.C1)"
         )
+    if math.isinf(eps):  # k = scale / sqrt(input_var + inf) = 0: the exact factors assume a finite one
+        raise ReferenceError(
+            f"BatchNormalization with epsilon={epsilon}: the reference computes a finite epsilon"
+        )
     negative = int(np.count_nonzero(params[3] < 0))
     if negative:
         raise DataConstraintError("BatchNormalization.input_var.C2", "input_var", negative)

@@ -61,3 +61,10 @@ def test_a_retyped_attribute_met_while_learning_sizes_is_not_an_internal_error(t
     assert result.exit_code == 1, result.output
     rules = {f["rule"] for m in json.loads(result.stdout)["models"] for f in m["findings"]}
     assert "MODEL.internal-error" not in rules
+
+
+def test_an_infinite_batchnormalization_epsilon_is_a_reason_not_a_crash() -> None:
+    node = helper.make_node("BatchNormalization", ["X", "s", "b", "m", "v"], ["Y"], epsilon=float("inf"))
+    ones = np.ones(2, np.float32)
+    with pytest.raises(reference.ReferenceError, match="finite epsilon"):
+        reference.run_node(node, [np.ones((1, 2, 2, 2), np.float32), ones, ones, ones, ones])
