@@ -111,6 +111,17 @@ def _learn_by_reference(
         revealed.stopped = f"on dataset '{dataset}' the reference stopped{where}: {first_line(exc)}"
         if not isinstance(exc, reference.UnsupportedOperatorError):  # it refused these values
             revealed.stopped += "; inputs the model is meant for (--inputs PATH) may let it run"
+    except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
+        # Sizes are learnt before any runtime has refused a malformed model, so the kernels meet nodes the
+        # comparison itself never runs (the static rules report them): a kernel failing on one leaves the
+        # sizes past it unknown, as a refusal does. A node the comparison does run meets the same kernel
+        # there, where a failure is still an internal error.
+        index = _first_not_done(view, done, needed)
+        where = f" at {view.refs[index].label()}" if index is not None else ""
+        revealed.stopped = (
+            f"on dataset '{dataset}' the reference could not run{where} ({type(exc).__name__}: "
+            f"{first_line(exc)}); the static findings say what is malformed"
+        )
 
 
 def _first_not_done(view: ModelView, done: set[int], run: set[int]) -> int | None:
