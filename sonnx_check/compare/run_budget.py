@@ -154,6 +154,13 @@ def _fold_shape_values(
                 values[node.output[0]] = folded[node.output[0]] = value
                 graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
             continue
+        tiled = _tile_shape(node, values, shapes, graph)
+        if tiled is not None:  # counted exactly, as Range: onnx 1.22's inference wraps 4 x 2^62 to 0
+            dims, tile_type = tiled
+            counted[node.output[0]] = (math.prod(dims), _itemsize(tile_type))
+            clipped = [min(d, 2**62) for d in dims]
+            graph.input.append(helper.make_tensor_value_info(node.output[0], tile_type, clipped))
+            continue
         outputs = _small_outputs(node, values, shapes)
         if outputs is None:
             kept.append(node)
@@ -166,6 +173,40 @@ def _fold_shape_values(
     del graph.node[:]
     graph.node.extend(kept)
     return True
+
+
+def _tile_shape(
+    node: onnx.NodeProto,
+    values: Mapping[str, np.ndarray],
+    shapes: Mapping[str, tuple[tuple[int, ...], int]],
+    graph: onnx.GraphProto,
+) -> tuple[list[int], int] | None:
+    """A Tile's output dims in exact integers and its element type, when its input's shape and its repeats
+    are known; None otherwise (inference then sizes it, or the size is learnt)."""
+    if node.op_type != "Tile" or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+        return None
+    repeats = values.get(node.input[1])
+    known = shapes.get(node.input[0]) or _declared_shape(node.input[0], graph)
+    if repeats is None or known is None or repeats.dtype.kind not in "iu" or repeats.ndim != 1:
+        return None
+    shape, elem = known
+    counts = [int(r) for r in repeats.tolist()]
+    if len(shape) != len(counts) or any(r < 0 for r in counts):
+        return None  # malformed: left to inference, which reports nothing it cannot size
+    return [d * r for d, r in zip(shape, counts, strict=True)], elem
+
+
+def _declared_shape(name: str, graph: onnx.GraphProto) -> tuple[tuple[int, ...], int] | None:
+    """A graph input's static shape and element type (the probe's inputs are the model's, trusted as the
+    datasets are made to them), or an initializer's."""
+    for value_info in graph.input:
+        declared = tensor_type_of(value_info) if value_info.name == name else None
+        if declared is not None and declared.static_shape is not None:
+            return tuple(declared.static_shape), declared.elem_type
+    for tensor in graph.initializer:
+        if tensor.name == name:
+            return tuple(int(d) for d in tensor.dims), tensor.data_type
+    return None
 
 
 def _is_range(node: onnx.NodeProto) -> bool:

@@ -803,7 +803,7 @@ def test_live_range_miscount_is_a_shape_difference_no_entry_explains():
     record = OutputRecord("y", 0)
     merge(record, "live", model.graph.node[0], 0, expected, actual, inputs)
     assert record.outcome is Outcome.SHAPE_MISMATCH and record.known == {}
-    assert record.detail.startswith("shape differs: runtime (10000), SONNX (9999)")
+    assert record.detail.startswith("shape differs: onnxruntime (10000), SONNX (9999)")
 
 
 @pytest.mark.live_ort
