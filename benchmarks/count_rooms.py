@@ -1,7 +1,8 @@
 """How many rooms one ``--compare`` run of a model enters, and how often it goes back through a door (issue
 28).
 
-Run: python benchmarks/count_rooms.py [MODEL] [--level package|module] [--within ROOM] [--no-edges] [--json]
+Run: python benchmarks/count_rooms.py [MODEL] [--level package|module] [--within ROOM] [--depth N]
+         [--no-edges] [--json]
      (MODEL: sample_models/conforming/small_cnn.onnx by default)
 
 Runs ``sonnx-check MODEL --compare --format json`` in this process, as the command line does, under a
@@ -11,6 +12,8 @@ at the package's top level are the room ``sonnx_check``), or with ``--level modu
 across rooms* is a function of one room returning to its caller in another: the caller is the nearest frame
 of the package's code up the stack (numpy's or the standard library's frames in between are passed over).
 ``--within compare`` counts only the rooms inside ``sonnx_check.compare`` (the others are passed over too).
+``--depth N`` follows the model's path only: the calls at most N frames of the package's code below the
+comparison's entry (``compare_loaded``), where the steps of a run are, not the work each step repeats.
 
 Prints the rooms entered (distinct), the distinct (from room -> to room) return doors, the number of returns
 across rooms, and the rooms by the calls made into them. What runs in the runtime's worker process
@@ -58,12 +61,31 @@ def room_of(filename: str, level: str, within: str, cache: dict[str, str | None]
     return room
 
 
+ENTRY = "compare_loaded"  # the comparison's entry for one loaded model, the same since issue 28 was filed
+
+
 class RoomCounter:
-    def __init__(self, level: str, within: str) -> None:
-        self.level, self.within = level, within
+    def __init__(self, level: str, within: str, depth: int | None = None) -> None:
+        self.level, self.within, self.depth = level, within, depth
         self._rooms: dict[str, str | None] = {}
+        self._modules: dict[str, str | None] = {}  # any module of the package, for --depth
         self.calls: Counter[str] = Counter()
         self.doors: Counter[tuple[str, str]] = Counter()
+
+    def _too_deep(self, frame: FrameType) -> bool:
+        """With ``--depth``: whether ``frame`` is more than ``depth`` package frames below the entry, or
+        not below it at all."""
+        if self.depth is None:
+            return False
+        below = 0
+        up: FrameType | None = frame
+        while up is not None:
+            if up.f_code.co_name == ENTRY and room_of(up.f_code.co_filename, "module", "", self._modules):
+                return below > self.depth or below == 0
+            if room_of(up.f_code.co_filename, "module", "", self._modules) is not None:
+                below += 1
+            up = up.f_back
+        return True
 
     def _room(self, frame: FrameType | None) -> str | None:
         if frame is None:
@@ -83,7 +105,7 @@ class RoomCounter:
         if event not in ("call", "return"):
             return
         room = self._room(frame)
-        if room is None:
+        if room is None or self._too_deep(frame):
             return
         if event == "call":
             self.calls[room] += 1
@@ -93,11 +115,11 @@ class RoomCounter:
             self.doors[(room, caller)] += 1
 
 
-def trace_one_run(model: Path, level: str, within: str, edges: bool) -> RoomCounter:
+def trace_one_run(model: Path, level: str, within: str, edges: bool, depth: int | None = None) -> RoomCounter:
     sys.path.insert(0, str(ROOT))
     from sonnx_check import entry
 
-    counter = RoomCounter(level, within)
+    counter = RoomCounter(level, within, depth)
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "report.json"
         argv = [str(model), "--compare", "--format", "json", "--output", str(report)]
@@ -124,16 +146,18 @@ def main() -> None:
     parser.add_argument("model", nargs="?", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--level", choices=("package", "module"), default="package")
     parser.add_argument("--within", default="", help="only the rooms inside this sub-package (compare)")
+    parser.add_argument("--depth", type=int, help=f"only the calls at most N frames below {ENTRY}")
     parser.add_argument("--no-edges", action="store_true", help="without the edge battery (--no-node-edges)")
     parser.add_argument("--json", action="store_true", help="the counts as JSON")
     args = parser.parse_args()
     if not args.model.is_file():
         raise SystemExit(f"count_rooms: {args.model}: no such model file")
-    counter = trace_one_run(args.model, args.level, args.within, edges=not args.no_edges)
+    counter = trace_one_run(args.model, args.level, args.within, edges=not args.no_edges, depth=args.depth)
     summary = {
         "model": str(args.model),
         "level": args.level,
         "within": args.within or "sonnx_check",
+        "depth": args.depth,
         "rooms_entered": len(counter.calls),
         "return_doors": len(counter.doors),
         "returns_across_rooms": sum(counter.doors.values()),
@@ -143,7 +167,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    print(f"model: {args.model}  (rooms: {args.level}s of {summary['within']})")
+    below = f", at most {args.depth} below {ENTRY}" if args.depth is not None else ""
+    print(f"model: {args.model}  (rooms: {args.level}s of {summary['within']}{below})")
     print(f"rooms entered: {summary['rooms_entered']}")
     print(f"distinct return doors (room -> caller's room): {summary['return_doors']}")
     print(f"returns across rooms: {summary['returns_across_rooms']}")

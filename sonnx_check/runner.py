@@ -348,7 +348,7 @@ def _compare_into(
     view: ModelView | None = None,
 ) -> None:
     from sonnx_check.compare import CompareOptions, compare_loaded, refusal
-    from sonnx_check.settings import compare_arguments
+    from sonnx_check.settings_handover import compare_arguments
 
     options = CompareOptions(**compare_arguments(settings.compare))
     # The weights of an external-data model are judged before any is read (a location outside the folder or

@@ -49,14 +49,14 @@ if TYPE_CHECKING:
 COMPARE_TABLE = "tool.sonnx-check.compare"
 COMPARE_SECTION = "Comparing with onnxruntime (--compare)"  # the options' section of --help
 
-OPT_LEVELS = ("default", "disable", "basic", "extended", "all")
+OPT_LEVELS = runtime_names.OPT_LEVELS
 # compare/edges/extents.EXTENTS, repeated here so that reading a configuration imports no comparison
 NODE_EDGES_EXTENTS = ("reduced", "full")
 DEFAULT_MAX_ELEMENTS = 100_000_000
 DEFAULT_TIMEOUT = 300.0
 # compare.DEFAULT_MAX_MEMORY, repeated here so that reading a configuration imports no runtime
 DEFAULT_MAX_MEMORY = 4 << 30
-DEFAULT_PROVIDER = "CPUExecutionProvider"  # compare.runtimes.onnxruntime.session.PROVIDER
+DEFAULT_PROVIDER = runtime_names.DEFAULT_PROVIDER  # compare.runtimes.onnxruntime.session.PROVIDER
 # the runtimes built in (--runtime NAME): one list, which compare/runtimes/engines.ENGINES follows
 RUNTIMES = runtime_names.RUNTIMES
 
@@ -109,6 +109,10 @@ class Option:
     compare_arg: str | None = "same"  # CompareOptions keyword ("same": ``name``; None: not passed)
     to_compare: Callable[[Any], Any] = _same  # the settings value as CompareOptions takes it
     cli_name: str = "same"  # the click parameter and CliOptions field ("same": ``name``)
+    # a flag of the default runtime's own (--ort-opt-level): the key of its --runtime-option this value is
+    # handed to the comparison as (compare_arguments), when that runtime is the one run
+    runtime_option: str | None = None
+    to_runtime_option: Callable[[Any], str] = str
     # CompareOptions' own check of a value (the Python API reaches it without the command line or a file):
     # the error message, or None when the value is valid
     check: Callable[[Any], str | None] | None = None
@@ -233,6 +237,8 @@ OPTIONS: tuple[Option, ...] = (
         read=kinds.read_choice(OPT_LEVELS),
         click=kinds.click_choice(OPT_LEVELS),
         check=kinds.check_choice("--ort-opt-level", OPT_LEVELS),
+        compare_arg=None,
+        runtime_option=runtime_names.OPT_LEVEL_KEY,
     ),
     Option(
         "shapes",
@@ -306,6 +312,9 @@ OPTIONS: tuple[Option, ...] = (
         check=kinds.check_providers,
         cli_name="ort_provider",
         implies_compare=True,
+        compare_arg=None,
+        runtime_option=runtime_names.PROVIDERS_KEY,
+        to_runtime_option=",".join,
     ),
     Option(
         "runtime",
@@ -521,36 +530,6 @@ def resolve(cli: Any, configured: Mapping[str, Any]) -> CompareSettings:
             value = option.merge(value, from_cli) if option.merge is not None else from_cli
         values[option.name] = value
     return CompareSettings(**values)
-
-
-def report_json(settings: CompareSettings) -> dict[str, Any]:
-    """The options as the evidence record's ``compare`` settings state them."""
-    out: dict[str, Any] = {}
-    for o in OPTIONS:
-        if o.report_spread is not None:
-            out.update(o.report_spread(getattr(settings, o.name)))
-        elif o.report_field is not None:
-            out[o.report_field] = o.to_json(getattr(settings, o.name))
-    return out
-
-
-def compare_arguments(settings: CompareSettings) -> dict[str, Any]:
-    """The keywords of ``compare.CompareOptions`` for these settings."""
-    return {
-        o.compare_keyword: o.to_compare(getattr(settings, o.name))
-        for o in OPTIONS
-        if o.compare_keyword is not None
-    }
-
-
-def compare_problem(options: Any) -> str | None:
-    """The first declared check a CompareOptions value fails (its message), or None."""
-    for option in OPTIONS:
-        if option.check is not None and option.compare_keyword is not None:
-            problem = option.check(getattr(options, option.compare_keyword))
-            if problem is not None:
-                return problem
-    return None
 
 
 def flag_parameters() -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from sonnx_check.compare.export_inputs import Exported, export_inputs, folder_na
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.errors import UsageError, UserError
 from sonnx_check.export_folder import ExportFailed, failure
-from sonnx_check.settings import compare_arguments
+from sonnx_check.settings_handover import compare_arguments
 
 if TYPE_CHECKING:
     from sonnx_check.config import Settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sonnx_check import settings as declared
+from sonnx_check import settings_handover
 from sonnx_check.compare import memory
 from sonnx_check.compare.judging import bounds as accuracy_module
 from sonnx_check.errors import UsageError
@@ -26,11 +26,9 @@ class CompareOptions:
     # (operator_readings.py) and handed to the kernels
     readings: Readings = DEFAULT_READINGS
     seed: int = 0
-    ort_opt_level: str = "default"
-    # onnxruntime's execution providers, in its order of preference (--ort-provider)
-    ort_providers: tuple[str, ...] = (declared.DEFAULT_PROVIDER,)
-    # the runtime run in the worker process (--runtime: engines.ENGINES; None: onnxruntime) and the
-    # KEY=VALUE options handed to it (--runtime-option)
+    # the runtime run in the worker process (--runtime: engines.ENGINES; None: the default) and the
+    # KEY=VALUE options handed to it (--runtime-option; the default runtime's own flags are folded in by
+    # settings_handover.compare_arguments)
     runtime: str | None = None
     runtime_options: tuple[tuple[str, str], ...] = ()
     # another runtime: a command run as CMD MODEL INPUT_DIR OUTPUT_DIR (runners/command.py)
@@ -53,7 +51,9 @@ class CompareOptions:
             if not isinstance(readings, Mapping):
                 raise UsageError(f"readings: expected a mapping of OPERATOR.KEY to a value, got {readings!r}")
             object.__setattr__(self, "readings", Readings(tuple(readings.items())))
-        problem = declared.compare_problem(self)  # each option's check, declared with it (settings.py)
+        problem = settings_handover.compare_problem(
+            self
+        )  # each option's check, declared with it (settings.py)
         if problem is not None:
             raise UsageError(problem)
         if self.runtime_command is not None and self.saved_outputs is not None:

@@ -33,7 +33,7 @@ GENERATED = ("random", "edge")
 def settings_json(settings: CompareSettings) -> dict[str, Any]:
     """The comparison's options as declared (settings.py): one field per option."""
     from sonnx_check.masking import mask_command
-    from sonnx_check.settings import report_json
+    from sonnx_check.settings_handover import report_json
 
     out = report_json(settings)
     if out.get("runtime_command") is not None:  # masking.py: no credential in a record

@@ -37,7 +37,12 @@ def run_example(tmp_path: Path, example: SeedExample, *, indices: bool, level: s
     path = save(example.model(indices=indices), tmp_path)
     np.savez(tmp_path / "x.npz", X=example.x)
     return compare_model(
-        path, CompareOptions(node_edges=False, datasets=(str(tmp_path / "x.npz"),), ort_opt_level=level)
+        path,
+        CompareOptions(
+            node_edges=False,
+            datasets=(str(tmp_path / "x.npz"),),
+            runtime_options=(("graph_optimization_level", level),),
+        ),
     )
 
 
@@ -112,7 +117,12 @@ def test_nchwc_lowest_value_is_reported_if_and_only_if_onnxruntime_returns_it(tm
     path = save(model, tmp_path)
     np.savez(tmp_path / "x.npz", X=x)
     result = compare_model(
-        path, CompareOptions(node_edges=False, datasets=(str(tmp_path / "x.npz"),), ort_opt_level="default")
+        path,
+        CompareOptions(
+            node_edges=False,
+            datasets=(str(tmp_path / "x.npz"),),
+            runtime_options=(("graph_optimization_level", "default"),),
+        ),
     )
     found = by_tensor(result)
     if lowest_returned:
@@ -179,7 +189,10 @@ def test_max_signed_zeros_are_reported_as_known_if_onnxruntime_departs(tmp_path:
 def test_the_environment_is_recorded(tmp_path: Path, level: str, applied: str):
     path = save(maxpool((1, 1, 4, 4), np.int8), tmp_path)
     info = compare_model(
-        path, CompareOptions(node_edges=False, datasets=("random",), ort_opt_level=level)
+        path,
+        CompareOptions(
+            node_edges=False, datasets=("random",), runtime_options=(("graph_optimization_level", level),)
+        ),
     ).comparison["onnxruntime"]
     assert info["version"] == ort.__version__
     assert info["providers"] == ["CPUExecutionProvider"]

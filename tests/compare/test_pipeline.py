@@ -194,8 +194,10 @@ def test_usage_errors_propagate(monkeypatch):
     FakeOrt().install(monkeypatch)
     with pytest.raises(UsageError, match="non-static dimension 'n'"):
         compare_loaded(maxpool(("n", 1, 4, 4)), RANDOM)
-    with pytest.raises(UsageError, match="--ort-opt-level 'fast'"):
-        CompareOptions(ort_opt_level="fast")
+    with pytest.raises(
+        UsageError, match="graph_optimization_level=fast: graph_optimization_level takes one of"
+    ):
+        CompareOptions(runtime_options=(("graph_optimization_level", "fast"),))
 
 
 def test_compare_model_loads_the_file_with_its_weights(tmp_path: Path, monkeypatch):

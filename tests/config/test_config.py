@@ -149,6 +149,28 @@ def test_compare_table_resolves_and_command_line_wins(repo: Path) -> None:
     assert dict(c.shapes) == {"x": (2, 1, 8, 8), "mask": (1, 8)}
 
 
+def test_onnxruntime_flags_reach_the_comparison_as_its_runtime_options(repo: Path) -> None:
+    """--ort-opt-level and --ort-provider are onnxruntime's runtime options under their own flags: the
+    comparison receives them as such (a --runtime-option given too comes later, and wins), and only when
+    onnxruntime is the runtime run."""
+    from sonnx_check.compare.options import CompareOptions
+    from sonnx_check.compare.runtimes.onnxruntime.runner import session_choices
+    from sonnx_check.settings_handover import compare_arguments
+
+    file = load(None, False, str(repo))
+    cli = CliOptions(
+        ort_opt_level="basic", ort_provider=("CPUExecutionProvider",), runtime_option=(("session.x", "1"),)
+    )
+    handed = compare_arguments(resolve(cli, file, str(repo)).compare)["runtime_options"]
+    assert handed == (("graph_optimization_level", "basic"), ("session.x", "1"))  # the default provider: none
+    assert session_choices(handed) == ("basic", ("CPUExecutionProvider",), (("session.x", "1"),))
+    CompareOptions(runtime_options=handed)  # valid options of onnxruntime
+    later = (*handed, ("graph_optimization_level", "all"), ("execution_providers", "A,B"))
+    assert session_choices(later)[:2] == ("all", ("A", "B"))
+    other = CliOptions(ort_opt_level="basic", runtime="tract")
+    assert compare_arguments(resolve(other, file, str(repo)).compare)["runtime_options"] == ()
+
+
 def test_per_model_ignores(repo: Path) -> None:
     write_pyproject(
         repo,

@@ -12,8 +12,7 @@ from clikit import conforming_maxpool, run_cli, save, write_pyproject
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sonnx_check import operator_readings
-from sonnx_check import settings as declared
+from sonnx_check import operator_readings, settings_handover
 from sonnx_check.errors import UsageError
 from sonnx_check.operator_readings import ReadingDeclaration, Readings
 from sonnx_check.reference import nan_policy
@@ -188,9 +187,9 @@ def test_a_second_declared_reading_is_accepted_resolved_and_recorded(second_read
 
     cli = CliOptions(reading=(("Softmax.rows", "other"), ("MaxPool.nan", ABSORBING)))
     compare = resolve(cli, None).compare
-    readings = declared.compare_arguments(compare)["readings"]
+    readings = settings_handover.compare_arguments(compare)["readings"]
     assert readings["Softmax.rows"] == "other" and readings["MaxPool.nan"] == ABSORBING
-    assert declared.report_json(compare)["softmax_rows"] == "other"
+    assert settings_handover.report_json(compare)["softmax_rows"] == "other"
     assert readings.records()["softmax_rows_reading"] == "as another text says"
     assert [(r.label, v) for r, v in readings.of("Softmax")] == [("Softmax rows reading", "other")]
     with pytest.raises(UsageError, match="Softmax.rows 'none': expected one of text, other"):

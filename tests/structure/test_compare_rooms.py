@@ -4,8 +4,8 @@ do, when asked: the factory, ``compare/runtimes/__init__.py``, and the check of 
 any model, ``compare/runtimes/startup.py``), so the judging, the edge battery, the inputs and the suite are
 the same code for every runtime. The worker process every runtime runs in (``compare/runtimes/worker/``),
 the runner on it (``in_worker.py``) and the other runtimes' sessions do not even name onnxruntime in their
-code (comments and docstrings aside): the runtimes' declaration (``engines.py``) and the doors alone do.
-The rest of compare/ names it only where ``STILL_NAMING_ONNXRUNTIME`` lists a debt, which may only shrink."""
+code (comments and docstrings aside): the runtimes' declaration (``engines.py``) and the doors alone do,
+and the rest of compare/ does not either."""
 
 from __future__ import annotations
 
@@ -92,17 +92,10 @@ def test_the_runtime_machinery_does_not_name_onnxruntime_in_code(path: Path) -> 
     assert not found, f"{path.relative_to(COMPARE)} names onnxruntime in its code: {found}"
 
 
-# Where the rest of compare/ still names onnxruntime in code, and how often; each count may only fall and no
-# other module may start naming it. The deprecated JSON keys ("onnxruntime", "onnxruntime_bits",
-# "onnxruntime_error") are written from results/deprecated_keys.py alone (test below). options.py stays:
-# CompareOptions.ort_opt_level and .ort_providers are --ort-opt-level and --ort-provider, onnxruntime's own
-# settings, declared with every option in settings.py because the static path parses them (--help, the
-# configuration file) and must not import sonnx_check.compare (tests/test_startup_imports.py); a declaration
-# beside the runner, in compare/runtimes/onnxruntime/, would load the comparison package on every static run,
-# and renaming the fields would break the Python API's CompareOptions(ort_opt_level=...).
-STILL_NAMING_ONNXRUNTIME = {
-    "options.py": 2,
-}
+# The deprecated JSON keys ("onnxruntime", "onnxruntime_bits", "onnxruntime_error") are written from
+# results/deprecated_keys.py alone (test below). onnxruntime's own flags (--ort-opt-level, --ort-provider)
+# reach the comparison as its runtime options (settings_handover.compare_arguments): CompareOptions names no
+# runtime.
 
 
 def _rest_of_the_comparison() -> list[Path]:
@@ -110,17 +103,13 @@ def _rest_of_the_comparison() -> list[Path]:
 
 
 @pytest.mark.parametrize("path", _rest_of_the_comparison(), ids=lambda p: p.relative_to(COMPARE).as_posix())
-def test_the_rest_of_the_comparison_names_onnxruntime_no_more_than_listed(path: Path) -> None:
-    """The judging, the edge battery, the inputs, the suite, the survey and the operators' facts: the same
-    code for every runtime, so none names onnxruntime in code but the listed debts, which only shrink."""
-    where = path.relative_to(COMPARE).as_posix()
+def test_the_rest_of_the_comparison_does_not_name_onnxruntime_in_code(path: Path) -> None:
+    """The judging, the edge battery, the inputs, the suite, the survey, the options and the operators'
+    facts: the same code for every runtime, so none names onnxruntime in code."""
     found = [
         (n, name) for n, name in _named_in_code(path.read_text(encoding="utf-8")) if name not in KNOWN_NAMES
     ]
-    allowed = STILL_NAMING_ONNXRUNTIME.get(where, 0)
-    assert len(found) <= allowed, (
-        f"{where} names onnxruntime in its code {len(found)} times ({allowed} listed): {found}"
-    )
+    assert not found, f"{path.relative_to(COMPARE)} names onnxruntime in its code: {found}"
 
 
 def test_the_checks_see_imports_at_any_depth_and_names_in_code_only() -> None:

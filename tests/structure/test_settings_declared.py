@@ -13,6 +13,7 @@ import click
 import pytest
 
 from sonnx_check import settings as declared
+from sonnx_check import settings_handover
 from sonnx_check.cli import SECTIONS, main
 from sonnx_check.config import COMPARE_KEYS, CliOptions, ConfigError, parse_table
 from sonnx_check.evidence.comparison import settings_json
@@ -93,7 +94,7 @@ def test_a_comparison_option_written_in_the_command_is_caught() -> None:
 def test_compare_options_take_every_declared_keyword() -> None:
     from sonnx_check.compare import CompareOptions
 
-    arguments = declared.compare_arguments(declared.CompareSettings())
+    arguments = settings_handover.compare_arguments(declared.CompareSettings())
     assert set(arguments) <= {f.name for f in dataclasses.fields(CompareOptions)}
     CompareOptions(**arguments)  # the defaults are valid comparison options
 
@@ -105,7 +106,9 @@ def test_settings_fields_are_the_declared_options_with_their_defaults() -> None:
         assert getattr(defaults, option.name) == option.default
 
 
-CHECKED = [o for o in declared.OPTIONS if o.check is not None]
+CHECKED = [o for o in declared.OPTIONS if o.check is not None and o.compare_keyword is not None]
+# the default runtime's own flags, which reach the comparison as its runtime options
+AS_RUNTIME_OPTIONS = [o for o in declared.OPTIONS if o.runtime_option is not None]
 
 
 @pytest.mark.parametrize("option", CHECKED, ids=lambda o: o.name)
@@ -122,6 +125,20 @@ def test_compare_options_apply_each_declared_check(option: declared.Option) -> N
     with pytest.raises(UsageError) as caught:
         CompareOptions(**{option.compare_keyword: value})
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("option", AS_RUNTIME_OPTIONS, ids=lambda o: o.name)
+def test_a_flag_of_the_default_runtime_is_checked_as_its_runtime_option(option: declared.Option) -> None:
+    """What the flag's declared check refuses, the comparison refuses as the runtime option it becomes
+    (the Python API hands runtime options directly)."""
+    from sonnx_check.compare import CompareOptions
+    from sonnx_check.errors import UsageError
+
+    bad = {"ort_opt_level": "max", "ort_providers": ()}[option.name]
+    assert option.check is not None and option.check(bad) is not None
+    CompareOptions(runtime_options=((option.runtime_option, option.to_runtime_option(option.default)),))
+    with pytest.raises(UsageError, match=f"--runtime-option {option.runtime_option}="):
+        CompareOptions(runtime_options=((option.runtime_option, option.to_runtime_option(bad)),))
 
 
 def test_the_declared_optimisation_levels_are_the_runtimes() -> None:

@@ -29,4 +29,4 @@ def make_runner(options: CompareOptions, memory_budget: int | None, name: str = 
         return WorkerRunner(options.runtime, options.runtime_options, memory_budget)
     from sonnx_check.compare.runtimes.onnxruntime.runner import OrtRunner
 
-    return OrtRunner(options.ort_opt_level, options.ort_providers, memory_budget, options.runtime_options)
+    return OrtRunner(memory_budget, options.runtime_options)

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from sonnx_check.runtime_names import DEFAULT_RUNTIME, RUNTIMES
+from sonnx_check.runtime_names import (
+    DEFAULT_RUNTIME,
+    OPT_LEVEL_KEY,
+    OPT_LEVELS,
+    PROVIDERS_KEY,
+    RUNTIMES,
+)
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,17 @@ _ORT_THREADS = "intra_op_num_threads"
 
 def _check_onnxruntime(key: str, value: str) -> str | None:
     """onnxruntime: a session configuration entry (a key with a dot: ``session.set_denormal_as_zero``,
-    ``mlas.enable_gemm_fastmath_arm64_bfloat16``; onnxruntime_session_options_config_keys.h) or the
-    intra-op thread count."""
+    ``mlas.enable_gemm_fastmath_arm64_bfloat16``; onnxruntime_session_options_config_keys.h), the
+    intra-op thread count, the graph optimisation level or the execution providers (the last two are
+    also ``--ort-opt-level`` and ``--ort-provider``)."""
     if key == _ORT_THREADS:
         return None if value.isdigit() and int(value) >= 1 else f"{key} takes a number of threads >= 1"
+    if key == OPT_LEVEL_KEY:
+        return None if value in OPT_LEVELS else f"{key} takes one of {', '.join(OPT_LEVELS)}"
+    if key == PROVIDERS_KEY:
+        if all(re.fullmatch(r"[A-Za-z0-9_]+", name) for name in value.split(",")):
+            return None
+        return f"{key} takes execution provider names, comma-separated (e.g. CPUExecutionProvider)"
     if re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", key):
         return None
     return f"not a session configuration entry (a dotted key: session.xyz) nor {_ORT_THREADS}"
@@ -95,7 +108,8 @@ _DECLARED = {
             "",
             "sonnx_check.compare.runtimes.onnxruntime.session",
             _check_onnxruntime,
-            f"session configuration entries (session.*, mlas.*, ...) and {_ORT_THREADS}",
+            f"session configuration entries (session.*, mlas.*, ...), {_ORT_THREADS}, "
+            f"{OPT_LEVEL_KEY} and {PROVIDERS_KEY}",
         ),
         Engine(
             "openvino",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sonnx_check.errors import UsageError
 from sonnx_check.settings import DEFAULT_PROVIDER
+from sonnx_check.settings_handover import compare_arguments
 
 if TYPE_CHECKING:
     from sonnx_check.settings import CompareSettings
@@ -45,9 +46,9 @@ def check_runtime_settings(settings: CompareSettings) -> None:
     if not settings.enabled or settings.runtime_command is not None or settings.saved_outputs is not None:
         return
     if settings.runtime in (None, "onnxruntime"):  # a dependency: a broken one is told per model, as before
-        from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers
+        from sonnx_check.compare.runtimes.onnxruntime.runner import check_providers, session_choices
 
-        check_providers(settings.ort_providers)
+        check_providers(session_choices(compare_arguments(settings)["runtime_options"])[1])
     else:
         check_installed(settings.runtime)
         if settings.ort_providers != (DEFAULT_PROVIDER,):

@@ -83,7 +83,7 @@ def export_suite(path: str, models: Sequence[tuple[str, CompareOptions]]) -> Sui
 def options_for(settings: Any) -> CompareOptions:
     """The comparison options of one model's settings (``CompareSettings``, settings.py): the suite is
     computed as --compare would judge it."""
-    from sonnx_check.settings import compare_arguments
+    from sonnx_check.settings_handover import compare_arguments
 
     return CompareOptions(**compare_arguments(settings))
 

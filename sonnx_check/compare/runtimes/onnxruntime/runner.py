@@ -1,5 +1,6 @@
 """onnxruntime as a runner: the sessions live in one worker process per model (worker/host.SessionHost),
-with the execution providers and session options the user chose (``--ort-provider``, ``--ort-opt-level``)."""
+with the execution providers, optimisation level and session options the user chose (``--runtime-option``;
+``--ort-provider`` and ``--ort-opt-level`` arrive as two of them)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from sonnx_check.compare.runtimes.onnxruntime.session import (
 from sonnx_check.compare.runtimes.worker import process as worker
 from sonnx_check.compare.runtimes.worker.host import cpu_description
 from sonnx_check.errors import UsageError
+from sonnx_check.runtime_names import OPT_LEVEL_KEY, PROVIDERS_KEY
 
 NAME = "onnxruntime"
 
@@ -80,22 +82,29 @@ def describe_unavailable(level: str, providers: Sequence[str] = (PROVIDER,)) -> 
     }
 
 
+def session_choices(
+    options: Sequence[tuple[str, str]],
+) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The optimisation level and the providers among the runtime options (the last given wins; the
+    defaults otherwise), and the other options, which the session applies as they are."""
+    own = {key: value for key, value in options if key in (OPT_LEVEL_KEY, PROVIDERS_KEY)}
+    providers = tuple(own[PROVIDERS_KEY].split(",")) if PROVIDERS_KEY in own else (PROVIDER,)
+    rest = tuple((key, value) for key, value in options if key not in own)
+    return own.get(OPT_LEVEL_KEY, "default"), providers, rest
+
+
 class OrtRunner(WorkerRunner):
-    """onnxruntime with the given providers and optimisation level, intra-op threads 1 (unless
-    ``--runtime-option intra_op_num_threads=N``), and session configuration entries (``--runtime-option``)."""
+    """onnxruntime with the providers and optimisation level the options choose (``execution_providers``,
+    ``graph_optimization_level``), intra-op threads 1 (unless ``intra_op_num_threads=N``), and the session
+    configuration entries among them."""
 
     prunes_outputs = True  # it runs only the nodes the asked outputs need
 
-    def __init__(
-        self,
-        level: str = "default",
-        providers: Sequence[str] = (PROVIDER,),
-        memory_budget: int | None = None,
-        options: Sequence[tuple[str, str]] = (),
-    ) -> None:
+    def __init__(self, memory_budget: int | None = None, options: Sequence[tuple[str, str]] = ()) -> None:
+        level, providers, rest = session_choices(options)
         _check_level(level)  # before a worker is started for nothing
-        super().__init__(NAME, options, memory_budget, level=level, providers=providers)
-        self.providers = tuple(providers)
+        super().__init__(NAME, rest, memory_budget, level=level, providers=providers)
+        self.providers = providers
 
     @property
     def description(self) -> RunnerDescription:
