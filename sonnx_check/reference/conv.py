@@ -53,7 +53,7 @@ from numpy.typing import DTypeLike
 from sonnx_check.reference import constant_cache
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
-from sonnx_check.reference.exact_sums import FLOAT_DTYPES
+from sonnx_check.reference.exact_sums import FLOAT_DTYPES, lowest_bit_exponent
 from sonnx_check.reference.products_common import Products, abs_sum, float32_suffices, magnitude_range
 from sonnx_check.reference.products_signs import unsigned_products_signed_sums
 from sonnx_check.shapes import dilated_extent, window_output_spatial
@@ -197,8 +197,32 @@ class _Plan:
         )
         return Products(
             self.left, self.columns(image), self.bias, self.dtype, finite=self.finite(image), norms=norms,
-            zero=self.zero_products(image),
+            zero=self.zero_products(image), column_units=functools.partial(self.column_units, image),
         )  # fmt: skip
+
+    def column_units(self, image: int) -> np.ndarray:
+        """Tier 2's lowest set bits of the im2col columns (products_bulk.ColumnUnits), (1, P), or (C, P) for
+        a depthwise convolution: the exponent of each element of X_p (+inf for a zero, the padding, and for
+        a non-finite value, zero in tier 2's finite problem), its minimum over each window's taps and, for a
+        standard convolution, the channels. The same minimum over the same elements as over the columns, in
+        one pass over X instead of T."""
+        _, height, width = self.x.shape[1:]
+        units = np.full(self.padded, np.inf)
+        x = self.x[image]
+        finite = np.where(np.isfinite(x), x, np.zeros((), x.dtype))
+        units[:, self.pads[0] : self.pads[0] + height, self.pads[1] : self.pads[1] + width] = (
+            lowest_bit_exponent(finite.astype(np.float64))
+        )
+        (s0, s1), (oh, ow) = self.strides, self.out
+        least = np.full((units.shape[0], oh, ow), np.inf)
+        for i in self.taps[0]:
+            for j in self.taps[1]:
+                np.minimum(
+                    least, units[:, i : i + s0 * (oh - 1) + 1 : s0, j : j + s1 * (ow - 1) + 1 : s1], least
+                )
+        if self.depthwise:
+            return least.reshape(-1, oh * ow)
+        return least.min(axis=0).reshape(1, oh * ow)
 
     def column_norms(self, image: int) -> np.ndarray:
         """The Euclidean norm of every im2col column of a standard convolution, (1, P), from the window sums
@@ -387,7 +411,7 @@ def _with_abs(plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
             magnitude = bound[image].reshape(*plan.left_shape[:2], -1)  # as abs_sum gave it: no copy
             products = Products(
                 plan.left, right, plan.bias, plan.dtype, finite=finite, magnitude=magnitude,
-                zero=plan.zero_products(image),
+                zero=plan.zero_products(image), column_units=functools.partial(plan.column_units, image),
             )  # fmt: skip
             yield products.rounded()
 
