@@ -1,0 +1,77 @@
+"""Tier 2's lowest set bits (products_bulk): a Conv's per-column units from a windowed minimum over X, and a
+constant W's per-row units kept, against the plain path over the im2col and the weight (issue 31: EfficientNet-b0's
+depthwise Convs on the tie-checkerboard spent their time taking them over the im2col, T times larger than X).
+Each is the minimum of the same exact values, so the bits are the same; the kernels' outputs with and without
+the fast paths are compared bit for bit on the special values, signed zeros and subnormals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import assert_identical
+from hypothesis import given, settings
+from test_kernels_products import conv_cases
+
+from sonnx_check.compare.inputs.datasets import FLOAT_PATTERNS
+from sonnx_check.reference import constant_cache, products_bulk, products_common
+from sonnx_check.reference.conv import ConvParams, _Plan, conv
+from sonnx_check.reference.exact_sums import lowest_bit_exponent
+
+
+def _plan(x, w, b, attrs) -> _Plan:
+    params = ConvParams(attrs["strides"], attrs["pads"], attrs["dilations"], attrs["group"])
+    return _Plan(x, w, b, params, None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(conv_cases())
+def test_a_convs_column_units_are_those_of_its_im2col_with_non_finite_values_as_zeros(case) -> None:
+    x, w, b, attrs = case
+    plan = _plan(x, w, b, attrs)
+    for image in range(x.shape[0]):
+        columns = plan.columns(image)
+        finite = np.where(np.isfinite(columns), columns, 0.0)
+        np.testing.assert_array_equal(plan.column_units(image), lowest_bit_exponent(finite).min(axis=1))
+
+
+def _plain_units(self, cols: np.ndarray) -> np.ndarray:
+    return lowest_bit_exponent(self.right[:, :, cols]).min(axis=1)
+
+
+def _plain_rows(self, rows: np.ndarray) -> np.ndarray:
+    return lowest_bit_exponent(self.left[:, rows, :]).min(axis=2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(conv_cases())
+def test_conv_through_tier_2_is_the_same_with_and_without_the_fast_units(case) -> None:
+    x, w, b, attrs = case
+    with pytest.MonkeyPatch.context() as patch, np.errstate(all="ignore"):
+        patch.setattr(products_common, "_BULK", 1)  # tier 2 for every element tier 1 leaves
+        fast = conv(x, w, b, **attrs)
+        patch.setattr(products_bulk.BulkSettlement, "_column_units_of", _plain_units)
+        patch.setattr(products_bulk.BulkSettlement, "_row_units", _plain_rows)
+        assert_identical(fast, conv(x, w, b, **attrs))
+
+
+def _constant(a: np.ndarray) -> np.ndarray:
+    """A read-only array over bytes, as a model's decoded weight: what constant_cache keeps forms of."""
+    return np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)
+
+
+@pytest.mark.parametrize("pattern", sorted(FLOAT_PATTERNS))
+@pytest.mark.parametrize("group", [1, 6])
+def test_a_constant_weight_gives_the_same_bits_on_every_edge_dataset_as_a_fresh_one(pattern, group) -> None:
+    """The row units and the finite sub-problem's W are kept with a constant W across the datasets: the
+    outputs are those of the same W given as a writable array (nothing kept), dataset after dataset."""
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((6, 6 // group, 3, 3)) * 0.3).astype(np.float32)
+    w[0, 0, 0, 0] = 0.0
+    held = _constant(w)
+    attrs = {"strides": (1, 1), "pads": (1, 1, 1, 1), "dilations": (1, 1), "group": group}
+    constant_cache.clear()
+    with pytest.MonkeyPatch.context() as patch, np.errstate(all="ignore"):
+        patch.setattr(products_common, "_BULK", 1)
+        for seed in range(3):
+            x = FLOAT_PATTERNS[pattern](np.dtype(np.float32), (1, 6, 5, 5), np.random.default_rng(seed))
+            assert_identical(conv(x, held, None, **attrs), conv(x, w.copy(), None, **attrs))
