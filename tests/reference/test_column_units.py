@@ -1,8 +1,9 @@
-"""Tier 2's lowest set bits (products_bulk): a Conv's per-column units from a windowed minimum over X, and a
-constant W's per-row units kept, against the plain path over the im2col and the weight (issue 31: EfficientNet-b0's
-depthwise Convs on the tie-checkerboard spent their time taking them over the im2col, T times larger than X).
-Each is the minimum of the same exact values, so the bits are the same; the kernels' outputs with and without
-the fast paths are compared bit for bit on the special values, signed zeros and subnormals."""
+"""Tier 2's lowest set bits (products_bulk): a Conv's per-column units from a windowed minimum over X, and
+a constant W's per-row units kept, against the plain path over the im2col and the weight (issue 31:
+EfficientNet-b0's depthwise Convs on the tie-checkerboard spent their time taking them over the im2col, T
+times larger than X). Each is the minimum of the same exact values, so the bits are the same; the kernels'
+outputs with and without the fast paths are compared bit for bit on special values, signed zeros and
+subnormals."""
 
 from __future__ import annotations
 
