@@ -180,16 +180,26 @@ class _Plan:
             np.abs(self.x[image], out=inside, casting="unsafe")
         else:
             inside[...] = self.x[image]
+        windows = self._windows(xp)
+        columns = np.empty(windows.shape, dtype=dtype)
+        np.copyto(columns, windows)  # one copy of the whole view: twice as fast as one per tap
+        taps, positions = windows.shape[1] * windows.shape[2], windows.shape[3] * windows.shape[4]
+        if self.depthwise:
+            return columns.reshape(-1, taps, positions)
+        return columns.reshape(1, -1, positions)
+
+    def _windows(self, padded: np.ndarray) -> np.ndarray:
+        """A read-only view (C, taps down, taps across, OH, OW) of an array of X_p's shape: element (c, a, b,
+        m, n) is padded[c, rows[a] + m * s0, cols[b] + n * s1], the tap (a, b) of the window at (m, n)."""
         rows, cols = self.taps
         (s0, s1), (oh, ow) = self.strides, self.out
-        columns = np.empty((xp.shape[0], len(rows), len(cols), oh, ow), dtype=dtype)
-        for a, i in enumerate(rows):
-            for c, j in enumerate(cols):
-                columns[:, a, c] = xp[:, i : i + s0 * (oh - 1) + 1 : s0, j : j + s1 * (ow - 1) + 1 : s1]
-        taps = len(rows) * len(cols)
-        if self.depthwise:
-            return columns.reshape(-1, taps, oh * ow)
-        return columns.reshape(1, -1, oh * ow)
+        channel, down, across = padded.strides
+        return np.lib.stride_tricks.as_strided(
+            padded[:, rows.start :, cols.start :],
+            shape=(padded.shape[0], len(rows), len(cols), oh, ow),
+            strides=(channel, down * rows.step, across * cols.step, down * s0, across * s1),
+            writeable=False,
+        )
 
     def products(self, image: int) -> Products:
         norms = (
@@ -213,16 +223,10 @@ class _Plan:
         units[:, self.pads[0] : self.pads[0] + height, self.pads[1] : self.pads[1] + width] = (
             lowest_bit_exponent(finite.astype(np.float64))
         )
-        (s0, s1), (oh, ow) = self.strides, self.out
-        least = np.full((units.shape[0], oh, ow), np.inf)
-        for i in self.taps[0]:
-            for j in self.taps[1]:
-                np.minimum(
-                    least, units[:, i : i + s0 * (oh - 1) + 1 : s0, j : j + s1 * (ow - 1) + 1 : s1], least
-                )
+        least = self._windows(units).min(axis=(1, 2))  # (C, OH, OW)
         if self.depthwise:
-            return least.reshape(-1, oh * ow)
-        return least.min(axis=0).reshape(1, oh * ow)
+            return least.reshape(least.shape[0], -1)
+        return least.min(axis=0).reshape(1, -1)
 
     def column_norms(self, image: int) -> np.ndarray:
         """The Euclidean norm of every im2col column of a standard convolution, (1, P), from the window sums

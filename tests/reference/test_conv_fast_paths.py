@@ -1,9 +1,10 @@
-"""Tier 2's lowest set bits (products_bulk): a Conv's per-column units from a windowed minimum over X, and
-a constant W's per-row units kept, against the plain path over the im2col and the weight (issue 31:
-EfficientNet-b0's depthwise Convs on the tie-checkerboard spent their time taking them over the im2col, T
-times larger than X). Each is the minimum of the same exact values, so the bits are the same; the kernels'
-outputs with and without the fast paths are compared bit for bit on special values, signed zeros and
-subnormals."""
+"""The Conv reference's fast paths against their plain forms, bit for bit (issue 31). Its im2col is one copy
+of a strided view of X_p: the values of the former copy per tap. Tier 2's lowest set bits (products_bulk): a
+Conv's per-column units from a windowed minimum over X, and a constant W's per-row units kept, against the
+plain path over the im2col and the weight (EfficientNet-b0's depthwise Convs on the tie-checkerboard spent
+their time taking them over the im2col, T times larger than X). Each is the minimum of the same exact
+values; the kernels' outputs with and without the fast paths are compared on special values, signed zeros
+and subnormals."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from helpers import assert_identical
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_kernels_products import conv_cases
 
 from sonnx_check.compare.inputs.datasets import FLOAT_PATTERNS
@@ -22,6 +24,37 @@ from sonnx_check.reference.exact_sums import lowest_bit_exponent
 def _plan(x, w, b, attrs) -> _Plan:
     params = ConvParams(attrs["strides"], attrs["pads"], attrs["dilations"], attrs["group"])
     return _Plan(x, w, b, params, None)
+
+
+def _columns_tap_by_tap(plan: _Plan, image: int, dtype: type, absolute: bool) -> np.ndarray:
+    """The im2col as it was built: X_p, then one copy per tap."""
+    _, height, width = plan.x.shape[1:]
+    xp = np.zeros(plan.padded, dtype=dtype)
+    inside = xp[:, plan.pads[0] : plan.pads[0] + height, plan.pads[1] : plan.pads[1] + width]
+    inside[...] = np.abs(plan.x[image]) if absolute else plan.x[image]
+    rows, cols = plan.taps
+    (s0, s1), (oh, ow) = plan.strides, plan.out
+    columns = np.empty((xp.shape[0], len(rows), len(cols), oh, ow), dtype=dtype)
+    for a, i in enumerate(rows):
+        for c, j in enumerate(cols):
+            columns[:, a, c] = xp[:, i : i + s0 * (oh - 1) + 1 : s0, j : j + s1 * (ow - 1) + 1 : s1]
+    taps = len(rows) * len(cols)
+    return columns.reshape(-1, taps, oh * ow) if plan.depthwise else columns.reshape(1, -1, oh * ow)
+
+
+@settings(max_examples=150, deadline=None)
+@given(conv_cases(), st.booleans())
+def test_a_convs_im2col_is_the_copy_tap_by_tap(case, holes_are_operands) -> None:
+    x, w, b, attrs = case
+    params = ConvParams(attrs["strides"], attrs["pads"], attrs["dilations"], attrs["group"])
+    plan = _Plan(x, w, b, params, None, holes_are_operands)
+    for image in range(x.shape[0]):
+        for dtype, absolute in ((np.float64, False), (np.float32, True), (np.float64, True)):
+            with np.errstate(all="ignore"):
+                expected = _columns_tap_by_tap(plan, image, dtype, absolute)
+            got = plan.columns(image, dtype, absolute)
+            assert got.shape == expected.shape
+            assert_identical(got, expected)
 
 
 @settings(max_examples=150, deadline=None)
