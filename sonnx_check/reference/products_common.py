@@ -399,7 +399,9 @@ class Products:
     then needs no Cauchy-Schwarz norms). ``norms``: the Cauchy-Schwarz norms (BL, M) and (BR, P) when the
     caller computes them more cheaply than from L and R (Conv, from window sums of X squared). ``zero``: the
     caller knows one operand is all +-0 (finite), so tier 1 needs no product. ``column_units``: tier 2's
-    lowest set bits of R's columns, when the caller has them more cheaply (products_bulk.ColumnUnits)."""
+    lowest set bits of R's columns, when the caller has them more cheaply (products_bulk.ColumnUnits);
+    ``specials``: ``special_values``' (where, values) the same way (None: not known, taken here), and
+    ``finite_right``: R with its non-finite values zeros."""
 
     def __init__(
         self,
@@ -413,6 +415,8 @@ class Products:
         norms: tuple[np.ndarray, np.ndarray] | None = None,
         zero: bool = False,
         column_units: ColumnUnits | None = None,
+        specials: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
+        finite_right: Callable[[], np.ndarray] | None = None,
     ) -> None:
         if left.ndim != 3 or right.ndim != 3 or left.shape[2] != right.shape[1]:
             raise ValueError(f"product of {left.shape} and {right.shape}")
@@ -429,6 +433,7 @@ class Products:
         self.norms = norms
         self.zero = zero  # the caller knows an operand is all +-0: every product is +-0
         self.column_units = column_units
+        self.specials, self.finite_right = specials, finite_right
 
     # -- the result ---------------------------------------------------------------------------------------
     def rounded(self) -> np.ndarray:
@@ -441,13 +446,15 @@ class Products:
         ):
             return self._rounded_finite(None)
         left, right, bias = self.left, self.right, self.bias
-        where, values = special_values(self.left, self.right, self.bias, self.shape)
+        found = None if self.specials is None else self.specials()
+        where, values = special_values(left, right, bias, self.shape) if found is None else found
         if where.all():
             return values.astype(self.dtype)
         # The other elements have only finite terms: the finite problem with the non-finite operands set to
         # zero gives them (a finite constant, a model's W, kept as it is: its cached forms still apply); the
         # special elements are skipped by every tier past the first.
-        left, right = _finite_part(left), _finite_part(right)
+        left = _finite_part(left)
+        right = _finite_part(right) if self.finite_right is None else self.finite_right()
         bias = None if bias is None else np.where(np.isfinite(bias), bias, 0.0)
         finite = Products(left, right, bias, self.dtype, finite=True, magnitude=self.magnitude,
                           column_units=self.column_units)  # fmt: skip

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from test_kernels_products import conv_cases
 
 from sonnx_check.compare.inputs.datasets import FLOAT_PATTERNS
-from sonnx_check.reference import constant_cache, products_bulk, products_common
+from sonnx_check.reference import constant_cache, conv_special, products_bulk, products_common
 from sonnx_check.reference.conv import ConvParams, _Plan, conv
 from sonnx_check.reference.exact_sums import lowest_bit_exponent
+from sonnx_check.reference.products_special import special_values
 
 
 def _plan(x, w, b, attrs) -> _Plan:
@@ -50,9 +51,9 @@ def test_a_convs_im2col_is_the_copy_tap_by_tap(case, holes_are_operands) -> None
     plan = _Plan(x, w, b, params, None, holes_are_operands)
     for image in range(x.shape[0]):
         for dtype, absolute in ((np.float64, False), (np.float32, True), (np.float64, True)):
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"):  # float64 X in float32: the kernel never asks it
                 expected = _columns_tap_by_tap(plan, image, dtype, absolute)
-            got = plan.columns(image, dtype, absolute)
+                got = plan.columns(image, dtype, absolute)
             assert got.shape == expected.shape
             assert_identical(got, expected)
 
@@ -109,3 +110,47 @@ def test_a_constant_weight_gives_the_same_bits_on_every_edge_dataset_as_a_fresh_
         for seed in range(3):
             x = FLOAT_PATTERNS[pattern](np.dtype(np.float32), (1, 6, 5, 5), np.random.default_rng(seed))
             assert_identical(conv(x, held, None, **attrs), conv(x, w.copy(), None, **attrs))
+
+
+@settings(max_examples=200, deadline=None)
+@given(conv_cases(), st.booleans())
+def test_a_convs_special_values_from_x_are_those_of_its_im2col(case, holes_are_operands) -> None:
+    """conv_special against products_special on the im2col (NaN, infinities of either sign, zeros and
+    signed zeros of W and of the bias, the dilation's holes as operands or not), where W is finite."""
+    x, w, b, attrs = case
+    params = ConvParams(attrs["strides"], attrs["pads"], attrs["dilations"], attrs["group"])
+    plan = _Plan(x, w, b, params, None, holes_are_operands)
+    for image in range(x.shape[0]):
+        found = conv_special.special_values(plan, image)
+        if not np.isfinite(w).all():
+            assert found is None
+            continue
+        right = plan.columns(image)
+        shape = (max(plan.left.shape[0], right.shape[0]), plan.left.shape[1], right.shape[2])
+        bias = None if plan.bias is None else np.broadcast_to(plan.bias, shape)
+        where, values = special_values(plan.left, right, bias, shape)
+        assert found is not None
+        np.testing.assert_array_equal(found[0], where)
+        assert_identical(found[1][where], values[where])
+        finite = np.where(np.isfinite(right), right, 0.0)
+        assert_identical(plan.columns(image, finite=True), finite)
+
+
+@settings(max_examples=100, deadline=None)
+@given(conv_cases())
+def test_conv_on_special_values_is_the_same_through_the_general_path(case) -> None:
+    x, w, b, attrs = case
+    with pytest.MonkeyPatch.context() as patch, np.errstate(all="ignore"):
+        fast = conv(x, w, b, **attrs)
+        patch.setattr(conv_special, "special_values", lambda plan, image: None)
+        patch.setattr(_Plan, "columns", _columns_without_finite)
+        assert_identical(fast, conv(x, w, b, **attrs))
+
+
+_plain_columns = _Plan.columns
+
+
+def _columns_without_finite(self, image, dtype=np.float64, absolute=False, finite=False):  # type: ignore[no-untyped-def]
+    """The finite problem's im2col as Products.rounded makes it from the whole im2col."""
+    columns = _plain_columns(self, image, dtype, absolute)
+    return np.where(np.isfinite(columns), columns, 0.0) if finite else columns
