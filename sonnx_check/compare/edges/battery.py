@@ -113,6 +113,7 @@ class _Prepared:
     inputs: list[np.ndarray | None]
     expected: list[np.ndarray]
     abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) of a sum-of-products node, from its kernel
+    variant: str = "all"  # the data's variant (_data): the edge pattern on every input, or the first only
 
 
 class NodeEdges:
@@ -160,7 +161,9 @@ class NodeEdges:
         self.runner = runner
         self.subject = runner.subject  # how findings name the runtime under test
         self._fillers = Fillers(
-            lambda c, d: None if (r := self._prepare(c, d)) is None else r.fed, self.datasets
+            lambda c, d: None if (r := self._prepare(c, d)) is None else r.fed,
+            self._variant_data,
+            self.datasets,
         )
 
     def observe(
@@ -273,7 +276,7 @@ class NodeEdges:
         for dataset in names:
             ready = {id(c): self._prepare(c, dataset) for c in batch}
             for config in wanting:
-                self._fillers.keep(config, dataset, None if (r := ready[id(config)]) is None else r.fed)
+                self._fillers.keep(config, dataset, None if (r := ready[id(config)]) is None else r.variant)
             if all(r is None for r in ready.values()):
                 continue
             values: dict[str, np.ndarray] = {}
@@ -362,9 +365,16 @@ class NodeEdges:
                     return None
                 refusal = f"the data break {rule}, which the profile excludes"
                 continue
-            return _Prepared(fed, inputs, expected, abs_sum)
+            return _Prepared(fed, inputs, expected, abs_sum, variant)
         config.skipped[dataset] = f"not run: {refusal}"
         return None
+
+    def _variant_data(
+        self, config: Configuration, dataset: str, variant: str
+    ) -> dict[int, np.ndarray] | None:
+        """The data ``_prepare`` fed ``config`` on ``dataset`` in ``variant`` (drawn again: the same)."""
+        pattern = dataset.removeprefix(EDGE_PREFIX)
+        return self._data(config, pattern, variant, pattern in edge_values.specific_names(config.op_type))
 
     def _data(
         self, config: Configuration, pattern: str, variant: str, specific: bool
