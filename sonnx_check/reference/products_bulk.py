@@ -15,6 +15,10 @@ from sonnx_check.reference.exact_sums import F64, lowest_bit_exponent
 from sonnx_check.reference.products_special import count_type, take_cols, take_rows
 
 SumBound = Callable[[tuple[np.ndarray, ...]], np.ndarray]
+# (BR, P): per column of R, the exponent of its lowest set bit (+inf: all zeros), non-finite values counted
+# as zeros (tier 2 runs on the finite problem); a caller that has it more cheaply than from R (Conv: a
+# windowed minimum over X, T times smaller than its im2col)
+ColumnUnits = Callable[[], np.ndarray]
 
 
 class Operands(Protocol):
@@ -26,6 +30,7 @@ class Operands(Protocol):
     dtype: np.dtype
     shape: tuple[int, int, int]
     k: int
+    column_units: ColumnUnits | None
 
 
 class BulkSettlement:
@@ -38,6 +43,7 @@ class BulkSettlement:
         self.dtype, self.shape, self.k = products.dtype, products.shape, products.k
         self.batch, self.m, self.p = products.shape
         self._sum_bound = sum_bound
+        self._column_units = products.column_units
 
     def settle(self, result: np.ndarray, approx: np.ndarray, pending: np.ndarray) -> None:
         """Tier 2, vectorised over the whole output with matrix products over the rows and columns the
@@ -77,10 +83,15 @@ class BulkSettlement:
 
     def _block(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
         """The rows of L and columns of R the elements of ``mask`` touch, and their index into the output."""
+        index = self._index(mask)
+        rows, cols = index[1][0, :, 0], index[2][0, 0]
+        return take_rows(self.left, rows, self.m), take_cols(self.right, cols, self.p), index
+
+    def _index(self, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The np.ix_ index of the rows and columns the elements of ``mask`` touch."""
         rows = np.flatnonzero(mask.any(axis=(0, 2)))
         cols = np.flatnonzero(mask.any(axis=(0, 1)))
-        index = np.ix_(np.arange(self.batch), rows, cols)
-        return take_rows(self.left, rows, self.m), take_cols(self.right, cols, self.p), index
+        return np.ix_(np.arange(self.batch), rows, cols)
 
     def _any_nonzero_product(self, mask: np.ndarray) -> np.ndarray:
         """Where some k has l != 0 and r != 0 (only meaningful inside ``mask``)."""
@@ -105,16 +116,30 @@ class BulkSettlement:
 
     def _exact_float64_sums(self, mask: np.ndarray) -> np.ndarray:
         """Tier 2 (b): where the float64 evaluation of the sum is provably exact (inside ``mask``)."""
-        left, right, index = self._block(mask)
-        unit = (
-            lowest_bit_exponent(left).min(axis=2)[:, :, None]
-            + lowest_bit_exponent(right).min(axis=1)[:, None, :]
-        )  # +inf: no non-zero term
+        index = self._index(mask)
+        rows, cols = index[1][0, :, 0], index[2][0, 0]
+        unit = self._row_units(rows)[:, :, None] + self._column_units_of(cols)[:, None, :]  # +inf: no term
         if self.bias is not None:
             unit = np.minimum(unit, lowest_bit_exponent(self.bias[index]))
         total = self._sum_bound(index)
         limit = np.ldexp(1.0, np.minimum(unit, 960.0).astype(np.int64) + 53)  # no term: 2^1013, no limit
         return self._embed((unit >= -1074) & (total < limit), index)
+
+    def _row_units(self, rows: np.ndarray) -> np.ndarray:
+        """The exponent of the lowest set bit of each row of L in ``rows`` (the minimum over its row, an exact
+        value): a constant L's (a model's W) kept for every row, the others' taken on those rows."""
+        left = self.left
+        if not constant_cache.immutable(left):
+            return lowest_bit_exponent(take_rows(left, rows, self.m)).min(axis=2)
+        every = constant_cache.derived(left, "row units", lambda: lowest_bit_exponent(left).min(axis=2))
+        return every if rows.size == self.m else every[:, rows]
+
+    def _column_units_of(self, cols: np.ndarray) -> np.ndarray:
+        """The same for the columns ``cols`` of R: the caller's (``column_units``) or from R."""
+        if self._column_units is not None:
+            every = self._column_units()
+            return every if cols.size == self.p else every[:, cols]
+        return lowest_bit_exponent(take_cols(self.right, cols, self.p)).min(axis=1)
 
     def _embed(self, block: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray:
         if index[1].size == self.m and index[2].size == self.p:  # the whole output: no scatter

@@ -74,7 +74,8 @@ from sonnx_check.reference.exact_sums import (
     gamma,
     two_sum,
 )
-from sonnx_check.reference.products_bulk import BulkSettlement
+from sonnx_check.reference.magnitude_ranges import least_positive
+from sonnx_check.reference.products_bulk import BulkSettlement, ColumnUnits
 from sonnx_check.reference.products_special import special_values, take_cols, take_rows
 
 _CHUNK = 1 << 21  # gathered terms per vectorised step of tier 3 (float64 words)
@@ -316,28 +317,7 @@ def magnitude_range(a: np.ndarray) -> tuple[float, float]:
     low, high = float(a.min()), float(a.max())
     if low != 0:  # positive, or NaN with a NaN high
         return low, high
-    return _least_positive(a), high
-
-
-_RANGE_BLOCK = 1 << 22  # elements looked at at once by _least_positive
-
-
-def _least_positive(a: np.ndarray) -> float:
-    """The least positive value of float32 magnitudes holding no NaN (+inf counts), 0 for none: exact, so
-    taken a block at a time along the longest axis (a large weight, often a transposed view, is neither
-    copied nor offset whole)."""
-    axis = int(np.argmax(a.shape))
-    step = max(1, _RANGE_BLOCK // max(1, a.size // a.shape[axis]))
-    least: float | None = None
-    for start in range(0, a.shape[axis], step):
-        index = [slice(None)] * a.ndim
-        index[axis] = slice(start, start + step)
-        block = a[tuple(index)]
-        positive = block[block > 0]
-        if positive.size:
-            value = float(positive.min())
-            least = value if least is None else min(least, value)
-    return 0.0 if least is None else least
+    return least_positive(a), high
 
 
 def float32_suffices(left: tuple[float, float], right: tuple[float, float], k: int) -> bool:
@@ -403,6 +383,13 @@ def _abs_products(left: np.ndarray, right: np.ndarray, route: str) -> np.ndarray
     return total
 
 
+def _finite_part(a: np.ndarray) -> np.ndarray:
+    """``a`` with its non-finite values set to zero: ``a`` itself where a constant has none."""
+    if constant_cache.immutable(a) and constant_cache.derived(a, "finite", lambda: _all_finite(a)):
+        return a
+    return np.where(np.isfinite(a), a, 0.0)
+
+
 class Products:
     """One stacked product ``L @ R (+ bias)``: L of shape (BL, M, K), R of shape (BR, K, P), BL and BR equal
     or 1; bias broadcastable to (B, M, P) or None. The operands are float64 arrays holding the exact values of
@@ -411,7 +398,10 @@ class Products:
     ``magnitude``: an upper bound of sum|l*r| + |bias| per element the caller already has (abs_sum; tier 1
     then needs no Cauchy-Schwarz norms). ``norms``: the Cauchy-Schwarz norms (BL, M) and (BR, P) when the
     caller computes them more cheaply than from L and R (Conv, from window sums of X squared). ``zero``: the
-    caller knows one operand is all +-0 (finite), so tier 1 needs no product."""
+    caller knows one operand is all +-0 (finite), so tier 1 needs no product. ``column_units``: tier 2's
+    lowest set bits of R's columns, when the caller has them more cheaply (products_bulk.ColumnUnits);
+    ``specials``: ``special_values``' (where, values) the same way (None: not known, taken here), and
+    ``finite_right``: R with its non-finite values zeros."""
 
     def __init__(
         self,
@@ -424,6 +414,9 @@ class Products:
         magnitude: np.ndarray | None = None,
         norms: tuple[np.ndarray, np.ndarray] | None = None,
         zero: bool = False,
+        column_units: ColumnUnits | None = None,
+        specials: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
+        finite_right: Callable[[], np.ndarray] | None = None,
     ) -> None:
         if left.ndim != 3 or right.ndim != 3 or left.shape[2] != right.shape[1]:
             raise ValueError(f"product of {left.shape} and {right.shape}")
@@ -439,6 +432,8 @@ class Products:
         self.magnitude = magnitude
         self.norms = norms
         self.zero = zero  # the caller knows an operand is all +-0: every product is +-0
+        self.column_units = column_units
+        self.specials, self.finite_right = specials, finite_right
 
     # -- the result ---------------------------------------------------------------------------------------
     def rounded(self) -> np.ndarray:
@@ -451,15 +446,18 @@ class Products:
         ):
             return self._rounded_finite(None)
         left, right, bias = self.left, self.right, self.bias
-        where, values = special_values(self.left, self.right, self.bias, self.shape)
+        found = None if self.specials is None else self.specials()
+        where, values = special_values(left, right, bias, self.shape) if found is None else found
         if where.all():
             return values.astype(self.dtype)
         # The other elements have only finite terms: the finite problem with the non-finite operands set to
-        # zero gives them; the special elements are skipped by every tier past the first.
-        left = np.where(np.isfinite(left), left, 0.0)
-        right = np.where(np.isfinite(right), right, 0.0)
+        # zero gives them (a finite constant, a model's W, kept as it is: its cached forms still apply); the
+        # special elements are skipped by every tier past the first.
+        left = _finite_part(left)
+        right = _finite_part(right) if self.finite_right is None else self.finite_right()
         bias = None if bias is None else np.where(np.isfinite(bias), bias, 0.0)
-        finite = Products(left, right, bias, self.dtype, finite=True, magnitude=self.magnitude)
+        finite = Products(left, right, bias, self.dtype, finite=True, magnitude=self.magnitude,
+                          column_units=self.column_units)  # fmt: skip
         result = finite._rounded_finite(where)
         result[where] = values[where].astype(self.dtype)
         return result

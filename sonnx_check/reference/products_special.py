@@ -40,7 +40,7 @@ def special_values(
         if inf_l.any() or inf_r.any():
             counts: Sequence[np.ndarray | int] = [0, 0, 0]  # NaN terms (0 * inf), +inf terms, -inf terms
             if inf_r.any():
-                signs = _signs(left) if block_l is left else None
+                signs = kept_signs(left) if block_l is left else None
                 counts = _add(counts, infinite_terms(block_l, block_r, inf_r, signs))
             if inf_l.any():  # the same with the roles of L and R exchanged (transposed)
                 swapped = infinite_terms(
@@ -81,9 +81,14 @@ def count_type(k: int) -> type:
     return np.float32 if k < 1 << 24 else np.float64
 
 
-def _signs(left: np.ndarray) -> np.ndarray:
+def kept_signs(left: np.ndarray) -> np.ndarray:
     """sign(L) for ``infinite_terms``, kept for a constant L (a model's W meets every edge dataset)."""
     return constant_cache.derived(left, "count signs", lambda: _count_signs(left))
+
+
+def no_zero(s: np.ndarray) -> bool:
+    """Whether signs ``s`` hold no zero (nor NaN): every infinity then makes an infinite term; kept."""
+    return bool(constant_cache.derived(s, "no zero", lambda: bool(s.all())))
 
 
 def _count_signs(left: np.ndarray) -> np.ndarray:
@@ -111,7 +116,7 @@ def infinite_terms(
     b = np.matmul(s, t)
     column_counts = magnitude.sum(axis=1)[:, None, :]
     # no zero (nor NaN) in L: every infinity of a column makes an infinite term
-    if constant_cache.derived(s, "no zero", lambda: bool(s.all())):
+    if no_zero(s):
         a = np.broadcast_to(column_counts, b.shape)
         zeros = np.zeros(b.shape, dtype=work)
     else:

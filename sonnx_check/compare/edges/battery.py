@@ -49,6 +49,7 @@ from sonnx_check import reference
 from sonnx_check.compare.edges import values as edge_values
 from sonnx_check.compare.edges.accounting import Accounting
 from sonnx_check.compare.edges.configuration import Configuration
+from sonnx_check.compare.edges.fillers import Fillers
 from sonnx_check.compare.edges.lone_model import (
     configurations_model,
     input_name,
@@ -112,6 +113,7 @@ class _Prepared:
     inputs: list[np.ndarray | None]
     expected: list[np.ndarray]
     abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) of a sum-of-products node, from its kernel
+    variant: str = "all"  # the data's variant (_data): the edge pattern on every input, or the first only
 
 
 class NodeEdges:
@@ -158,7 +160,11 @@ class NodeEdges:
         # the compared model takes the held weights from it: no copy in the batch's model.
         self.runner = runner
         self.subject = runner.subject  # how findings name the runtime under test
-        self._fillers: dict[int, dict[int, np.ndarray]] = {}
+        self._fillers = Fillers(
+            lambda c, d: None if (r := self._prepare(c, d)) is None else r.fed,
+            self._variant_data,
+            self.datasets,
+        )
 
     def observe(
         self, index: int, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray | None]
@@ -261,36 +267,23 @@ class NodeEdges:
             if names:
                 self._run_batch(half, open_session, run, names)
 
-    def _filler(
-        self, config: Configuration, shape: tuple[int, ...], dtype: np.dtype, position: int
-    ) -> np.ndarray:
-        """What a configuration is fed on a dataset that does not concern it: the data of its first dataset
-        the reference accepts, never zeros, also for a runtime that runs only the asked outputs (zeros can be
-        data the profile excludes: onnxruntime 1.21.0 ran an unasked integer Div of a batch on them and died
-        of SIGFPE, pinned on the configuration the dataset was for)."""
-        if id(config) not in self._fillers:
-            ready = next((r for d in self.datasets(config) if (r := self._prepare(config, d))), None)
-            self._fillers[id(config)] = ready.fed if ready is not None else {}
-        if position in self._fillers[id(config)]:
-            return self._fillers[id(config)][position]
-        return np.zeros(shape, dtype=dtype)
-
     def _feeds(
         self, batch: list[Configuration], names: list[str], prepared: dict[str, dict[int, _Prepared | None]]
     ) -> Iterator[Feeds]:
         """The datasets that concern a configuration of the batch, prepared one at a time (the others are
         fed zeros, and their outputs are not asked for)."""
+        wanting = [c for c in batch if not set(names) <= set(self.datasets(c))]  # fed a filler at some point
         for dataset in names:
             ready = {id(c): self._prepare(c, dataset) for c in batch}
+            for config in wanting:
+                self._fillers.keep(config, dataset, None if (r := ready[id(config)]) is None else r.variant)
             if all(r is None for r in ready.values()):
                 continue
             values: dict[str, np.ndarray] = {}
             for number, config in enumerate(batch):
                 own = ready[id(config)]
                 for position, dtype, shape in config.fed:
-                    value = (
-                        own.fed[position] if own is not None else self._filler(config, shape, dtype, position)
-                    )
+                    value = own.fed[position] if own else self._fillers.value(config, shape, dtype, position)
                     values[input_name(number, position)] = value
             outputs = [
                 output_name(number, k)
@@ -372,9 +365,16 @@ class NodeEdges:
                     return None
                 refusal = f"the data break {rule}, which the profile excludes"
                 continue
-            return _Prepared(fed, inputs, expected, abs_sum)
+            return _Prepared(fed, inputs, expected, abs_sum, variant)
         config.skipped[dataset] = f"not run: {refusal}"
         return None
+
+    def _variant_data(
+        self, config: Configuration, dataset: str, variant: str
+    ) -> dict[int, np.ndarray] | None:
+        """The data ``_prepare`` fed ``config`` on ``dataset`` in ``variant`` (drawn again: the same)."""
+        pattern = dataset.removeprefix(EDGE_PREFIX)
+        return self._data(config, pattern, variant, pattern in edge_values.specific_names(config.op_type))
 
     def _data(
         self, config: Configuration, pattern: str, variant: str, specific: bool
