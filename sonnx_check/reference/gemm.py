@@ -37,11 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import F64, FLOAT_DTYPES, mantissa_exponent, round_dyadic
 from sonnx_check.reference.matmul import _checked as _checked_matrices
 from sonnx_check.reference.products_common import Products, abs_sum
 from sonnx_check.reference.products_signs import signed_sums
+from sonnx_check.reference.products_special import special_values
 
 NEUTRAL = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 _U64, _MIN_NORMAL64 = 2.0**-53, 2.0**-1022
@@ -149,7 +151,55 @@ def _by_columns(
 
 def _rounded(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.ndarray | None) -> np.ndarray:
     """A' x B' + C correctly rounded to the type, by blocks of columns (``_by_columns``); ``magnitude``:
-    sum |a b| + |c| when the caller has it (tier 1's certificate)."""
+    sum |a b| + |c| when the caller has it (tier 1's certificate). B' with contiguous columns (a transposed
+    weight: transB, as exporters write a Linear layer) is taken as the rows of B'^T (``_rounded_by_rows``)."""
+    settled = _settled_by_a(a, b, c)
+    if settled is not None:
+        return settled
+    if b.ndim == 2 and b.shape[1] > 1 and b.strides[0] < b.strides[1]:
+        return _rounded_by_rows(a, b, c, magnitude)
+    return _rounded_by_columns(a, b, c, magnitude)
+
+
+def _weight_finite(b: np.ndarray) -> bool:
+    """Whether every value of B' is finite, looked at once for a model's weight (constant_cache), by blocks
+    of columns (no mask of the whole weight: 100 MB for VGG's classifier)."""
+
+    def every_finite() -> bool:
+        width = max(1, _BLOCK_BYTES // (8 * max(b.shape[0], 1)))
+        return all(bool(np.isfinite(b[:, s : s + width]).all()) for s in range(0, b.shape[1], width))
+
+    return bool(constant_cache.derived_from_view(b, "every value finite", every_finite))
+
+
+def _settled_by_a(a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray | None:
+    """Y where A' alone decides it and every b'_kj is finite (an edge dataset on a weight's input), else None:
+    - each row of A' holds a NaN or an infinity: each element then has a NaN or infinite term, so it is the
+      special value (products_special) its non-finite terms and c_ij give, computed on those k only (when
+      they are few);
+    - A' all +-0 and C finite with no -0: every term is +-0, so y_ij = c_ij exactly (x + +-0 = x for x != 0;
+      +0 plus +-0 terms is +0).
+    The same bits as the whole product (tests/reference/test_gemm_rows.py), without its passes over B'."""
+    if a.size == 0 or b.shape[1] == 0 or not _weight_finite(b):
+        return None
+    finite_a = np.isfinite(a)
+    ks = np.flatnonzero(~finite_a.all(axis=0))
+    # (a few such k: many, and the terms to count are most of the product's, taken by blocks below)
+    if not finite_a.all(axis=1).any() and 8 * ks.size * b.shape[1] <= _BLOCK_BYTES:
+        shape = (1, a.shape[0], b.shape[1])
+        bias = None if c is None else np.broadcast_to(np.asarray(c, dtype=np.float64), shape)
+        left, right = a[None][:, :, ks].astype(np.float64), b[None, ks].astype(np.float64)
+        where, values = special_values(left, right, bias, shape)
+        return values[0].astype(a.dtype) if where.all() else None
+    if c is not None and not a.any() and np.isfinite(c).all() and not (np.signbit(c) & (c == 0)).any():
+        return np.array(c, dtype=a.dtype)
+    return None
+
+
+def _rounded_by_columns(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.ndarray | None
+) -> np.ndarray:
+    """``_rounded`` as A' x (blocks of B's columns)."""
     a64 = a[None].astype(np.float64)
 
     def block(cols: slice) -> np.ndarray:
@@ -160,6 +210,45 @@ def _rounded(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.n
             a.dtype,
             magnitude=None if magnitude is None else magnitude[None, :, cols],
         ).rounded()[0]
+
+    return _by_columns(a, b, c, block)
+
+
+def _rounded_by_rows(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.ndarray | None
+) -> np.ndarray:
+    """``_rounded`` as Y'^T = B'^T x A'^T, a block of Y's columns from a block of B'^T's rows. Each element
+    is the same sum of the same products (and c_ij), correctly rounded, so the same bits (IEEE special
+    values and the sign of a zero are symmetric in the factors; tests/reference/test_gemm_rows.py). Why:
+    a block of B'^T's rows is one contiguous float64 copy, and the elements left to tier 3 (about 1% of a
+    25088-long sum on random data) gather their row of it, where a block of B's columns was copied whole
+    (32 MiB) by each tier 3 gather. A weight's finiteness is looked at once, not on every block of every
+    dataset (constant_cache); A's on each call."""
+    right = a.T[None].astype(np.float64)  # (1, K, M)
+    if not np.isfinite(a).all():
+        every_finite: bool | None = False  # a non-finite A' is in every block
+    elif constant_cache.derived_from_view(b, "every value finite", lambda: bool(np.isfinite(b).all())):
+        every_finite = True
+    else:
+        every_finite = None  # a non-finite weight: each block looked at by Products
+
+    def block(cols: slice) -> np.ndarray:
+        bias = None if c is None else c[:, cols].T[None].astype(np.float64)
+        finite = every_finite
+        if finite and bias is not None and not np.isfinite(bias).all():
+            finite = False
+        return (
+            Products(
+                b.T[None, cols].astype(np.float64),  # (1, w, K), C-contiguous
+                right,
+                bias,
+                a.dtype,
+                finite=finite,
+                magnitude=None if magnitude is None else magnitude[:, cols].T[None],
+            )
+            .rounded()[0]
+            .T
+        )
 
     return _by_columns(a, b, c, block)
 
