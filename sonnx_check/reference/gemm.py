@@ -175,25 +175,39 @@ def _weight_finite(b: np.ndarray) -> bool:
 def _settled_by_a(a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray | None:
     """Y where A' alone decides it and every b'_kj is finite (an edge dataset on a weight's input), else None:
     - each row of A' holds a NaN or an infinity: each element then has a NaN or infinite term, so it is the
-      special value (products_special) its non-finite terms and c_ij give, computed on those k only (when
-      they are few);
+      special value (products_special) its non-finite terms and c_ij give: counted on those k only, on the
+      operands in their own type (the counts are exact integers, whatever the type: no float64 copy);
     - A' all +-0 and C finite with no -0: every term is +-0, so y_ij = c_ij exactly (x + +-0 = x for x != 0;
       +0 plus +-0 terms is +0).
     The same bits as the whole product (tests/reference/test_gemm_rows.py), without its passes over B'."""
     if a.size == 0 or b.shape[1] == 0 or not _weight_finite(b):
         return None
     finite_a = np.isfinite(a)
-    ks = np.flatnonzero(~finite_a.all(axis=0))
-    # (a few such k: many, and the terms to count are most of the product's, taken by blocks below)
-    if not finite_a.all(axis=1).any() and 8 * ks.size * b.shape[1] <= _BLOCK_BYTES:
-        shape = (1, a.shape[0], b.shape[1])
-        bias = None if c is None else np.broadcast_to(np.asarray(c, dtype=np.float64), shape)
-        left, right = a[None][:, :, ks].astype(np.float64), b[None, ks].astype(np.float64)
-        where, values = special_values(left, right, bias, shape)
-        return values[0].astype(a.dtype) if where.all() else None
+    if not finite_a.all(axis=1).any():
+        return _special_by_a(a, b, c, np.flatnonzero(~finite_a.all(axis=0)))
     if c is not None and not a.any() and np.isfinite(c).all() and not (np.signbit(c) & (c == 0)).any():
         return np.array(c, dtype=a.dtype)
     return None
+
+
+def _special_by_a(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, ks: np.ndarray) -> np.ndarray | None:
+    """``_settled_by_a``'s special values, by blocks of B's columns, from the terms of the k in ``ks`` (where
+    A' is not finite); None should an element not be special (then the whole product decides it)."""
+    every = ks.size == a.shape[1]
+    left = a[None] if every else a[None][:, :, ks]
+    undecided = False
+
+    def block(cols: slice) -> np.ndarray:
+        nonlocal undecided
+        right = b[:, cols] if every else b[:, cols][ks]
+        shape = (1, a.shape[0], right.shape[1])
+        bias = None if c is None else np.broadcast_to(np.asarray(c[:, cols], dtype=np.float64), shape)
+        where, values = special_values(left, right[None], bias, shape)
+        undecided = undecided or not where.all()
+        return values[0].astype(a.dtype)
+
+    y = _by_columns(a, b, c, block)
+    return None if undecided else y
 
 
 def _rounded_by_columns(

@@ -101,7 +101,7 @@ def test_a_transposed_weight_is_taken_by_rows_and_a_plain_one_by_columns(
 
 
 def test_edge_activations_on_a_finite_weight_are_settled_without_the_product() -> None:
-    """An infinite activation (every element +-inf or NaN) and zero activations with a +0 bias (every element
+    """Infinite activations (every element +-inf or NaN) and zero activations with a +0 bias (every element
     the bias), as the edge battery feeds VGG's classifier: decided by A' alone, the plain product's bits."""
     rng = np.random.default_rng(6)
     b = _weight(rng, 400, 90).T
@@ -110,7 +110,8 @@ def test_edge_activations_on_a_finite_weight_are_settled_without_the_product() -
     a_inf = rng.standard_normal((1, 400), dtype=np.float32)
     a_inf[0, [3, 200]] = [np.inf, -np.inf]
     zeros = np.where(rng.random((1, 400)) < 0.5, -0.0, 0.0).astype(np.float32)
-    for a in (a_inf, zeros):
+    all_inf = np.where(rng.random((2, 400)) < 0.7, np.inf, -np.inf).astype(np.float32)  # every k's terms
+    for a in (a_inf, all_inf, zeros):
         a2, b2, c2 = gemm._checked(a, b, c, None)
         settled = gemm._settled_by_a(a2, b2, c2)
         assert settled is not None
