@@ -241,30 +241,41 @@ def _rounded_by_rows(
     right = a.T[None].astype(np.float64)  # (1, K, M)
     if not np.isfinite(a).all():
         every_finite: bool | None = False  # a non-finite A' is in every block
-    elif constant_cache.derived_from_view(b, "every value finite", lambda: bool(np.isfinite(b).all())):
-        every_finite = True
-    else:
-        every_finite = None  # a non-finite weight: each block looked at by Products
+    else:  # a non-finite weight: None, each block looked at by Products
+        every_finite = True if _weight_finite(b) else None
+    right_norms = _norms(right, 1)
 
     def block(cols: slice) -> np.ndarray:
+        left = b.T[None, cols].astype(np.float64)  # (1, w, K), C-contiguous
         bias = None if c is None else c[:, cols].T[None].astype(np.float64)
         finite = every_finite
         if finite and bias is not None and not np.isfinite(bias).all():
             finite = False
+        norms = None
+        if finite and magnitude is None:  # tier 1's Cauchy-Schwarz bound: the weight's part kept
+            key = ("row norms", cols.start, cols.stop)
+            norms = (constant_cache.derived_from_view(b, key, lambda: _norms(left, 2)), right_norms)
         return (
             Products(
-                b.T[None, cols].astype(np.float64),  # (1, w, K), C-contiguous
+                left,
                 right,
                 bias,
                 a.dtype,
                 finite=finite,
                 magnitude=None if magnitude is None else magnitude[:, cols].T[None],
+                norms=norms,
             )
             .rounded()[0]
             .T
         )
 
     return _by_columns(a, b, c, block)
+
+
+def _norms(x: np.ndarray, axis: int) -> np.ndarray:
+    """sqrt(sum x^2) along ``axis`` of a stacked matrix in float64, as Products takes its rows' and columns'
+    norms (exact_sums._norms)."""
+    return np.sqrt(np.einsum("bmk,bmk->bm" if axis == 2 else "bkp,bkp->bp", x, x))
 
 
 def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttributes) -> np.ndarray:
