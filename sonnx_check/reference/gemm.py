@@ -37,11 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from sonnx_check.reference import constant_cache
 from sonnx_check.reference.errors import OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import F64, FLOAT_DTYPES, mantissa_exponent, round_dyadic
 from sonnx_check.reference.matmul import _checked as _checked_matrices
 from sonnx_check.reference.products_common import Products, abs_sum
 from sonnx_check.reference.products_signs import signed_sums
+from sonnx_check.reference.products_special import special_values
 
 NEUTRAL = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 _U64, _MIN_NORMAL64 = 2.0**-53, 2.0**-1022
@@ -149,7 +151,69 @@ def _by_columns(
 
 def _rounded(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.ndarray | None) -> np.ndarray:
     """A' x B' + C correctly rounded to the type, by blocks of columns (``_by_columns``); ``magnitude``:
-    sum |a b| + |c| when the caller has it (tier 1's certificate)."""
+    sum |a b| + |c| when the caller has it (tier 1's certificate). B' with contiguous columns (a transposed
+    weight: transB, as exporters write a Linear layer) is taken as the rows of B'^T (``_rounded_by_rows``)."""
+    settled = _settled_by_a(a, b, c)
+    if settled is not None:
+        return settled
+    if b.ndim == 2 and b.shape[1] > 1 and b.strides[0] < b.strides[1]:
+        return _rounded_by_rows(a, b, c, magnitude)
+    return _rounded_by_columns(a, b, c, magnitude)
+
+
+def _weight_finite(b: np.ndarray) -> bool:
+    """Whether every value of B' is finite, looked at once for a model's weight (constant_cache), by blocks
+    of columns (no mask of the whole weight: 100 MB for VGG's classifier)."""
+
+    def every_finite() -> bool:
+        width = max(1, _BLOCK_BYTES // (8 * max(b.shape[0], 1)))
+        return all(bool(np.isfinite(b[:, s : s + width]).all()) for s in range(0, b.shape[1], width))
+
+    return bool(constant_cache.derived_from_view(b, "every value finite", every_finite))
+
+
+def _settled_by_a(a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray | None:
+    """Y where A' alone decides it and every b'_kj is finite (an edge dataset on a weight's input), else None:
+    - each row of A' holds a NaN or an infinity: each element then has a NaN or infinite term, so it is the
+      special value (products_special) its non-finite terms and c_ij give: counted on those k only, on the
+      operands in their own type (the counts are exact integers, whatever the type: no float64 copy);
+    - A' all +-0 and C finite with no -0: every term is +-0, so y_ij = c_ij exactly (x + +-0 = x for x != 0;
+      +0 plus +-0 terms is +0).
+    The same bits as the whole product (tests/reference/test_gemm_rows.py), without its passes over B'."""
+    if a.size == 0 or b.shape[1] == 0 or not _weight_finite(b):
+        return None
+    finite_a = np.isfinite(a)
+    if not finite_a.all(axis=1).any():
+        return _special_by_a(a, b, c, np.flatnonzero(~finite_a.all(axis=0)))
+    if c is not None and not a.any() and np.isfinite(c).all() and not (np.signbit(c) & (c == 0)).any():
+        return np.array(c, dtype=a.dtype)
+    return None
+
+
+def _special_by_a(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, ks: np.ndarray) -> np.ndarray | None:
+    """``_settled_by_a``'s special values, by blocks of B's columns, from the terms of the k in ``ks`` (where
+    A' is not finite); None should an element not be special (then the whole product decides it)."""
+    every = ks.size == a.shape[1]
+    left = a[None] if every else a[None][:, :, ks]
+    undecided = False
+
+    def block(cols: slice) -> np.ndarray:
+        nonlocal undecided
+        right = b[:, cols] if every else b[:, cols][ks]
+        shape = (1, a.shape[0], right.shape[1])
+        bias = None if c is None else np.broadcast_to(np.asarray(c[:, cols], dtype=np.float64), shape)
+        where, values = special_values(left, right[None], bias, shape)
+        undecided = undecided or not where.all()
+        return values[0].astype(a.dtype)
+
+    y = _by_columns(a, b, c, block)
+    return None if undecided else y
+
+
+def _rounded_by_columns(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.ndarray | None
+) -> np.ndarray:
+    """``_rounded`` as A' x (blocks of B's columns)."""
     a64 = a[None].astype(np.float64)
 
     def block(cols: slice) -> np.ndarray:
@@ -162,6 +226,56 @@ def _rounded(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.n
         ).rounded()[0]
 
     return _by_columns(a, b, c, block)
+
+
+def _rounded_by_rows(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, magnitude: np.ndarray | None
+) -> np.ndarray:
+    """``_rounded`` as Y'^T = B'^T x A'^T, a block of Y's columns from a block of B'^T's rows. Each element
+    is the same sum of the same products (and c_ij), correctly rounded, so the same bits (IEEE special
+    values and the sign of a zero are symmetric in the factors; tests/reference/test_gemm_rows.py). Why:
+    a block of B'^T's rows is one contiguous float64 copy, and the elements left to tier 3 (about 1% of a
+    25088-long sum on random data) gather their row of it, where a block of B's columns was copied whole
+    (32 MiB) by each tier 3 gather. A weight's finiteness is looked at once, not on every block of every
+    dataset (constant_cache); A's on each call."""
+    right = a.T[None].astype(np.float64)  # (1, K, M)
+    if not np.isfinite(a).all():
+        every_finite: bool | None = False  # a non-finite A' is in every block
+    else:  # a non-finite weight: None, each block looked at by Products
+        every_finite = True if _weight_finite(b) else None
+    right_norms = _norms(right, 1)
+
+    def block(cols: slice) -> np.ndarray:
+        left = b.T[None, cols].astype(np.float64)  # (1, w, K), C-contiguous
+        bias = None if c is None else c[:, cols].T[None].astype(np.float64)
+        finite = every_finite
+        if finite and bias is not None and not np.isfinite(bias).all():
+            finite = False
+        norms = None
+        if finite and magnitude is None:  # tier 1's Cauchy-Schwarz bound: the weight's part kept
+            key = ("row norms", cols.start, cols.stop)
+            norms = (constant_cache.derived_from_view(b, key, lambda: _norms(left, 2)), right_norms)
+        return (
+            Products(
+                left,
+                right,
+                bias,
+                a.dtype,
+                finite=finite,
+                magnitude=None if magnitude is None else magnitude[:, cols].T[None],
+                norms=norms,
+            )
+            .rounded()[0]
+            .T
+        )
+
+    return _by_columns(a, b, c, block)
+
+
+def _norms(x: np.ndarray, axis: int) -> np.ndarray:
+    """sqrt(sum x^2) along ``axis`` of a stacked matrix in float64, as Products takes its rows' and columns'
+    norms (exact_sums._norms)."""
+    return np.sqrt(np.einsum("bmk,bmk->bm" if axis == 2 else "bkp,bkp->bp", x, x))
 
 
 def _scaled(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, attrs: GemmAttributes) -> np.ndarray:
