@@ -53,7 +53,7 @@ from sonnx_check.children import (
 from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.base import STAGES, RunnerUnavailable
 from sonnx_check.compare.runtimes.base import RunFailure as RuntimeRefusal
-from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays, shared_weights
+from sonnx_check.compare.runtimes.worker import give_back, model_bytes, shared_arrays, shared_weights
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
@@ -488,9 +488,12 @@ def _serve(
         except Exception:  # noqa: BLE001 - a bug here is reported to the parent, which reports it as one
             reply = ("error", traceback.format_exc())
         # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
+        trimming = stage == "close" or (reply[0] == "ok" and give_back.large(reply[1]))
         request = value = None
         shared_arrays.send(reply, replies, outbound, limit=shared_arrays.KEEP)
         del reply
+        if trimming:  # their freed pages go back too, not kept while the parent compares (give_back)
+            give_back.trim()
 
 
 def main() -> None:
