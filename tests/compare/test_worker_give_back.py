@@ -1,5 +1,6 @@
-"""The worker gives a large result's memory back to the system once its reply is sent (give_back.py): the
-comparison's peak adds the worker's memory to sonnx-check's, which is comparing those very results then."""
+"""The worker gives a large result's memory back to the system as its reply is sent (give_back.py), one array
+at a time (process._send_parts): the comparison's peak adds the worker's memory to sonnx-check's, which holds
+those very results then."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def test_the_worker_holds_no_freed_results_after_its_reply():
         session.run({"x": x})  # the allocator's thresholds settle on the first run
         before = _anonymous_mib(worker._process.pid)
         out = session.run({"x": x})
-        assert len(out) == count and out[f"t{count - 1}"].tobytes() == np.maximum(x, 0).tobytes()
+        # sent one array at a time (process._send_parts): every result, in the order asked
+        assert list(out) == [f"t{i}" for i in range(count)]
+        assert all(value.tobytes() == np.maximum(x, 0).tobytes() for value in out.values())
         # the worker trims once its reply is written, while this process reads it: wait for it
         deadline = time.monotonic() + 30
         while (after := _anonymous_mib(worker._process.pid)) - before >= 16 and time.monotonic() < deadline:
