@@ -34,9 +34,9 @@ def trim() -> bool:
         try:
             import ctypes
 
-            function = ctypes.CDLL(None).malloc_trim
-            function.argtypes, function.restype = [ctypes.c_size_t], ctypes.c_int
-            _trim.append(function)
+            found = ctypes.CDLL(None).malloc_trim
+            found.argtypes, found.restype = [ctypes.c_size_t], ctypes.c_int
+            _trim.append(found)
         except (OSError, AttributeError, ImportError):  # not glibc (musl has no malloc_trim), or no ctypes
             _trim.append(None)
     function = _trim[0]
