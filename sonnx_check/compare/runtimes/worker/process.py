@@ -53,7 +53,7 @@ from sonnx_check.children import (
 from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.base import STAGES, RunnerUnavailable
 from sonnx_check.compare.runtimes.base import RunFailure as RuntimeRefusal
-from sonnx_check.compare.runtimes.worker import model_bytes, shared_arrays, shared_weights
+from sonnx_check.compare.runtimes.worker import give_back, model_bytes, shared_arrays, shared_weights
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
@@ -77,6 +77,8 @@ _ENTRY = (
 # allowed on top of the budget while the session is created.
 _SESSION_COPIES = 3
 _OUT_OF_MEMORY = re.compile(r"bad_alloc|Failed to allocate|MemoryError|Cannot allocate memory|out of memory")
+# A large run's results follow this reply one (name, array) pickle at a time (_send_parts)
+_PARTS = "ok-parts"
 
 # Every worker process this process started and has not reaped yet (the registry lives in children.py,
 # so that a static run's runner needs nothing of this module).
@@ -151,6 +153,9 @@ class Worker:
             shared_arrays.send((stage, *arguments), self._process.stdin, self._requests)
             # copied out of the region: the results outlive the next reply, which overwrites it
             reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
+            if reply[0] == _PARTS:
+                stream = self._process.stdout
+                reply = ("ok", dict(pickle.load(stream) for _ in range(reply[1])))  # (name, array) pairs
         except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
             stop.check()  # the signal handler killed the worker: not a crash of onnxruntime
             if self._expired:
@@ -488,9 +493,35 @@ def _serve(
         except Exception:  # noqa: BLE001 - a bug here is reported to the parent, which reports it as one
             reply = ("error", traceback.format_exc())
         # Neither the feeds nor the results are kept once the reply is sent: the next request's must fit.
+        parts = reply[1] if reply[0] == "ok" and give_back.large(reply[1]) else None
         request = value = None
-        shared_arrays.send(reply, replies, outbound, limit=shared_arrays.KEEP)
-        del reply
+        if parts is not None:
+            del reply
+            _send_parts(parts, replies)
+        else:
+            shared_arrays.send(reply, replies, outbound, limit=shared_arrays.KEEP)
+            del reply
+        if parts is not None or stage == "close":  # freed pages go back, not kept while the parent compares
+            give_back.trim()
+        del parts
+
+
+def _send_parts(results: dict[str, Any], replies: IO[bytes]) -> None:
+    """A large run's ``results`` (emptied) into the stream one array at a time, each let go once written:
+    the parent reads them as they come, so the two processes do not both hold all of them (a batch of
+    DenseNet-121's intermediates, 230 MiB); the freed pages are given back as they add up (give_back)."""
+    shared_arrays.send((_PARTS, len(results)), replies, None)
+    freed = 0
+    while results:
+        name = next(iter(results))
+        array = results.pop(name)
+        pickle.dump((name, array), replies, protocol=5)
+        freed += getattr(array, "nbytes", 0)
+        del array
+        if freed >= give_back.LARGE:
+            give_back.trim()
+            freed = 0
+    replies.flush()
 
 
 def main() -> None:
