@@ -24,11 +24,17 @@ from sonnx_check.reference.products_special import count_type, kept_signs, no_ze
 class Plan(Protocol):
     """What is read of a Conv's plan (conv._Plan)."""
 
-    x: np.ndarray
-    w: np.ndarray
-    left: np.ndarray
-    bias: np.ndarray | None
-    depthwise: bool
+    # read-only: the plan may compute them (properties)
+    @property
+    def x(self) -> np.ndarray: ...
+    @property
+    def w(self) -> np.ndarray: ...
+    @property
+    def left(self) -> np.ndarray: ...
+    @property
+    def bias(self) -> np.ndarray | None: ...
+    @property
+    def depthwise(self) -> bool: ...
 
     def padded_map(
         self, image: int, dtype: type, fill: Callable[[np.ndarray], np.ndarray] | None = None

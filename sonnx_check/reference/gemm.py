@@ -348,8 +348,12 @@ def _column_sums(b: np.ndarray) -> np.ndarray:
     width = _BLOCK_BYTES // (8 * max(1, b.shape[0]))
     width = max(64, width - width % 64)
     out = np.empty(b.shape[1])
-    for start in range(0, b.shape[1], width):
-        out[start : start + width] = np.abs(b[:, start : start + width].astype(np.float64)).sum(axis=0)
+    starts = list(range(0, b.shape[1], width))
+    if len(starts) > 1 and b.shape[1] - starts[-1] == 1:
+        # a lone last column would be summed as a 1-D array (numpy's pairwise order), the others row by row
+        starts.pop()
+    for start, end in zip(starts, [*starts[1:], b.shape[1]], strict=True):
+        out[start:end] = np.abs(b[:, start:end].astype(np.float64)).sum(axis=0)
     return out
 
 
