@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +30,9 @@ import numpy as np
 LIMIT_BYTES = 64 << 20
 
 _lock = threading.Lock()
+# A weak reference's callback runs when its array dies, which a garbage collection can make happen at any
+# allocation, also while this thread holds _lock: the callbacks only queue their work, done under the lock.
+_dead: deque[Callable[[], None]] = deque()
 _entries: dict[int, _Entry] = {}
 # the arrays derived here, by id (checked against the weak reference)
 _frozen: dict[int, weakref.ref[np.ndarray]] = {}
@@ -45,7 +49,7 @@ class _Entry:
         key = id(array)
 
         def forget(_: weakref.ref[np.ndarray]) -> None:
-            _forget(key, self)
+            _dead.append(lambda: _forget(key, self))
 
         self.source = weakref.ref(array, forget)
         self.values: dict[Hashable, Any] = {}
@@ -53,13 +57,21 @@ class _Entry:
         self.large: dict[Hashable, int] = {}  # the large forms among values, and their bytes
 
 
-def _forget(key: int, entry: _Entry) -> None:
-    global _kept_bytes, _large_bytes
+@contextmanager
+def _locked() -> Iterator[None]:
+    """The lock, once the queued callbacks' work is done."""
     with _lock:
-        if _entries.get(key) is entry:
-            del _entries[key]
-            _kept_bytes -= entry.nbytes
-            _large_bytes -= sum(entry.large.values())
+        while _dead:
+            _dead.popleft()()
+        yield
+
+
+def _forget(key: int, entry: _Entry) -> None:  # under the lock
+    global _kept_bytes, _large_bytes
+    if _entries.get(key) is entry:
+        del _entries[key]
+        _kept_bytes -= entry.nbytes
+        _large_bytes -= sum(entry.large.values())
 
 
 def immutable(array: np.ndarray) -> bool:
@@ -83,7 +95,7 @@ def derived(array: np.ndarray, name: Hashable, compute: Callable[[], Any], *, la
     if not isinstance(array, np.ndarray) or not immutable(array):
         return compute()
     key = id(array)
-    with _lock:
+    with _locked():
         entry = _entries.get(key)
         if entry is not None and entry.source() is array and name in entry.values:
             return entry.values[name]
@@ -91,10 +103,13 @@ def derived(array: np.ndarray, name: Hashable, compute: Callable[[], Any], *, la
     size = value.nbytes if isinstance(value, np.ndarray) else 0
     if isinstance(value, np.ndarray):
         _freeze(value)
-    with _lock:
+    with _locked():
         entry = _entries.get(key)
         if entry is None or entry.source() is not array:
-            if entry is not None:  # a dead array's entry whose callback has not run yet
+            if (
+                entry is not None
+            ):  # a dead array's entry whose callback has not run yet (it will find it gone)
+                del _entries[key]
                 _kept_bytes -= entry.nbytes
                 _large_bytes -= sum(entry.large.values())
             entry = _entries[key] = _Entry(array)
@@ -115,20 +130,20 @@ def allowance(nbytes: int) -> Iterator[None]:
     """Keep large forms (``derived(..., large=True)``) up to ``nbytes`` in all while the block runs (memory
     its caller has planned for them); they are dropped when it ends, whoever still holds their arrays."""
     global _large_limit
-    with _lock:
+    with _locked():
         _large_limit = max(0, nbytes)
     try:
         yield
     finally:
-        with _lock:
+        with _locked():
             _large_limit = 0
         _drop_large()
 
 
 def _drop_large() -> None:
     global _large_bytes
-    dropped = []  # released after the lock: a freed array's callback (_unfreeze) takes it
-    with _lock:
+    dropped = []  # released after the lock
+    with _locked():
         for entry in _entries.values():
             for name, size in entry.large.items():
                 dropped.append(entry.values.pop(name, None))
@@ -146,22 +161,21 @@ def _freeze(value: np.ndarray) -> None:
     key = id(value)
 
     def unfreeze(ref: weakref.ref[np.ndarray]) -> None:
-        _unfreeze(key, ref)
+        _dead.append(lambda: _unfreeze(key, ref))
 
-    with _lock:
+    with _locked():
         _frozen[key] = weakref.ref(value, unfreeze)
 
 
-def _unfreeze(key: int, ref: weakref.ref[np.ndarray]) -> None:
-    with _lock:
-        if _frozen.get(key) is ref:
-            del _frozen[key]
+def _unfreeze(key: int, ref: weakref.ref[np.ndarray]) -> None:  # under the lock
+    if _frozen.get(key) is ref:
+        del _frozen[key]
 
 
 def clear() -> None:
     """Drop every entry (tests)."""
     global _kept_bytes, _large_bytes
-    with _lock:
+    with _locked():
         _entries.clear()
         _kept_bytes = 0
         _large_bytes = 0
