@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from sonnx_check.reference import constant_cache
-from sonnx_check.reference.products_special import count_type, kept_signs, no_zero
+from sonnx_check.reference.products_special import count_type, kept_signs, no_zero, with_bias
 
 
 class Plan(Protocol):
@@ -74,14 +74,8 @@ def special_values(plan: Plan, image: int) -> tuple[np.ndarray, np.ndarray] | No
             a = np.matmul(np.abs(s), np.abs(t))
             nan = nan | ((column_counts - a) > 0)  # 0 * inf
         pos_inf, neg_inf = np.broadcast_to((a + b) > 0, shape), np.broadcast_to((a - b) > 0, shape)
-    if plan.bias is not None:
-        bias = np.broadcast_to(plan.bias, shape)
-        nan = nan | np.isnan(bias)
-        pos_inf = pos_inf | (bias == np.inf)
-        neg_inf = neg_inf | (bias == -np.inf)
-    nan = nan | (pos_inf & neg_inf)
-    values = np.where(nan, np.nan, np.where(pos_inf, np.inf, -np.inf))
-    return nan | pos_inf | neg_inf, values
+    bias = None if plan.bias is None else np.broadcast_to(plan.bias, shape)
+    return with_bias(nan, pos_inf, neg_inf, bias)
 
 
 def _infinite_signs(x: np.ndarray) -> np.ndarray:

@@ -57,6 +57,14 @@ def special_values(
                 nan[index] |= np.broadcast_to(nan_terms, nan[index].shape)
                 pos_inf[index] = np.broadcast_to(pos_terms, pos_inf[index].shape)
                 neg_inf[index] = np.broadcast_to(neg_terms, neg_inf[index].shape)
+    return with_bias(nan, pos_inf, neg_inf, bias)
+
+
+def with_bias(
+    nan: np.ndarray, pos_inf: np.ndarray, neg_inf: np.ndarray, bias: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The special outputs (mask, values) once the bias is added to the sums' NaN and infinities: a NaN
+    bias or infinities of both signs give NaN, an infinite one its sign."""
     if bias is not None:
         nan = nan | np.isnan(bias)
         pos_inf = pos_inf | (bias == np.inf)
