@@ -49,12 +49,24 @@ class _Entry:
         key = id(array)
 
         def forget(_: weakref.ref[np.ndarray]) -> None:
-            _dead.append(lambda: _forget(key, self))
+            _queue(lambda: _forget(key, self))
 
         self.source = weakref.ref(array, forget)
         self.values: dict[Hashable, Any] = {}
         self.nbytes = 0
         self.large: dict[Hashable, int] = {}  # the large forms among values, and their bytes
+
+
+def _queue(work: Callable[[], None]) -> None:
+    """A callback's work: done now if the lock is free, else by whoever takes it next (this thread may hold
+    it: a collection inside the locked section)."""
+    _dead.append(work)
+    if _lock.acquire(blocking=False):
+        try:
+            while _dead:
+                _dead.popleft()()
+        finally:
+            _lock.release()
 
 
 @contextmanager
@@ -161,7 +173,7 @@ def _freeze(value: np.ndarray) -> None:
     key = id(value)
 
     def unfreeze(ref: weakref.ref[np.ndarray]) -> None:
-        _dead.append(lambda: _unfreeze(key, ref))
+        _queue(lambda: _unfreeze(key, ref))
 
     with _locked():
         _frozen[key] = weakref.ref(value, unfreeze)
