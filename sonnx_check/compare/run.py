@@ -19,7 +19,6 @@ import onnx
 from sonnx_check import progress, reference
 from sonnx_check.compare import memory
 from sonnx_check.compare.edges.battery import NodeEdges
-from sonnx_check.compare.edges.battery_room import RoomBoundEdges
 from sonnx_check.compare.inputs.specs import Dataset
 from sonnx_check.compare.judging import upstream
 from sonnx_check.compare.judging.output_record import OutputRecord
@@ -101,7 +100,7 @@ class ComparisonRun:
         out ends the runs, and what was compared before stays."""
         observed = Observed(datasets, run_plan)
         if self.options.node_edges and self.runner.runs_other_models:
-            observed.edges = RoomBoundEdges(
+            observed.edges = NodeEdges(
                 self.view.nodes,
                 self.model,
                 seed=self.options.seed,

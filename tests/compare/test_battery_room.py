@@ -15,7 +15,7 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 from sonnx_check.compare import CompareOptions, compare_loaded
-from sonnx_check.compare.edges.battery_room import RoomBoundEdges
+from sonnx_check.compare.edges.battery import NodeEdges
 
 EDGES = CompareOptions(datasets=("random", "edge"))
 
@@ -50,7 +50,7 @@ def _lone_models(fake: FakeOrt) -> list[onnx.ModelProto]:
 def test_one_configuration_per_batch_finds_what_one_batch_finds(monkeypatch):
     together = FakeOrt().install(monkeypatch)
     whole = compare_loaded(several_configurations(), EDGES)
-    monkeypatch.setattr(RoomBoundEdges, "room", 1)
+    monkeypatch.setattr(NodeEdges, "room", 1)
     apart = FakeOrt().install(monkeypatch)
     alone = compare_loaded(several_configurations(), EDGES)
 
@@ -63,7 +63,7 @@ def test_one_configuration_per_batch_finds_what_one_batch_finds(monkeypatch):
 def test_live_onnxruntime_one_configuration_per_batch_finds_what_one_batch_finds(monkeypatch):
     pytest.importorskip("onnxruntime")
     whole = compare_loaded(several_configurations(), EDGES)
-    monkeypatch.setattr(RoomBoundEdges, "room", 1)
+    monkeypatch.setattr(NodeEdges, "room", 1)
     alone = compare_loaded(several_configurations(), EDGES)
 
     assert _records(alone) == _records(whole)

@@ -48,6 +48,7 @@ from onnx import numpy_helper
 from sonnx_check import reference
 from sonnx_check.compare.edges import values as edge_values
 from sonnx_check.compare.edges.accounting import Accounting
+from sonnx_check.compare.edges.battery_room import BATCH_ROOM
 from sonnx_check.compare.edges.configuration import Configuration
 from sonnx_check.compare.edges.fillers import Fillers
 from sonnx_check.compare.edges.lone_model import (
@@ -119,6 +120,8 @@ class _Prepared:
 class NodeEdges:
     """The edge battery of one comparison: configurations are observed during the in-context run, then
     run alone on edge data."""
+
+    room = BATCH_ROOM  # bytes a batch of configurations holds at most (battery_room.py)
 
     def __init__(
         self,
@@ -203,10 +206,11 @@ class NodeEdges:
                     config.take_results(config.same_run_as)
 
     def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
+        room = self.room if self.budget is None else min(self.budget, self.room)
         batches: list[list[Configuration]] = []
         used = 0
         for config in configs:
-            if not batches or (self.budget is not None and used + config.nbytes > self.budget):
+            if not batches or used + config.nbytes > room:
                 batches.append([])
                 used = 0
             batches[-1].append(config)

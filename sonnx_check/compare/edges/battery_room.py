@@ -17,26 +17,6 @@ leaves of it is where the kernels may keep a weight's float64 forms (constant_ca
 
 from __future__ import annotations
 
-from sonnx_check.compare.edges.battery import NodeEdges
-from sonnx_check.compare.edges.configuration import Configuration
-
-# bytes of Configuration.nbytes a batch holds at most (the figure counts about twice what is measured)
+# bytes of Configuration.nbytes a batch holds at most (the figure counts about twice what is measured);
+# NodeEdges.room, which tests lower
 BATCH_ROOM = 64 << 20
-
-
-class RoomBoundEdges(NodeEdges):
-    """NodeEdges whose batches hold at most ``room`` bytes (``BATCH_ROOM``, or the budget if smaller)."""
-
-    room = BATCH_ROOM
-
-    def _batches(self, configs: list[Configuration]) -> list[list[Configuration]]:
-        room = self.room if self.budget is None else min(self.budget, self.room)
-        batches: list[list[Configuration]] = []
-        used = 0
-        for config in configs:
-            if not batches or used + config.nbytes > room:
-                batches.append([])
-                used = 0
-            batches[-1].append(config)
-            used += config.nbytes
-        return batches
