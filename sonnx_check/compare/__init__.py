@@ -23,6 +23,7 @@ from sonnx_check import reference
 from sonnx_check.compare.inputs.datasets import model_datasets
 from sonnx_check.compare.inputs.specs import Dataset, InputBudgetExceeded
 from sonnx_check.compare.judging.verdict import DIVERGENCE, NOT_COMPARED_RULE, Judge
+from sonnx_check.compare.memory import Shares
 from sonnx_check.compare.options import DEFAULT_MAX_MEMORY, DEFAULT_TIMEOUT, CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import budget_shares, datasets_not_run, over_budget, plan_run, refusal_reason
@@ -64,12 +65,13 @@ def compare_loaded(
     --outputs uses to find the model's folder; ``view``: the static check's view of the same model (one
     view per model and run; None: built here). Its skeleton may declare the large initializers as graph
     inputs: the comparison reads the graph's structure from the view, the weights from ``model``."""
-    refused = refusal(model, options, view=view)
-    if refused is not None:
-        return refused
-    runner = make_runner(options, budget_shares(model, options).worker, name)  # beyond its session
+    shares = budget_shares(model, options)
+    runner = make_runner(options, shares.worker, name)  # beyond its session; nothing runs before start
     try:
-        return _compare(model, options, runner, view if view is not None else ModelView(model))
+        refused = _refusal(model, options, runner, shares, view=view)
+        if refused is not None:
+            return refused
+        return _compare(model, options, runner, view if view is not None else ModelView(model), shares.own)
     finally:
         runner.close()
 
@@ -80,7 +82,18 @@ def refusal(
     """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
     them) are read: None when it may be (plan.refusal_reason). ``view``: as for ``compare_loaded``."""
     runner = make_runner(options, None)  # cheap: nothing runs before start; it names the runtime
-    reason = refusal_reason(model, options, weight_bytes, runtime=runner.capabilities.subject)
+    return _refusal(model, options, runner, budget_shares(model, options), weight_bytes, view)
+
+
+def _refusal(
+    model: onnx.ModelProto,
+    options: CompareOptions,
+    runner: Runner,
+    shares: Shares,
+    weight_bytes: int = 0,
+    view: ModelView | None = None,
+) -> CompareResult | None:
+    reason = refusal_reason(model, options, weight_bytes, runtime=runner.capabilities.subject, shares=shares)
     if reason is None:
         return None
     return _judge(model, options, runner, view).nothing_compared(reason.reason, {"stage": reason.stage})
@@ -101,9 +114,19 @@ def _judge(
     return Judge(view or ModelView(model), options, _outcome(options, runner), runner.description.subject)
 
 
+def _described(judge: Judge, runner: Runner) -> None:
+    """The runner's description into the outcome: a runtime tells its versions and providers once it loaded
+    the model, and a command its runtime.json while it runs."""
+    judge.outcome = replace(
+        judge.outcome, runtime=runner.description.record(), runtime_record=runner.runtime_record()
+    )
+    judge.version = runner.description.version
+
+
 def _compare(
-    model: onnx.ModelProto, options: CompareOptions, runner: Runner, view: ModelView
+    model: onnx.ModelProto, options: CompareOptions, runner: Runner, view: ModelView, own: int | None
 ) -> CompareResult:
+    """``own``: sonnx-check's share of --max-memory (None: no budget)."""
     judge = _judge(model, options, runner, view)
     try:
         datasets = model_datasets(
@@ -137,19 +160,11 @@ def _compare(
         return judge.nothing_compared(judge.stop_message(exc), {"stage": "timeout"})
     except RunFailure as exc:
         return judge.refused(exc)
-    # what the runtime reported about itself once it loaded the model (versions, providers actually used)
-    judge.outcome = replace(
-        judge.outcome, runtime=runner.description.record(), runtime_record=runner.runtime_record()
-    )
-    judge.version = runner.description.version
-    own = budget_shares(model, options).own
-    run_plan = plan_run(model, view, datasets, sizes, options.max_memory, runner.capabilities.label, own)
+    _described(judge, runner)  # a runtime's label may come from what it declared once started
+    label = runner.capabilities.label
+    run_plan = plan_run(model, view, datasets, sizes, options.max_memory, label, own)
     observed = steps.run(plain, datasets, run_plan)
-    # what a command declared about itself while it ran (its runtime.json: name, version, options)
-    judge.outcome = replace(
-        judge.outcome, runtime=runner.description.record(), runtime_record=runner.runtime_record()
-    )
-    judge.version = runner.description.version
+    _described(judge, runner)
     return judge.finish(observed)
 
 

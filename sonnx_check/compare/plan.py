@@ -34,10 +34,16 @@ class Refusal:
 
 
 def refusal_reason(
-    model: onnx.ModelProto, options: CompareOptions, weight_bytes: int = 0, *, runtime: str
+    model: onnx.ModelProto,
+    options: CompareOptions,
+    weight_bytes: int = 0,
+    *,
+    runtime: str,
+    shares: memory.Shares | None = None,
 ) -> Refusal | None:
     """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
-    them) are read: None when it may be. ``runtime``: how a sentence names the runtime under test.
+    them) are read: None when it may be. ``runtime``: how a sentence names the runtime under test;
+    ``shares``: the model's ``budget_shares`` when the caller has them.
 
     A model-local function is never compared: onnxruntime runs a built-in operator of the same name and
     domain instead of the function's body (a default-domain function ``Relu`` whose body is ``Neg`` runs as
@@ -64,7 +70,7 @@ def refusal_reason(
             f"({memory.text(options.max_memory)}); they were not read",
             "budget",
         )
-    problem = budget_shares(model, options).problem
+    problem = (shares or budget_shares(model, options)).problem
     if problem is not None:
         return Refusal(problem, "budget")
     return None
