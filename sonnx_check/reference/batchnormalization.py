@@ -93,15 +93,17 @@ def batch_normalization(
     k_hi, k_lo = k_hi.reshape(shape), k_lo.reshape(shape)
     finite = all(np.isfinite(a).all() for a in (xs, s, bias, mean, var))
     with np.errstate(all="ignore"):
+        if not finite:  # NaN and infinities anywhere: the special values of the whole tensor first
+            special, special_values = _special_elements(xs, s, bias, mean, var)
+            if special.all():  # an X of NaN and infinities only (edge datasets): nothing else to compute
+                return special_values.astype(x.dtype)
         if x.dtype == F64:
             y = np.empty(x.shape, dtype=x.dtype)
             value, certified = _double_double(xs, mean, bias, k_hi, k_lo)
             y[...] = value
         else:
             y, certified = _single_blocks(x, mean, bias, k_hi)
-        if not finite:  # NaN and infinities anywhere: the special values of the whole tensor first
-            xs = xs.astype(np.float64)  # float16/float32 X was converted only block by block
-            special, special_values, _, _ = _special_values(xs, s, bias, mean, var, finite)
+        if not finite:
             y[special] = special_values[special].astype(x.dtype)
             certified |= special
         left = np.flatnonzero(~certified)
@@ -239,6 +241,32 @@ def _double_double(
     y_hi, y_lo = two_sum(y_hi, y_lo)
     fits = (np.abs(k_hi) < 2.0**995) & (np.abs(d_hi) < 2.0**995) & np.isfinite(y_hi)
     return y_hi, _certify_double(y_hi, y_lo, bound) & fits
+
+
+def _special_elements(
+    x: np.ndarray, s: np.ndarray, b: np.ndarray, m: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where Y is NaN or +-inf over the whole tensor, and those values there: ``_special_values`` in fewer
+    passes. In a channel of finite parameters only a non-finite X gives one, and it is scale * X in float64
+    (NaN from a NaN or from 0 * inf, else an infinity of the sign of scale times X's; every NaN made the
+    kernel's one NaN); the rows (one channel of one batch item each) of a channel with a non-finite
+    parameter take ``_special_values``."""
+    if x.size == 0:
+        return np.zeros(x.shape, dtype=bool), np.zeros(x.shape)
+    channels = s.size
+    s, b, m, v = (a.reshape(-1) for a in (s, b, m, v))
+    rows = x.reshape(-1, int(np.prod(x.shape[2:])))
+    special = ~np.isfinite(rows)
+    values = np.multiply(rows, s[np.arange(rows.shape[0]) % channels, None], dtype=np.float64)
+    np.putmask(values, np.isnan(values), np.nan)  # one NaN, whatever X's payload or 0 * inf's sign
+    regular = np.isfinite(s) & np.isfinite(b) & np.isfinite(m) & np.isfinite(v)
+    if not regular.all():
+        others = np.flatnonzero(~regular[np.arange(rows.shape[0]) % channels])
+        c = (others % channels)[:, None]
+        special[others], values[others], _, _ = _special_values(
+            rows[others].astype(np.float64), s[c], b[c], m[c], v[c], False
+        )
+    return special.reshape(x.shape), values.reshape(x.shape)
 
 
 def _special_values(

@@ -1,9 +1,12 @@
 """BatchNormalization's faster paths (issue 31: DenseNet-121's edge battery) give the bits of the kernel as it
 was, kept in batchnorm_oracle.py: the channel factors in integers instead of Fractions, signed zeros
 certified in the float16/float32 blocks instead of decided exactly one by one, the gathered operands
-indexed by channel. Over NaN, infinities, signed zeros, subnormals and the largest values."""
+indexed by channel, the special values of channels with finite parameters from scale * X. Over NaN,
+infinities, signed zeros, subnormals and the largest values."""
 
 from __future__ import annotations
+
+import struct
 
 import batchnorm_oracle as oracle
 import numpy as np
@@ -22,7 +25,13 @@ EDGES = [
     float(F32.smallest_subnormal), float(F32.tiny), float(F32.max), -float(F32.max),
     float(F64.smallest_subnormal), float(F64.tiny), float(F64.max), -float(F64.smallest_subnormal),
 ]  # fmt: skip
-NONFINITE = [np.nan, np.inf, -np.inf]
+NONFINITE = [
+    np.nan,
+    -np.nan,
+    struct.unpack("<d", struct.pack("<Q", 0x7FF8_1000_0000_0000))[0],
+    np.inf,
+    -np.inf,
+]  # NaNs of either sign, a payload
 _any = st.one_of(st.sampled_from(EDGES + NONFINITE), st.floats(allow_subnormal=True))
 _variance = st.one_of(
     st.sampled_from([v for v in EDGES if not v < 0] + [np.nan, np.inf]),
@@ -101,3 +110,29 @@ def test_tiny_results_of_either_sign_round_as_before(dtype, data):
     x = data.draw(hnp.arrays(dtype, (1, 1, 6), elements=st.floats(-3, 3, width=16)))
     y = batch_normalization(x, scale, b, mean, var, epsilon=1e-5)
     assert _bits(y) == _bits(oracle.batch_normalization(x, scale, b, mean, var, 1e-5))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_special_values_beside_channels_of_nonfinite_parameters(dtype):
+    """Channels of finite parameters (scale 0, -0, 2, -2: NaN from 0 * inf, infinities of either sign) and
+    channels with an infinite or NaN parameter, X non-finite or not, NaNs of either sign."""
+    row = [np.inf, -np.inf, np.nan, -np.nan, 1.0, -0.0]
+    x = np.array([[row] * 6] * 2, dtype=dtype)
+    scale = np.array([0.0, -0.0, 2.0, -2.0, np.inf, 1.0], dtype=dtype)
+    b = np.array([1.0, 0.0, -1.0, 0.5, 0.0, 0.0], dtype=dtype)
+    mean = np.array([0.0, 1.0, 0.0, -3.0, 0.0, np.nan], dtype=dtype)
+    var = np.array([1.0, 0.0, 4.0, 1.0, 1.0, 1.0], dtype=dtype)
+    y = batch_normalization(x, scale, b, mean, var, epsilon=1e-5)
+    assert _bits(y) == _bits(oracle.batch_normalization(x, scale, b, mean, var, 1e-5))
+    assert _bits(y[:, 0, :4]) == _bits(np.array([[np.nan] * 4] * 2, dtype=dtype))  # the one NaN
+    x = x[..., :4]  # NaN and infinities only: Y is the special values alone
+    y = batch_normalization(x, scale, b, mean, var, epsilon=1e-5)
+    assert y.flags.c_contiguous and _bits(y) == _bits(
+        oracle.batch_normalization(x, scale, b, mean, var, 1e-5)
+    )
+
+
+def test_an_empty_x_with_nonfinite_parameters_is_empty():
+    x = np.zeros((1, 2, 0), dtype=np.float64)
+    params = [np.array([np.inf, 1.0])] * 3 + [np.array([1.0, 1.0])]
+    assert batch_normalization(x, *params).shape == (1, 2, 0)
