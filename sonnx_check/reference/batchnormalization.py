@@ -109,29 +109,36 @@ def batch_normalization(
         left = np.flatnonzero(~certified)
         if left.size == 0:
             return y
-        # The rest, gathered: where scale * quotient is an exact zero, Y is B or a signed zero; the others
-        # are decided exactly.
-        channel = (left // int(np.prod(x.shape[2:]))) % s.size  # the parameters' index of each element
-        xs_left = xs.reshape(-1)[left].astype(np.float64)
-        s_left, bias_left, mean_left, var_left = (a.reshape(-1)[channel] for a in (s, bias, mean, var))
-        special, _, product_zero, zero_sign = _special_values(
-            xs_left, s_left, bias_left, mean_left, var_left, finite
-        )
-        product_zero = product_zero & ~special
-        zero_value = np.where(zero_sign & np.signbit(bias_left), -0.0, 0.0)
-        exact = np.where(bias_left != 0, bias_left, zero_value)
+        inner, channels = int(np.prod(x.shape[2:])), s.size
+        # The rest: where scale * quotient is an exact zero, Y is B or a signed zero; the others are decided
+        # exactly. Element by element, on the gathered elements or, when they are most of X (an X of zeros
+        # equal to the mean), on the whole tensor with the parameters broadcast, which spares the gathers.
         flat = y.reshape(-1)
-        flat[left[product_zero]] = exact[product_zero].astype(x.dtype)
-    for n in np.flatnonzero(~product_zero & ~special):
-        flat[left[n]] = _exact(
-            float(xs_left[n]),
-            float(s_left[n]),
-            float(bias_left[n]),
-            float(mean_left[n]),
-            float(var_left[n]),
-            eps,
-            x.dtype,
-        )
+        if 2 * left.size >= x.size:
+            undecided = ~certified
+            special, _, product_zero, zero_sign = _special_values(xs, s, bias, mean, var, finite)
+            zero_value = np.where(zero_sign & np.signbit(bias), -0.0, 0.0)
+            decided = undecided & product_zero & ~special
+            y[decided] = np.where(bias != 0, bias, zero_value)[decided].astype(x.dtype)
+            rest = np.flatnonzero(undecided & ~product_zero & ~special)
+        else:
+            channel = (left // inner) % channels  # the parameters' index of each element
+            xs_left = xs.reshape(-1)[left].astype(np.float64)
+            s_left, bias_left, mean_left, var_left = (a.reshape(-1)[channel] for a in (s, bias, mean, var))
+            special, _, product_zero, zero_sign = _special_values(
+                xs_left, s_left, bias_left, mean_left, var_left, finite
+            )
+            product_zero = product_zero & ~special
+            zero_value = np.where(zero_sign & np.signbit(bias_left), -0.0, 0.0)
+            exact = np.where(bias_left != 0, bias_left, zero_value)
+            flat[left[product_zero]] = exact[product_zero].astype(x.dtype)
+            rest = left[~product_zero & ~special]
+    channel = (rest // inner) % channels
+    columns = [
+        a.tolist() for a in [xs.reshape(-1)[rest]] + [a.reshape(-1)[channel] for a in (s, bias, mean, var)]
+    ]
+    for n, xn, sn, bn, mn, vn in zip(rest.tolist(), *columns, strict=True):
+        flat[n] = _exact(float(xn), float(sn), float(bn), float(mn), float(vn), eps, x.dtype)
     return y
 
 

@@ -136,3 +136,17 @@ def test_an_empty_x_with_nonfinite_parameters_is_empty():
     x = np.zeros((1, 2, 0), dtype=np.float64)
     params = [np.array([np.inf, 1.0])] * 3 + [np.array([1.0, 1.0])]
     assert batch_normalization(x, *params).shape == (1, 2, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("zero", [0.0, -0.0])
+def test_an_x_of_zeros_equal_to_the_mean_gives_signed_zeros_or_b(dtype, zero):
+    """The edge battery's zero datasets on an untrained network's parameters (mean 0, B 0 or not): every
+    element is an exact zero product, decided on the whole tensor rather than gathered."""
+    x = np.full((2, 4, 3), zero, dtype=dtype)
+    scale = np.array([1.0, -1.0, 0.0, -0.0], dtype=dtype)
+    b = np.array([0.0, -0.0, -0.0, 2.5], dtype=dtype)
+    mean = np.array([0.0, 0.0, -0.0, 0.0], dtype=dtype)
+    var = np.ones(4, dtype=dtype)
+    y = batch_normalization(x, scale, b, mean, var, epsilon=1e-5)
+    assert _bits(y) == _bits(oracle.batch_normalization(x, scale, b, mean, var, 1e-5))
