@@ -36,7 +36,6 @@ the exact decision.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -44,6 +43,7 @@ from fractions import Fraction
 import numpy as np
 import onnx
 
+from sonnx_check.reference.batchnorm_factors import channel_factors
 from sonnx_check.reference.budget import ensure_within_budget
 from sonnx_check.reference.errors import DataConstraintError, OutsideProfileError, ReferenceError
 from sonnx_check.reference.exact_sums import (
@@ -52,7 +52,6 @@ from sonnx_check.reference.exact_sums import (
     TINY,
     U,
     _certify_double,
-    _certify_single,
     _veltkamp,
     two_sum,
 )
@@ -90,48 +89,56 @@ def batch_normalization(
     shape = (1, -1) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (-1,)
     s, bias, mean, var = (p.astype(np.float64).reshape(shape) for p in params)
     xs = x.astype(np.float64) if x.dtype == F64 else x  # float16/float32: converted block by block
-    k_hi, k_lo = _channel_factors(params[0], params[3], eps)
+    k_hi, k_lo = channel_factors(params[0], params[3], eps)
     k_hi, k_lo = k_hi.reshape(shape), k_lo.reshape(shape)
     finite = all(np.isfinite(a).all() for a in (xs, s, bias, mean, var))
     with np.errstate(all="ignore"):
+        if not finite:  # NaN and infinities anywhere: the special values of the whole tensor first
+            special, special_values = _special_elements(xs, s, bias, mean, var)
+            if special.all():  # an X of NaN and infinities only (edge datasets): nothing else to compute
+                return special_values.astype(x.dtype)
         if x.dtype == F64:
             y = np.empty(x.shape, dtype=x.dtype)
             value, certified = _double_double(xs, mean, bias, k_hi, k_lo)
             y[...] = value
         else:
             y, certified = _single_blocks(x, mean, bias, k_hi)
-        if not finite:  # NaN and infinities anywhere: the special values of the whole tensor first
-            xs = xs.astype(np.float64)  # float16/float32 X was converted only block by block
-            special, special_values, _, _ = _special_values(xs, s, bias, mean, var, finite)
+        if not finite:
             y[special] = special_values[special].astype(x.dtype)
             certified |= special
         left = np.flatnonzero(~certified)
         if left.size == 0:
             return y
-        # The rest, gathered: where scale * quotient is an exact zero, Y is B or a signed zero; the others
-        # are decided exactly.
-        operands = [
-            np.broadcast_to(a, x.shape).reshape(-1)[left].astype(np.float64) for a in (xs, s, bias, mean, var)
-        ]
-        xs_left, s_left, bias_left, mean_left, var_left = operands
-        special, _, product_zero, zero_sign = _special_values(
-            xs_left, s_left, bias_left, mean_left, var_left, finite
-        )
-        product_zero = product_zero & ~special
-        zero_value = np.where(zero_sign & np.signbit(bias_left), -0.0, 0.0)
-        exact = np.where(bias_left != 0, bias_left, zero_value)
+        inner, channels = int(np.prod(x.shape[2:])), s.size
+        # The rest: where scale * quotient is an exact zero, Y is B or a signed zero; the others are decided
+        # exactly. Element by element, on the gathered elements or, when they are most of X (an X of zeros
+        # equal to the mean), on the whole tensor with the parameters broadcast, which spares the gathers.
         flat = y.reshape(-1)
-        flat[left[product_zero]] = exact[product_zero].astype(x.dtype)
-    for n in np.flatnonzero(~product_zero & ~special):
-        flat[left[n]] = _exact(
-            float(xs_left[n]),
-            float(s_left[n]),
-            float(bias_left[n]),
-            float(mean_left[n]),
-            float(var_left[n]),
-            eps,
-            x.dtype,
-        )
+        if 2 * left.size >= x.size:
+            undecided = ~certified
+            special, _, product_zero, zero_sign = _special_values(xs, s, bias, mean, var, finite)
+            zero_value = np.where(zero_sign & np.signbit(bias), -0.0, 0.0)
+            decided = undecided & product_zero & ~special
+            y[decided] = np.where(bias != 0, bias, zero_value)[decided].astype(x.dtype)
+            rest = np.flatnonzero(undecided & ~product_zero & ~special)
+        else:
+            channel = (left // inner) % channels  # the parameters' index of each element
+            xs_left = xs.reshape(-1)[left].astype(np.float64)
+            s_left, bias_left, mean_left, var_left = (a.reshape(-1)[channel] for a in (s, bias, mean, var))
+            special, _, product_zero, zero_sign = _special_values(
+                xs_left, s_left, bias_left, mean_left, var_left, finite
+            )
+            product_zero = product_zero & ~special
+            zero_value = np.where(zero_sign & np.signbit(bias_left), -0.0, 0.0)
+            exact = np.where(bias_left != 0, bias_left, zero_value)
+            flat[left[product_zero]] = exact[product_zero].astype(x.dtype)
+            rest = left[~product_zero & ~special]
+    channel = (rest // inner) % channels
+    columns = [
+        a.tolist() for a in [xs.reshape(-1)[rest]] + [a.reshape(-1)[channel] for a in (s, bias, mean, var)]
+    ]
+    for n, xn, sn, bn, mn, vn in zip(rest.tolist(), *columns, strict=True):
+        flat[n] = _exact(float(xn), float(sn), float(bn), float(mn), float(vn), eps, x.dtype)
     return y
 
 
@@ -144,7 +151,8 @@ def _single_blocks(
     """float16/float32 results: k*(x - mean) + B in float64 with its rigorous error bound (at most
     3.1u|k(x - mean)| + u|y|, k_hi within 2^-104 of k), certified to round to one value of X's type; over
     blocks of rows (one channel of one batch item each) that stay in the processor's cache. Returns Y and the
-    certified mask (False also where the approximation is not finite or rounds to zero)."""
+    certified mask (False also where the approximation is not finite, or rounds to a zero whose sign the
+    interval leaves open)."""
     shape = x.shape
     inner = int(np.prod(shape[2:])) if x.ndim > 2 else 1
     channels = mean.size
@@ -154,6 +162,7 @@ def _single_blocks(
     y = np.empty(rows.shape, dtype=x.dtype)
     certified = np.empty(rows.shape, dtype=bool)
     step = max(1, _BLOCK // inner)
+    kind = f"u{x.dtype.itemsize}"
     for first in range(0, rows.shape[0], step):
         c = channel_of_row[first : first + step, None]
         p = rows[first : first + step].astype(np.float64)
@@ -164,8 +173,14 @@ def _single_blocks(
         bound *= 3.1 * U
         bound += 2.0**-49 * np.abs(approx)
         bound += 8 * TINY
-        value, ok = _certify_single(approx, bound, x.dtype)
-        ok &= np.isfinite(approx) & (value != 0)
+        low = approx - bound  # _certify_single's test, with the interval's ends kept for the zeros
+        value = low.astype(x.dtype)
+        np.add(approx, bound, out=bound)
+        ok = value.view(kind) == bound.astype(x.dtype).view(kind)
+        ok &= np.isfinite(approx)
+        zero = value == 0
+        if zero.any():  # a zero when the interval lies on one side of 0: y is a nonzero real of that side
+            ok[zero] &= (low[zero] > 0) | (bound[zero] < 0)
         y[first : first + step] = value
         certified[first : first + step] = ok
     return y.reshape(shape), certified.reshape(shape)
@@ -201,43 +216,6 @@ def _check(x: np.ndarray, params: list[np.ndarray]) -> None:
             )
 
 
-def _channel_factors(scale: np.ndarray, var: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """``_exact_channel_factors``, remembered for the last parameters met: a model's BatchNormalization
-    meets the same scale and variance on every dataset (and the edge battery on every edge pattern), and the
-    exact arithmetic costs a few microseconds per channel."""
-    if scale.size > 4096:  # at most 256 entries of 128 KiB are remembered
-        return _exact_channel_factors(scale, var, eps)
-    s, v = (np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in (scale, var))
-    hi, lo = _remembered_factors(s.tobytes(), v.tobytes(), eps)
-    return np.frombuffer(hi).reshape(scale.shape).copy(), np.frombuffer(lo).reshape(scale.shape).copy()
-
-
-@functools.lru_cache(maxsize=256)
-def _remembered_factors(scale: bytes, var: bytes, eps: float) -> tuple[bytes, bytes]:
-    hi, lo = _exact_channel_factors(np.frombuffer(scale), np.frombuffer(var), eps)
-    return hi.tobytes(), lo.tobytes()
-
-
-def _exact_channel_factors(scale: np.ndarray, var: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """k = scale / sqrt(var + eps) per channel as hi + lo (relative error below 2^-104), from integers:
-    k^2 = scale^2 / q with q exact, and an integer square root of k^2 scaled to ~120 bits. NaN or 0 where k
-    is not a finite nonzero real (NaN or infinite operands, scale = 0): those elements take other paths."""
-    hi = np.zeros(scale.shape)
-    lo = np.zeros(scale.shape)
-    for c, (s, v) in enumerate(
-        zip(scale.astype(np.float64).tolist(), var.astype(np.float64).tolist(), strict=True)
-    ):
-        if not (math.isfinite(s) and math.isfinite(v)) or s == 0:
-            hi[c] = math.nan if not (math.isfinite(s) and math.isfinite(v)) else 0.0
-            continue
-        k = _sqrt_fraction(Fraction(s) ** 2 / (Fraction(v) + Fraction(eps)), 120)
-        k_hi = _to_float(k)  # correctly rounded; inf if k overflows float64
-        k_lo = float(k - Fraction(k_hi)) if math.isfinite(k_hi) else 0.0
-        sign = -1.0 if s < 0 else 1.0
-        hi[c], lo[c] = sign * k_hi, sign * k_lo
-    return hi, lo
-
-
 def _sqrt_fraction(t: Fraction, bits: int) -> Fraction:
     """A rational within a relative 2^-(bits-1) below sqrt(t), t > 0 (an integer square root, scaled)."""
     shift = bits - (t.numerator.bit_length() - t.denominator.bit_length()) // 2
@@ -270,6 +248,32 @@ def _double_double(
     y_hi, y_lo = two_sum(y_hi, y_lo)
     fits = (np.abs(k_hi) < 2.0**995) & (np.abs(d_hi) < 2.0**995) & np.isfinite(y_hi)
     return y_hi, _certify_double(y_hi, y_lo, bound) & fits
+
+
+def _special_elements(
+    x: np.ndarray, s: np.ndarray, b: np.ndarray, m: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where Y is NaN or +-inf over the whole tensor, and those values there: ``_special_values`` in fewer
+    passes. In a channel of finite parameters only a non-finite X gives one, and it is scale * X in float64
+    (NaN from a NaN or from 0 * inf, else an infinity of the sign of scale times X's; every NaN made the
+    kernel's one NaN); the rows (one channel of one batch item each) of a channel with a non-finite
+    parameter take ``_special_values``."""
+    if x.size == 0:
+        return np.zeros(x.shape, dtype=bool), np.zeros(x.shape)
+    channels = s.size
+    s, b, m, v = (a.reshape(-1) for a in (s, b, m, v))
+    rows = x.reshape(-1, int(np.prod(x.shape[2:])))
+    special = ~np.isfinite(rows)
+    values = np.multiply(rows, s[np.arange(rows.shape[0]) % channels, None], dtype=np.float64)
+    np.putmask(values, np.isnan(values), np.nan)  # one NaN, whatever X's payload or 0 * inf's sign
+    regular = np.isfinite(s) & np.isfinite(b) & np.isfinite(m) & np.isfinite(v)
+    if not regular.all():
+        others = np.flatnonzero(~regular[np.arange(rows.shape[0]) % channels])
+        c = (others % channels)[:, None]
+        special[others], values[others], _, _ = _special_values(
+            rows[others].astype(np.float64), s[c], b[c], m[c], v[c], False
+        )
+    return special.reshape(x.shape), values.reshape(x.shape)
 
 
 def _special_values(
