@@ -189,11 +189,16 @@ class _Plan:
         return padded
 
     def gathered(self, padded: np.ndarray) -> np.ndarray:
-        """The im2col of an array of X_p's shape, in the products' layout (``columns``)."""
+        """The im2col of an array of X_p's shape, in the products' layout (``columns``). A 1x1 kernel of
+        stride 1 has one window per element: the im2col is ``padded`` itself (a fresh array from
+        ``padded_map``), reshaped, not copied."""
         windows = self.windows(padded)
-        columns = np.empty(windows.shape, dtype=padded.dtype)
-        np.copyto(columns, windows)  # one copy of the whole view: twice as fast as one per tap
         taps, positions = windows.shape[1] * windows.shape[2], windows.shape[3] * windows.shape[4]
+        if windows.shape[1:] == (1, 1, *padded.shape[1:]) and padded.flags.c_contiguous:
+            columns = padded  # the same elements in the same order: rows[0] = cols[0] = 0, strides 1
+        else:
+            columns = np.empty(windows.shape, dtype=padded.dtype)
+            np.copyto(columns, windows)  # one copy of the whole view: twice as fast as one per tap
         if self.depthwise:
             return columns.reshape(-1, taps, positions)
         return columns.reshape(1, -1, positions)
@@ -248,16 +253,17 @@ class _Plan:
         standard convolution, the channels. The same minimum over the same elements as over the columns, in
         one pass over X instead of T."""
         _, height, width = self.x.shape[1:]
-        units = np.full(self.padded, np.inf)
+        # float32 holds every exponent (-1074 to 1024) and +inf exactly: half the bytes of the minima
+        units = np.full(self.padded, np.inf, dtype=np.float32)
         x = self.x[image]
-        finite = np.where(np.isfinite(x), x, np.zeros((), x.dtype))
+        finite = x if self.finite(image) else np.where(np.isfinite(x), x, np.zeros((), x.dtype))
         units[:, self.pads[0] : self.pads[0] + height, self.pads[1] : self.pads[1] + width] = (
-            lowest_bit_exponent(finite.astype(np.float64))
+            lowest_bit_exponent(finite)
         )
         least = self.over_windows(np.minimum, units)  # (C, OH, OW)
         if self.depthwise:
-            return least.reshape(least.shape[0], -1)
-        return least.min(axis=0).reshape(1, -1)
+            return least.reshape(least.shape[0], -1).astype(np.float64)
+        return least.min(axis=0).reshape(1, -1).astype(np.float64)
 
     def column_norms(self, image: int) -> np.ndarray:
         """The Euclidean norm of every im2col column of a standard convolution, (1, P), from the window sums

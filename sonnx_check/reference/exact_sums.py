@@ -79,8 +79,33 @@ def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lowest_bit_exponent(a: np.ndarray) -> np.ndarray:
-    """For finite float64 values: e with 2^e the lowest set bit of |a| (every a is an integer multiple of
-    2^e), as float64; +inf for zeros. From the bit fields, without frexp."""
+    """For finite values: e with 2^e the lowest set bit of |a| (every a is an integer multiple of 2^e), as
+    float64; +inf for zeros. The lowest set bit's own value is |a| less |a| with that bit of its pattern
+    cleared (exact: a power of two), or |a| itself where the mantissa field is zero (a power of two, or 0),
+    and frexp gives its exponent: half the passes of the bit fields (``_lowest_bit_fields``, which
+    non-finite values keep). float16/float32 values are taken in float32: the same values, half the
+    bytes."""
+    a = np.asarray(a)
+    narrow = a.dtype in (F16, F32)
+    work, unsigned, field = (np.float32, np.uint32, 23) if narrow else (np.float64, np.uint64, 52)
+    magnitude = np.abs(np.asarray(a, dtype=work))
+    bits = magnitude.view(unsigned)
+    with np.errstate(invalid="ignore"):  # inf - inf, NaN: replaced below
+        low = magnitude - (bits & (bits - unsigned(1))).view(work)
+    np.copyto(low, magnitude, where=(bits & unsigned((1 << field) - 1)) == 0)
+    exponent = np.frexp(low)[1].astype(np.float64)
+    exponent -= 1
+    exponent[magnitude == 0] = np.inf
+    odd = ~np.isfinite(magnitude)
+    if odd.any():
+        with np.errstate(invalid="ignore"):  # a float32 NaN's payload, widened
+            exponent[odd] = _lowest_bit_fields(magnitude[odd])
+    return exponent
+
+
+def _lowest_bit_fields(a: np.ndarray) -> np.ndarray:
+    """``lowest_bit_exponent`` from the bit fields of float64 values (any value: what an infinity or a NaN
+    gives is kept as it was)."""
     bits = np.ascontiguousarray(np.abs(a), dtype=np.float64).view(np.uint64)
     field = bits >> np.uint64(52)
     mantissa = bits & np.uint64((1 << 52) - 1)

@@ -119,16 +119,22 @@ def run_node_with_abs(
     readings: Readings = DEFAULT,
 ) -> tuple[list[np.ndarray], np.ndarray | None]:
     """``run_node``, and sum |a b| (+ |c|) of a sum-of-products node (Conv, MatMul, Gemm: its kernel module
-    has ``run_with_abs``) whose float inputs are all finite and not all zeros, None otherwise. On such data
-    the node usually differs from a runtime in the last bits, so its bound is then evaluated: the kernel
-    gives that sum with the outputs more cheaply than its ``run_abs`` after them (same values: both are the
-    module's abs_sum). A choice of cost only: the outputs are the same either way."""
+    has ``run_with_abs``) whose float inputs are all finite and whose two factors (inputs 0 and 1) are not
+    all zeros, None otherwise. On such data the node usually differs from a runtime in the last bits, so its
+    bound is then evaluated: the kernel gives that sum with the outputs more cheaply than its ``run_abs``
+    after them (same values: both are the module's abs_sum). An all-zero factor makes every product zero
+    (the result is exact, no bound is asked); an all-zero bias (the exports' Conv B) does not. A choice of
+    cost only: the outputs and the sum are the same either way."""
     kernel = _kernel_for(node)
     together = None if kernel is None else getattr(sys.modules.get(kernel.__module__), "run_with_abs", None)
     if (
         together is None
         or _takes_readings(kernel)
-        or not all(v.dtype.kind == "f" and _finite_not_all_zero(v) for v in inputs if v is not None)
+        or not all(
+            v.dtype.kind == "f" and _finite(v) and (position > 1 or _not_all_zero(v))
+            for position, v in enumerate(inputs)
+            if v is not None
+        )
     ):
         return run_node(node, inputs, max_elements=max_elements, readings=readings), None
     stop.check()
@@ -136,11 +142,14 @@ def run_node_with_abs(
     return outputs, magnitude
 
 
-def _finite_not_all_zero(value: np.ndarray) -> bool:
-    """Whether every value is finite and one is not zero; kept for a model's constant (constant_cache)."""
-    return constant_cache.derived(
-        value, "finite, not all zero", lambda: bool(np.isfinite(value).all() and value.any())
-    )
+def _finite(value: np.ndarray) -> bool:
+    """Whether every value is finite; kept for a model's constant (constant_cache)."""
+    return constant_cache.derived(value, "finite", lambda: bool(np.isfinite(value).all()))
+
+
+def _not_all_zero(value: np.ndarray) -> bool:
+    """Whether one value is not zero (NaN counts as not zero); kept for a model's constant."""
+    return constant_cache.derived(value, "not all zero", lambda: bool(value.any()))
 
 
 def evaluate(

@@ -14,13 +14,14 @@ def least_positive(a: np.ndarray) -> float:
     copied nor offset whole)."""
     axis = int(np.argmax(a.shape))
     step = max(1, _RANGE_BLOCK // max(1, a.size // a.shape[axis]))
-    least: float | None = None
+    least = 0xFFFFFFFF
     for start in range(0, a.shape[axis], step):
         index = [slice(None)] * a.ndim
         index[axis] = slice(start, start + step)
-        block = a[tuple(index)]
-        positive = block[block > 0]
-        if positive.size:
-            value = float(positive.min())
-            least = value if least is None else min(least, value)
-    return 0.0 if least is None else least
+        # non-negative floats order as their bit patterns; less one, a zero wraps to the largest pattern:
+        # the least positive's pattern less one is the minimum, without gathering the positive values
+        bits = np.asarray(a[tuple(index)], dtype=np.float32).view(np.uint32)
+        least = min(least, int((bits - np.uint32(1)).min()))
+    pattern = np.array((least + 1) & 0xFFFFFFFF, dtype=np.uint32)  # all zeros: the largest wraps to 0
+    value = float(pattern.view(np.float32))
+    return value if value > 0 else 0.0  # +0 for no positive value (a stray -0 included)

@@ -13,6 +13,7 @@ import pytest
 from helpers import assert_identical
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive_products import naive_conv
 from test_kernels_products import conv_cases
 
 from sonnx_check.compare.inputs.datasets import FLOAT_PATTERNS
@@ -56,6 +57,32 @@ def test_a_convs_im2col_is_the_copy_tap_by_tap(case, holes_are_operands) -> None
                 got = plan.columns(image, dtype, absolute)
             assert got.shape == expected.shape
             assert_identical(got, expected)
+
+
+@st.composite
+def _pointwise_cases(draw):
+    """1x1 kernels of stride 1 (EfficientNet's expansions and projections), padded or not, standard or
+    depthwise, dilated or not: their im2col is X_p itself, taken without a copy."""
+    x, w, b, attrs = draw(conv_cases())
+    w = np.asarray(w[:, :, :1, :1])
+    dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    return x, w, b, {**attrs, "strides": (1, 1), "dilations": dilations}
+
+
+@settings(max_examples=100, deadline=None)
+@given(_pointwise_cases())
+def test_a_pointwise_convs_im2col_is_x_p_itself_and_its_result_the_exact_sum(case) -> None:
+    x, w, b, attrs = case
+    plan = _plan(x, w, b, attrs)
+    for image in range(x.shape[0]):
+        for dtype, absolute in ((np.float64, False), (np.float32, True)):
+            with np.errstate(all="ignore"):
+                assert_identical(
+                    plan.columns(image, dtype, absolute), _columns_tap_by_tap(plan, image, dtype, absolute)
+                )
+    with np.errstate(all="ignore"):
+        expected = naive_conv(x, w, b, **attrs)
+    assert_identical(conv(x, w, b, **attrs), expected)
 
 
 @settings(max_examples=150, deadline=None)
