@@ -88,6 +88,8 @@ def _cut(text: str, limit: int) -> tuple[str, str]:
 def display(value: str | bytes, limit: int = DISPLAY_LIMIT) -> str:
     """The string as a person may see it: one line, nothing hidden, nothing interpreted, at most ``limit``
     characters of the original (then ``…[+N chars]``)."""
+    if type(value) is str and len(value) <= limit and value.isascii() and value.isprintable():
+        return value  # the common case: printable ASCII has nothing to escape (no C0 control, no DEL)
     head, marker = _cut(_text(value), limit)
     return _UNSAFE.sub(lambda m: _escape(m.group()), head) + marker
 
@@ -95,6 +97,8 @@ def display(value: str | bytes, limit: int = DISPLAY_LIMIT) -> str:
 def data(value: str | bytes, limit: int = DATA_LIMIT) -> str:
     """The string for JSON: exact, except invalid UTF-8 (``\\xNN``, since JSON text is Unicode) and a length
     cut at ``limit`` characters."""
+    if type(value) is str and len(value) <= limit and value.isascii():
+        return value  # the common case: ASCII holds no surrogate
     head, marker = _cut(_text(value), limit)
     return re.sub("[\ud800-\udfff]", lambda m: _escape(m.group()), head) + marker
 
@@ -112,9 +116,30 @@ def _message(message: str | bytes, parts: Iterable[Any], limit: int, message_lim
     return flavour(text, message_limit)
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})  # exactly these types: nothing inside to sanitise
+
+
 def _deep(value: Any, flavour: Any) -> Any:
     """Every string inside JSON-like data (comparison statistics, actual and expected values) and inside the
     comparison's typed records (sonnx_check.results: frozen dataclasses, rebuilt field by field)."""
+    # A comparison's records hold a few hundred thousand values: the exact built-in types first, without
+    # the abstract-class checks (the same results: subclasses, enums and the rest take the general path).
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is str:
+        return flavour(value)
+    if kind is list or kind is tuple:
+        return [_deep(v, flavour) for v in value]
+    if kind is dict:
+        return {flavour(k) if isinstance(k, (str, bytes)) else k: _deep(v, flavour) for k, v in value.items()}
+    names = _RECORD_FIELDS.get(kind)
+    if names is not None:
+        return replace(value, **{name: _field(getattr(value, name), flavour) for name in names})
+    return _general(value, flavour)
+
+
+def _general(value: Any, flavour: Any) -> Any:
     if isinstance(value, (str, bytes)):
         return flavour(value)
     if isinstance(value, Mapping):
@@ -122,8 +147,12 @@ def _deep(value: Any, flavour: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_deep(v, flavour) for v in value]
     if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: _field(getattr(value, f.name), flavour) for f in fields(value)})
+        names = _RECORD_FIELDS.setdefault(type(value), tuple(f.name for f in fields(value)))
+        return replace(value, **{name: _field(getattr(value, name), flavour) for name in names})
     return value
+
+
+_RECORD_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, by its class (met before)
 
 
 DIFF_LINE_LIMIT = 4000  # a --diff line: a node with its inputs, outputs and attributes

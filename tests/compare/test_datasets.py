@@ -343,3 +343,46 @@ def test_subnormal_edge_data_are_the_steps_times_the_smallest_subnormal(dtype, s
     expected = (steps * float(np.finfo(dtype).smallest_subnormal) * signs).astype(dtype).reshape(shape)
     assert values.dtype == dtype and values.shape == shape
     assert np.array_equal(values, expected) and np.array_equal(np.signbit(values), np.signbit(expected))
+
+
+_BLEND_TYPES = ["float32", "float64", "float16", "int8", "uint16", "int32", "uint64", "bool"]
+
+
+@given(
+    st.sampled_from(_BLEND_TYPES),
+    st.lists(st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -3.0, 1e-45, 255.0]), max_size=50),
+    st.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_putting_specials_where_chosen_keeps_every_bit(name: str, raw: list[float], data) -> None:
+    """specials-mix's blend (``_put_where``: integer masking) against np.copyto(where=): the same bits,
+    NaN payloads and signed zeros included."""
+    dtype = np.dtype(name)
+    with np.errstate(invalid="ignore", over="ignore"):
+        target = np.array(raw, dtype=np.float64).astype(dtype)
+        values = np.array(raw[::-1], dtype=np.float64).astype(dtype)
+    if dtype.kind == "f" and target.size:
+        target.view(f"u{dtype.itemsize}")[0] |= 1  # a NaN with a payload, or an odd last bit
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=target.size, max_size=target.size)), bool)
+    expected = target.copy()
+    np.copyto(expected, values, where=mask)
+    ds._put_where(target, values.copy(), mask)
+    assert target.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("name", [*_BLEND_TYPES, "int64", "uint8"])
+def test_specials_mix_is_the_plain_formulation(name: str) -> None:
+    """The mix drawn as ``part[chosen] = specials[picks][chosen]``, chunk boundaries included."""
+    dtype = np.dtype(name)
+    shape = (3, ds._CHUNK // 3 + 5)
+    rng = np.random.default_rng([5, 6])
+    specials = ds._specials(dtype)
+    picks = rng.integers(0, specials.size, size=math.prod(shape)).astype(np.uint8)
+    values = ds.random_array(dtype, shape, rng)
+    flat = values.reshape(-1)
+    for start in range(0, flat.size, ds._CHUNK):
+        part = flat[start : start + ds._CHUNK]
+        chosen = rng.random(size=part.size) < 0.5
+        part[chosen] = specials[picks[start : start + part.size]][chosen]
+    flat[rng.choice(flat.size, size=specials.size, replace=False)] = specials
+    assert ds._mix(dtype, shape, np.random.default_rng([5, 6])).tobytes() == values.tobytes()

@@ -50,6 +50,7 @@ from sonnx_check.compare.edges import values as edge_values
 from sonnx_check.compare.edges.accounting import Accounting
 from sonnx_check.compare.edges.battery_room import BATCH_ROOM
 from sonnx_check.compare.edges.configuration import Configuration
+from sonnx_check.compare.edges.draws import Draws
 from sonnx_check.compare.edges.fillers import Fillers
 from sonnx_check.compare.edges.lone_model import (
     configurations_model,
@@ -58,7 +59,7 @@ from sonnx_check.compare.edges.lone_model import (
     source_initializers,
 )
 from sonnx_check.compare.edges.observed import Observed
-from sonnx_check.compare.inputs.datasets import edge_array, edge_pattern_names, random_array, seeded
+from sonnx_check.compare.inputs.datasets import edge_pattern_names
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import merge
 from sonnx_check.compare.runtimes.base import (
@@ -153,6 +154,7 @@ class NodeEdges:
         self.operator_configurations = self.observed.operator_configurations
         self.accounting = Accounting(nodes, self.configurations, self.operator_configurations)
         self.seed = seed
+        self._draws = Draws(seed)  # the datasets' data (draws.py: shared within the dataset prepared)
         self.max_elements = max_elements
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
@@ -249,6 +251,7 @@ class NodeEdges:
         finally:
             session.close()
             self._fillers.clear()
+            self._draws.end()
         if failed:
             self._isolate(batch, failed, open_session, run)
 
@@ -278,6 +281,7 @@ class NodeEdges:
         fed zeros, and their outputs are not asked for)."""
         wanting = [c for c in batch if not set(names) <= set(self.datasets(c))]  # fed a filler at some point
         for dataset in names:
+            self._draws.begin()
             ready = {id(c): self._prepare(c, dataset) for c in batch}
             for config in wanting:
                 self._fillers.keep(config, dataset, None if (r := ready[id(config)]) is None else r.variant)
@@ -354,7 +358,7 @@ class NodeEdges:
         variants = ("all",) if specific or len(config.fed) == 1 else ("all", "first")
         refusal = ""
         for variant in variants:
-            fed = self._data(config, pattern, variant, specific)
+            fed = self._draws.data(config, pattern, variant, specific)
             if fed is None:
                 return None
             inputs = config.inputs(fed)
@@ -378,21 +382,8 @@ class NodeEdges:
     ) -> dict[int, np.ndarray] | None:
         """The data ``_prepare`` fed ``config`` on ``dataset`` in ``variant`` (drawn again: the same)."""
         pattern = dataset.removeprefix(EDGE_PREFIX)
-        return self._data(config, pattern, variant, pattern in edge_values.specific_names(config.op_type))
-
-    def _data(
-        self, config: Configuration, pattern: str, variant: str, specific: bool
-    ) -> dict[int, np.ndarray] | None:
-        rng = seeded(self.seed, "node-edges", config.op_type, pattern, variant)
-        if specific:
-            return edge_values.build_specific(pattern, config.node, config.fed, rng)
-        fed = {}
-        for number, (position, dtype, shape) in enumerate(config.fed):
-            if variant == "first" and number > 0:
-                fed[position] = random_array(dtype, shape, rng)
-            else:
-                fed[position] = edge_array(pattern, dtype, shape, rng, number)
-        return fed
+        specific = pattern in edge_values.specific_names(config.op_type)
+        return self._draws.data(config, pattern, variant, specific)
 
     # -- for --export-suite (compare/suite/): a configuration alone, without a session ---------------------
     def lone_model(self, config: Configuration) -> onnx.ModelProto:

@@ -253,12 +253,28 @@ def _mix(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> n
     flat = values.reshape(-1)
     for start, part in zip(range(0, flat.size, _CHUNK), _chunks(flat), strict=True):
         chosen = rng.random(size=part.size) < 0.5
-        # the same values as part[chosen] = specials[picks[...][chosen]], a quarter faster (no compaction)
-        np.copyto(part, specials.take(picks[start : start + part.size]), where=chosen)
+        # the same values as part[chosen] = specials[picks[...][chosen]]
+        _put_where(part, specials.take(picks[start : start + part.size]), chosen)
     del picks
     if flat.size >= specials.size:
         flat[rng.choice(flat.size, size=specials.size, replace=False)] = specials
     return values
+
+
+def _put_where(target: np.ndarray, values: np.ndarray, mask: np.ndarray) -> None:
+    """``target[mask] = values[mask]`` bit for bit (NaN payloads and signed zeros kept), ``values`` being a
+    temporary it overwrites: as integers, target ^= (target ^ values) & -mask, which runs without a branch
+    per element (np.copyto's ``where`` took ten times as long on a random half of 400k float32)."""
+    if target.itemsize not in (1, 2, 4, 8) or not target.flags.c_contiguous:
+        np.copyto(target, values, where=mask)
+        return
+    bits = np.dtype(f"u{target.itemsize}")
+    own, other = target.view(bits), values.view(bits)
+    ones = mask.view(np.uint8).astype(bits)
+    np.negative(ones, out=ones)  # 1 -> all bits set, 0 -> none
+    np.bitwise_xor(other, own, out=other)
+    other &= ones
+    own ^= other
 
 
 def _subnormals(dtype: np.dtype, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
