@@ -38,3 +38,20 @@ def keep() -> bool:
     trimmed = mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
     mapped = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
     return bool(trimmed and mapped)
+
+
+def give_back() -> bool:
+    """Return the free memory kept so far to the system (glibc's malloc_trim), once, where another process's
+    peak is about to add to this one's (the runtime's run of a batch of intermediates): what was kept then
+    counts in the comparison's peak for nothing. False where malloc_trim does not exist."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, ImportError):  # not glibc (musl has no malloc_trim), or no ctypes
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)
+    return True

@@ -22,6 +22,14 @@ def test_glibc_accepts_the_settings() -> None:
     assert freed_memory.keep() is True
 
 
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="glibc's malloc_trim only",
+)
+def test_the_kept_memory_can_be_given_back_before_the_runtime_holds_a_batch() -> None:
+    assert freed_memory.give_back() is True
+
+
 def test_the_command_applies_it_and_the_library_does_not() -> None:
     script = (
         "import sys\n"

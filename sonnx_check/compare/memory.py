@@ -215,7 +215,11 @@ class Planner:
         """Group the nodes to compare, in graph order, so that each group's tensors fit the budget together;
         a node that cannot fit alone gets its ``reason`` and is left out."""
         batches: list[Batch] = []
-        held: list[str] = []  # the tensors the current batch keeps
+        # the tensors the current batch keeps, and their bytes (each name counted once), kept as the batch
+        # grows: summing them again for every node made the plan quadratic in the nodes
+        held: set[str] = set()
+        held_bytes = 0
+        listed: set[str] = set()  # current.tensors, for membership
         current, current_extra = Batch(), 0
         for entry in entries:
             exposed, weights, extra = self.exposed(entry), self._weights(entry), self._extra(entry)
@@ -224,17 +228,22 @@ class Planner:
                 if alone > self.own:
                     entry.reason = self._too_large("comparing it", alone)
                     continue
-                together = (
-                    self.feeds_bytes + self._bytes([*held, *exposed, *weights]) + max(current_extra, extra)
-                )
+                new = [n for n in (*exposed, *weights) if n not in held]
+                together = self.feeds_bytes + held_bytes + self._bytes(new) + max(current_extra, extra)
                 if current.entries and together > self.own:
                     batches.append(current)
-                    current, held, current_extra = Batch(), [], 0
+                    current, current_extra = Batch(), 0
+                    held, held_bytes, listed = set(), 0, set()
             current.entries.append(entry)
-            current.tensors.extend(n for n in exposed if n not in current.tensors)
-            held.extend([*exposed, *weights])
+            for name in exposed:
+                if name not in listed:
+                    listed.add(name)
+                    current.tensors.append(name)
+            new = [n for n in dict.fromkeys((*exposed, *weights)) if n not in held]
+            held.update(new)
+            held_bytes += self._bytes(new)
             current_extra = max(current_extra, extra)
-            current.held = self.feeds_bytes + self._bytes(held)
+            current.held = self.feeds_bytes + held_bytes
         if current.entries:
             batches.append(current)
         for batch in batches:

@@ -9,6 +9,7 @@ handed to ``judge``; nothing here decides a verdict.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,18 +17,20 @@ from typing import Any
 import numpy as np
 import onnx
 
-from sonnx_check import progress, reference
+from sonnx_check import freed_memory, progress, reference
 from sonnx_check.compare import memory
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.inputs.specs import Dataset
 from sonnx_check.compare.judging import upstream
 from sonnx_check.compare.judging.output_record import OutputRecord
+from sonnx_check.compare.last_readers import ReleasePlan, release_plan
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.plan import RunPlan, all_exact, budget_shares
 from sonnx_check.compare.runtime_clock import RuntimeClock
 from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
-from sonnx_check.compare.stream import decoded, run_graph
+from sonnx_check.compare.runtimes.worker.arriving import Arriving
+from sonnx_check.compare.stream import Decoded, decoded, run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.view import ModelView
 
@@ -193,7 +196,7 @@ class ComparisonRun:
             assert run.outputs is not None
             dataset = _named(observed.datasets, run.dataset)
             if serves:
-                self._compare_batch(batches[0], weights, run.feeds, run.outputs, dataset.name, observed)
+                _compare_batch(self, batches[0], weights, run.feeds, run.outputs, dataset.name, observed)
             if end_to_end is not None and self._end_to_end_wanted(dataset):
                 self._compare_end_to_end(dataset.name, run.feeds, run.outputs, observed, weights)
             del run
@@ -229,58 +232,41 @@ class ComparisonRun:
             return
         # the unmodified model already failed on a dataset in ``failed``: that is the finding
         todo = [d for d in observed.datasets if d.name not in observed.failed]
-        weights = self._weights(batch)
+        weights = self._weights(batch, lazy=True)
+        compared = [e.index if e.has_kernel and not e.reason else None for e in batch.entries]
+        releases = release_plan(self.view, compared, batch.tensors)
+        freed_memory.give_back()  # the runtime's run holds every exposed tensor: nothing kept beside it
         try:
-            for run in session.run_datasets(_feeds(todo, list(batch.tensors))):
-                if run.failure is not None:
-                    _check_stopped(run)
+            for run in session.run_datasets(_feeds(todo, list(batch.tensors), streamed=True)):
+                failure = run.failure
+                if failure is None:
+                    assert run.outputs is not None
+                    try:
+                        _compare_batch(
+                            self, batch, weights, run.feeds, run.outputs, run.dataset, observed, releases
+                        )
+                    except RunFailure as exc:  # the worker ended while its results were being read
+                        failure = exc
+                if failure is not None:
+                    if failure.timed_out:
+                        raise Stopped(failure, run.dataset)
                     for entry in batch.entries:
                         entry.failures.setdefault(
                             run.dataset,
-                            f"{self.subject} failed with intermediates exposed: {run.failure.reason}",
+                            f"{self.subject} failed with intermediates exposed: {failure.reason}",
                         )
-                    del run
-                    continue
-                assert run.outputs is not None
-                self._compare_batch(batch, weights, run.feeds, run.outputs, run.dataset, observed)
-                del run
+                del run, failure
         finally:
             session.close()
 
-    def _compare_batch(
-        self,
-        batch: memory.Batch,
-        weights: Mapping[str, Any],
-        feeds: Mapping[str, Any],
-        actual: Mapping[str, Any],
-        dataset: str,
-        observed: Observed,
-    ) -> None:
-        values = {**weights, **feeds, **actual}
-        compare_nodes(
-            self.view,
-            batch.entries,
-            values,
-            dataset,
-            max_elements=self.options.max_elements,
-            spare=batch.spare,
-            accuracy=self.options.accuracy,
-            readings=self.readings,
-            runtime=self.runner.capabilities.label,
-        )
-        if observed.edges is not None:
-            for entry in batch.entries:
-                if entry.records:
-                    node = self.view.nodes[entry.index]
-                    inputs, missing = node_inputs(node, values)
-                    if not missing:
-                        observed.edges.observe(entry.index, inputs, [values.get(n) for n in node.output])
-
-    def _weights(self, batch: memory.Batch) -> dict[str, Any]:
+    def _weights(self, batch: memory.Batch, lazy: bool = False) -> Mapping[str, Any]:
         """The initializers the batch's nodes read, decoded once for all its datasets (memory.Planner counts
         them with the batch): the same arrays across the datasets, so the kernels' constant cache keeps
-        their derived forms (float64, magnitudes) from one dataset to the next."""
+        their derived forms (float64, magnitudes) from one dataset to the next. ``lazy``: each decoded when
+        a node first reads it (stream.Decoded)."""
         wanted = {name for entry in batch.entries for name in self.view.nodes[entry.index].input if name}
+        if lazy:
+            return Decoded([t for t in self.model.graph.initializer if t.name in wanted])
         return {t.name: decoded(t) for t in self.model.graph.initializer if t.name in wanted}
 
     def _compare_end_to_end(
@@ -322,10 +308,63 @@ class ComparisonRun:
             observed.end_to_end_failures[dataset] = first_line(exc)
 
 
-def _feeds(datasets: list[Dataset], outputs: list[str] | None) -> Iterator[Feeds]:
+def _feeds(datasets: list[Dataset], outputs: list[str] | None, streamed: bool = False) -> Iterator[Feeds]:
     """Each dataset's values, built only when the runner asks for them."""
     for dataset in datasets:
-        yield Feeds(dataset.name, dataset.feeds, outputs)
+        yield Feeds(dataset.name, dataset.feeds, outputs, streamed)
+
+
+def _compare_batch(
+    self: ComparisonRun,
+    batch: memory.Batch,
+    weights: Mapping[str, Any],
+    feeds: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    dataset: str,
+    observed: Observed,
+    releases: ReleasePlan | None = None,
+) -> None:
+    """The batch's nodes on one dataset's run, node after node, their configurations noted for the edge
+    battery."""
+    values, arriving = _values(weights, feeds, actual, releases)
+    for position, entry in enumerate(batch.entries):  # one node's comparison depends on no other's
+        compare_nodes(
+            self.view,
+            [entry],
+            values,
+            dataset,
+            max_elements=self.options.max_elements,
+            spare=batch.spare,
+            accuracy=self.options.accuracy,
+            readings=self.readings,
+            runtime=self.runner.capabilities.label,
+        )
+        if observed.edges is not None and entry.records:
+            node = self.view.nodes[entry.index]
+            inputs, missing = node_inputs(node, values)
+            if not missing:
+                observed.edges.observe(entry.index, inputs, [values.get(n) for n in node.output])
+            del inputs
+        if arriving is not None and releases is not None:
+            for name in releases.after.get(position, ()):
+                arriving.release(name)
+    if arriving is not None:
+        arriving.drain()  # the parts no node reads: the worker's next reply follows them
+
+
+def _values(
+    weights: Mapping[str, Any],
+    feeds: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    releases: ReleasePlan | None,
+) -> tuple[Mapping[str, Any], Arriving | None]:
+    """Every value a batch's nodes read on one dataset, the runtime's over the feeds over the weights.
+    Outputs streamed from the worker (``Arriving``) are read as the nodes ask for them and let go after
+    their last reader (``releases``); the order of the reads changes nothing but the memory held."""
+    if isinstance(actual, Arriving) and releases is not None:
+        actual.keep_only(releases.kept)
+        return ChainMap(actual, dict(feeds), weights), actual
+    return {**weights, **feeds, **actual}, None
 
 
 def _named(datasets: list[Dataset], name: str) -> Dataset:

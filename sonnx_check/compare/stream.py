@@ -9,7 +9,7 @@ every value is released after its last use, so the reference holds what the grap
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -46,6 +46,40 @@ def decoded(tensor: onnx.TensorProto) -> np.ndarray:
         # a damaged weight is reported where the model is read (onnx.checker); here the reference cannot run
         why = f"initializer '{tensor.name}' does not decode: {first_line(exc)}"
         raise reference.ReferenceError(why) from None
+
+
+def _plain(tensor: onnx.TensorProto) -> bool:
+    """Whether ``decoded`` takes the array over the tensor's raw bytes (it cannot fail then)."""
+    if tensor.data_type not in _PLAIN_TYPES or not tensor.HasField("raw_data") or tensor.external_data:
+        return False
+    itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    return len(tensor.raw_data) == math.prod(int(d) for d in tensor.dims) * itemsize
+
+
+class Decoded(Mapping[str, np.ndarray]):
+    """Initializers decoded when first looked up, then kept (the same array for every later lookup: the
+    kernels' constant cache keeps its derived forms). One that ``decoded`` could refuse is decoded at once,
+    so a damaged weight is still reported before anything runs. A batch of intermediates decodes its
+    weights as its nodes are compared, not beside the runtime's run of the batch."""
+
+    def __init__(self, tensors: Sequence[onnx.TensorProto]) -> None:
+        self._tensors = {t.name: t for t in tensors}
+        self._arrays = {t.name: decoded(t) for t in tensors if not _plain(t)}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        array = self._arrays.get(name)
+        if array is None:
+            array = self._arrays[name] = decoded(self._tensors[name])  # KeyError: not an initializer here
+        return array
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tensors
 
 
 # (node, output position, the reference's value, the node's input values)

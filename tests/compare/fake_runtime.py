@@ -17,6 +17,7 @@ import pytest
 from sonnx_check import reference
 from sonnx_check.compare.runtimes.onnxruntime import session as ort_session
 from sonnx_check.compare.runtimes.worker import host as runtime
+from sonnx_check.compare.runtimes.worker.arriving import Arriving
 
 _RUN_NODE = reference.run_node  # captured: tests may patch the reference to make it fail
 
@@ -85,7 +86,7 @@ class FakeOrt:
             def close(self) -> None:
                 fake.closed += 1
 
-            def run(self, feeds, outputs=None):
+            def run(self, feeds, outputs=None, streamed=False):
                 if fake.crash_run(feeds):
                     raise runtime.RuntimeRefusal("run", "onnxruntime's worker crashed (SIGFPE)", crashed=True)
                 reason = fake.fail_run(feeds)
@@ -93,7 +94,11 @@ class FakeOrt:
                     raise runtime.RuntimeRefusal("run", reason)
                 fake.runs.append(list(outputs or self.output_names))
                 values = fake.evaluate(self.model, feeds, tamper=not (fake.plain_only and self.exposed))
-                return {name: values[name] for name in (outputs or self.output_names)}
+                results = {name: values[name] for name in (outputs or self.output_names)}
+                if streamed:  # read part by part as the comparison asks, as the worker's large replies are
+                    parts = iter(list(results.items()))
+                    return Arriving(list(results), len(results), lambda: next(parts))
+                return results
 
         monkeypatch.setattr(runtime, "HeldSession", Session)
         return self

@@ -116,7 +116,7 @@ def test_the_edge_battery_sends_the_models_weights_once(monkeypatch: pytest.Monk
     original = ort_worker.Worker.call
 
     def counting(
-        self: ort_worker.Worker, stage: str, *arguments: object, timeout: float | None = None
+        self: ort_worker.Worker, stage: str, *arguments: object, timeout: float | None = None, **given: object
     ) -> object:
         if stage == "session":
             own, base = arguments[1], arguments[2]
@@ -124,7 +124,7 @@ def test_the_edge_battery_sends_the_models_weights_once(monkeypatch: pytest.Monk
             if base is not None:  # the graph's bytes, and its weights written in the shared file
                 size += len(base[0].raw()) + sum(w.nbytes for w in base[1])  # type: ignore[index]
             sent.append(size)
-        return original(self, stage, *arguments, timeout=timeout)
+        return original(self, stage, *arguments, timeout=timeout, **given)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ort_worker.Worker, "call", counting)
     model = conv_model(channels=64, size=8)  # 147 KB of weights

@@ -141,6 +141,9 @@ class Feeds:
     dataset: str
     values: Mapping[str, np.ndarray]
     outputs: Sequence[str] | None = None
+    # the outputs may come as a mapping read as it is looked up (worker/arriving.Arriving: drain it, and
+    # let go of each value with ``release``), for a caller that compares them one node at a time
+    streamed: bool = False
 
 
 @dataclass
@@ -149,7 +152,7 @@ class DatasetRun:
 
     dataset: str
     feeds: Mapping[str, np.ndarray]
-    outputs: dict[str, np.ndarray] | None = None
+    outputs: Mapping[str, np.ndarray] | None = None
     failure: RunFailure | None = None
 
 

@@ -122,7 +122,12 @@ class WorkerSession(Session):
         for feeds in datasets:
             names = None if feeds.outputs is None else list(feeds.outputs)
             try:
-                run = DatasetRun(feeds.dataset, feeds.values, outputs=self.session.run(feeds.values, names))
+                if feeds.streamed:
+                    outputs = self.session.run(feeds.values, names, streamed=True)
+                else:
+                    outputs = self.session.run(feeds.values, names)
+                run = DatasetRun(feeds.dataset, feeds.values, outputs=outputs)
+                del outputs
             except RunFailure as exc:
                 run = DatasetRun(feeds.dataset, feeds.values, failure=exc)
             del feeds  # the next dataset is built only once the caller let go of this one

@@ -17,6 +17,9 @@ from typing import Any
 
 # results at least this large are followed by a trim (smaller ones fit in what the heap keeps anyway)
 LARGE = 32 << 20
+# a large result sent part by part is trimmed each time this much of it was written: sonnx-check compares
+# the parts as they come (worker/arriving.py), so what the worker still holds adds to its peak meanwhile
+STEP = 8 << 20
 
 _trim: list[Callable[[int], int] | None] = []  # glibc's malloc_trim, looked up once (None: absent)
 

@@ -169,10 +169,13 @@ class SessionHost:
     def base_sent(self) -> None:
         self._base_sent = True
 
-    def call(self, worker: Worker, stage: str, *arguments: Any, timeout: float | None) -> Any:
-        """``worker.call``; a crash or a deadline ends the worker, and the host forgets it."""
+    def call(
+        self, worker: Worker, stage: str, *arguments: Any, timeout: float | None, **streamed: Any
+    ) -> Any:
+        """``worker.call`` (``streamed``: its keyword, given only when asked); a crash or a deadline ends
+        the worker, and the host forgets it."""
         try:
-            return worker.call(stage, *arguments, timeout=timeout)
+            return worker.call(stage, *arguments, timeout=timeout, **streamed)
         except RuntimeRefusal as exc:
             if exc.crashed:
                 self.lost(worker)
@@ -293,16 +296,19 @@ class HeldSession:
         return self._worker is not None and self._worker is self._host._worker
 
     def run(
-        self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None
-    ) -> dict[str, np.ndarray]:
+        self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None, streamed: bool = False
+    ) -> Mapping[str, np.ndarray]:
+        """The outputs ``outputs`` (None: the session's) on ``feeds``; ``streamed``: a large result may come
+        as an ``Arriving`` mapping, read as it is looked up (worker/arriving.py)."""
         names = list(outputs) if outputs is not None else list(self.output_names)
         if not self._alive():
             self._worker = None
             self._start()  # the previous run crashed the worker
         assert self._worker is not None
         try:
+            extra = {"streamed": names} if streamed else {}
             return self._host.call(
-                self._worker, "run", self._id, dict(feeds), names, timeout=self._remaining()
+                self._worker, "run", self._id, dict(feeds), names, timeout=self._remaining(), **extra
             )
         except RuntimeRefusal as exc:
             if exc.crashed:

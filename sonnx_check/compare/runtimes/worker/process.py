@@ -28,6 +28,7 @@ an interrupted run does.
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import os
 import pickle
@@ -38,7 +39,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,7 +54,13 @@ from sonnx_check.children import (
 from sonnx_check.compare.runtimes import engines
 from sonnx_check.compare.runtimes.base import STAGES, RunnerUnavailable
 from sonnx_check.compare.runtimes.base import RunFailure as RuntimeRefusal
-from sonnx_check.compare.runtimes.worker import give_back, model_bytes, shared_arrays, shared_weights
+from sonnx_check.compare.runtimes.worker import (
+    arriving,
+    give_back,
+    model_bytes,
+    shared_arrays,
+    shared_weights,
+)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
 _PARENT_VARIABLE = "SONNX_CHECK_WORKER_PARENT"
@@ -98,6 +105,7 @@ class Worker:
         self.memory_budget = memory_budget
         self.engine = engine
         self._expired = False
+        self._arriving: arriving.Arriving | None = None  # a streamed reply not read to its end yet
         self._home = private_home()  # onnxruntime's own files stay in it (private_environment)
         env = private_environment(os.environ, self._home)
         # The worker imports this package from where the parent did, installed or not.
@@ -136,10 +144,17 @@ class Worker:
             raise
         _LIVE[self._process.pid] = self._process
 
-    def call(self, stage: str, *arguments: Any, timeout: float | None = None) -> Any:
+    def call(
+        self, stage: str, *arguments: Any, timeout: float | None = None, streamed: Sequence[str] | None = None
+    ) -> Any:
         """Send one request and return the reply's value; a refusal, an unavailable runtime, a crash of
-        the worker or the end of ``timeout`` (seconds) is raised as RuntimeRefusal / RuntimeUnavailable."""
+        the worker or the end of ``timeout`` (seconds) is raised as RuntimeRefusal / RuntimeUnavailable.
+        ``streamed``: the names of a run's outputs; a large result is then returned as an ``Arriving``
+        mapping read part by part as the caller asks (the run is over: the time limit no longer runs)."""
         assert self._process.stdin is not None and self._process.stdout is not None
+        if self._arriving is not None:  # the last reply's parts nobody asked for: the stream is past them
+            unread, self._arriving = self._arriving, None
+            unread.drain()
         stop.check()
         if timeout is not None and timeout <= 0:
             self._expire()
@@ -153,7 +168,10 @@ class Worker:
             shared_arrays.send((stage, *arguments), self._process.stdin, self._requests)
             # copied out of the region: the results outlive the next reply, which overwrites it
             reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
-            if reply[0] == _PARTS:
+            if reply[0] == _PARTS and streamed is not None:
+                self._arriving = arriving.Arriving(streamed, reply[1], functools.partial(self._part, stage))
+                reply = ("ok", self._arriving)
+            elif reply[0] == _PARTS:
                 stream = self._process.stdout
                 reply = ("ok", dict(pickle.load(stream) for _ in range(reply[1])))  # (name, array) pairs
         except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
@@ -170,6 +188,7 @@ class Worker:
                 if region is not None:
                     region.trim()
         if self._expired:  # the reply came as the time ran out: the deadline still holds
+            self._arriving = None
             raise self._timed_out(stage)
         kind = reply[0]
         if kind == "ok":
@@ -181,6 +200,16 @@ class Worker:
         if kind == "unavailable":
             raise RunnerUnavailable(reply[1])
         raise RuntimeError(f"the {self.engine} worker failed: {reply[1]}")
+
+    def _part(self, stage: str) -> arriving.Part:
+        """The next (name, array) part of a streamed reply; the worker ending meanwhile is a crash."""
+        assert self._process.stdout is not None
+        try:
+            return pickle.load(self._process.stdout)  # type: ignore[no-any-return]
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+            self._arriving = None
+            stop.check()
+            raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
 
     def _expire(self) -> None:
         self._expired = True
@@ -225,6 +254,9 @@ class Worker:
 
     def close(self) -> None:
         process = self._process
+        if self._arriving is not None and self._arriving.pending:
+            process.kill()  # it waits to write parts nobody will read
+        self._arriving = None
         if process.poll() is None:
             try:
                 assert process.stdin is not None
@@ -510,6 +542,7 @@ def _send_parts(results: dict[str, Any], replies: IO[bytes]) -> None:
     """A large run's ``results`` (emptied) into the stream one array at a time, each let go once written:
     the parent reads them as they come, so the two processes do not both hold all of them (a batch of
     DenseNet-121's intermediates, 230 MiB); the freed pages are given back as they add up (give_back)."""
+    give_back.trim()  # what the run freed (its other tensors): not kept while the parts are read
     shared_arrays.send((_PARTS, len(results)), replies, None)
     freed = 0
     while results:
@@ -518,7 +551,7 @@ def _send_parts(results: dict[str, Any], replies: IO[bytes]) -> None:
         pickle.dump((name, array), replies, protocol=5)
         freed += getattr(array, "nbytes", 0)
         del array
-        if freed >= give_back.LARGE:
+        if freed >= give_back.STEP:
             give_back.trim()
             freed = 0
     replies.flush()
