@@ -363,7 +363,7 @@ def _values(
     their last reader (``releases``); the order of the reads changes nothing but the memory held."""
     if isinstance(actual, Arriving) and releases is not None:
         actual.keep_only(releases.kept)
-        return ChainMap(actual, dict(feeds), weights), actual
+        return ChainMap(actual, dict(feeds), weights), actual  # type: ignore[arg-type]  # read only
     return {**weights, **feeds, **actual}, None
 
 

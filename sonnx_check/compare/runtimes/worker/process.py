@@ -205,7 +205,7 @@ class Worker:
         """The next (name, array) part of a streamed reply; the worker ending meanwhile is a crash."""
         assert self._process.stdout is not None
         try:
-            return pickle.load(self._process.stdout)  # type: ignore[no-any-return]
+            return pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
             self._arriving = None
             stop.check()
