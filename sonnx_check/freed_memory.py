@@ -16,42 +16,51 @@ affected: the settings are not environment variables.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 _M_TRIM_THRESHOLD = -1  # mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit)
 _TRIM_THRESHOLD = 1024 * 1024 * 1024
 
+_trim: list[Callable[..., int] | None] = []  # glibc's malloc_trim, looked up once (None: absent)
+
 
 def keep() -> bool:
     """Keep freed blocks below 32 MiB, and up to 1 GiB of free heap top, for reuse. True when glibc
     accepted both settings."""
-    if not sys.platform.startswith("linux"):
+    mallopt = _glibc("mallopt", "int", "int")
+    if mallopt is None:
         return False
-    try:
-        import ctypes  # numpy imports it anyway: no start-up cost
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, ImportError):  # not glibc (musl has no mallopt), or no ctypes
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     trimmed = mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
     mapped = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
     return bool(trimmed and mapped)
 
 
 def give_back() -> bool:
-    """Return the free memory kept so far to the system (glibc's malloc_trim), once, where another process's
-    peak is about to add to this one's (the runtime's run of a batch of intermediates): what was kept then
-    counts in the comparison's peak for nothing. False where malloc_trim does not exist."""
-    if not sys.platform.startswith("linux"):
+    """Return the heap's free pages to the system now (glibc's malloc_trim), where another process's peak
+    is about to add to this one's: in the command before the runtime's run of a batch of intermediates, in
+    the worker once a large reply has left it. False where malloc_trim does not exist."""
+    if not _trim:
+        _trim.append(_glibc("malloc_trim", "size_t"))
+    function = _trim[0]
+    if function is None:
         return False
-    try:
-        import ctypes
-
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, ImportError):  # not glibc (musl has no malloc_trim), or no ctypes
-        return False
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    trim(0)
+    function(0)
     return True
+
+
+def _glibc(name: str, *argument_types: str) -> Callable[..., int] | None:
+    """glibc's function ``name``, its arguments of the C types named (ctypes' ``c_<type>``), returning an
+    int; None off Linux, on another C library (musl has neither mallopt nor malloc_trim) or without ctypes."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes  # numpy imports it anyway: no start-up cost
+
+        found = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError, ImportError):
+        return None
+    found.argtypes = [getattr(ctypes, f"c_{t}") for t in argument_types]
+    found.restype = ctypes.c_int
+    return found

@@ -12,16 +12,15 @@ Only on glibc (``malloc_trim`` exists); elsewhere nothing is done.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
+
+from sonnx_check import freed_memory
 
 # results at least this large are followed by a trim (smaller ones fit in what the heap keeps anyway)
 LARGE = 32 << 20
 # a large result sent part by part is trimmed each time this much of it was written: sonnx-check compares
 # the parts as they come (worker/arriving.py), so what the worker still holds adds to its peak meanwhile
 STEP = 8 << 20
-
-_trim: list[Callable[[int], int] | None] = []  # glibc's malloc_trim, looked up once (None: absent)
 
 
 def large(value: Any) -> bool:
@@ -33,17 +32,4 @@ def large(value: Any) -> bool:
 
 def trim() -> bool:
     """Give the heap's free pages back to the system; False where glibc's malloc_trim does not exist."""
-    if not _trim:
-        try:
-            import ctypes
-
-            found = ctypes.CDLL(None).malloc_trim
-            found.argtypes, found.restype = [ctypes.c_size_t], ctypes.c_int
-            _trim.append(found)
-        except (OSError, AttributeError, ImportError):  # not glibc (musl has no malloc_trim), or no ctypes
-            _trim.append(None)
-    function = _trim[0]
-    if function is None:
-        return False
-    function(0)
-    return True
+    return freed_memory.give_back()
