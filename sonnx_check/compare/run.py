@@ -315,7 +315,7 @@ def _feeds(datasets: list[Dataset], outputs: list[str] | None, streamed: bool = 
 
 
 def _compare_batch(
-    self: ComparisonRun,
+    comparison: ComparisonRun,
     batch: memory.Batch,
     weights: Mapping[str, Any],
     feeds: Mapping[str, Any],
@@ -329,18 +329,18 @@ def _compare_batch(
     values, arriving = _values(weights, feeds, actual, releases)
     for position, entry in enumerate(batch.entries):  # one node's comparison depends on no other's
         compare_nodes(
-            self.view,
+            comparison.view,
             [entry],
             values,
             dataset,
-            max_elements=self.options.max_elements,
+            max_elements=comparison.options.max_elements,
             spare=batch.spare,
-            accuracy=self.options.accuracy,
-            readings=self.readings,
-            runtime=self.runner.capabilities.label,
+            accuracy=comparison.options.accuracy,
+            readings=comparison.readings,
+            runtime=comparison.runner.capabilities.label,
         )
         if observed.edges is not None and entry.records:
-            node = self.view.nodes[entry.index]
+            node = comparison.view.nodes[entry.index]
             inputs, missing = node_inputs(node, values)
             if not missing:
                 observed.edges.observe(entry.index, inputs, [values.get(n) for n in node.output])
