@@ -14,6 +14,9 @@ of the package's code up the stack (numpy's or the standard library's frames in 
 ``--within compare`` counts only the rooms inside ``sonnx_check.compare`` (the others are passed over too).
 ``--depth N`` follows the model's path only: the calls at most N frames of the package's code below the
 comparison's entry (``compare_loaded``), where the steps of a run are, not the work each step repeats.
+Calls the interpreter makes rather than the code (a weak reference's callback, ``__del__``, run when an
+object dies in whatever frame happens to be running) are no door and are not counted, nor is anything
+they call.
 
 Prints the rooms entered (distinct), the distinct (from room -> to room) return doors, the number of returns
 across rooms, and the rooms by the calls made into them. What runs in the runtime's worker process
@@ -29,6 +32,7 @@ import json
 import sys
 import tempfile
 import threading
+import weakref
 from collections import Counter
 from pathlib import Path
 from types import FrameType
@@ -87,6 +91,20 @@ class RoomCounter:
             up = up.f_back
         return True
 
+    @staticmethod
+    def _in_callback(frame: FrameType) -> bool:
+        """Whether ``frame`` runs inside a call the interpreter made when an object died: a finalizer, or a
+        weak reference's callback (called with the dead reference as its only argument)."""
+        up: FrameType | None = frame
+        while up is not None and up.f_code.co_name != ENTRY:
+            code = up.f_code
+            if code.co_name == "__del__":
+                return True
+            if code.co_argcount == 1 and isinstance(up.f_locals.get(code.co_varnames[0]), weakref.ref):
+                return True
+            up = up.f_back
+        return False
+
     def _room(self, frame: FrameType | None) -> str | None:
         if frame is None:
             return None
@@ -105,7 +123,7 @@ class RoomCounter:
         if event not in ("call", "return"):
             return
         room = self._room(frame)
-        if room is None or self._too_deep(frame):
+        if room is None or self._too_deep(frame) or self._in_callback(frame):
             return
         if event == "call":
             self.calls[room] += 1

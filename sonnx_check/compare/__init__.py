@@ -29,7 +29,7 @@ from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
 from sonnx_check.compare.plan import budget_shares, datasets_not_run, over_budget, plan_run, refusal_reason
 from sonnx_check.compare.run import ComparisonRun, Stopped
 from sonnx_check.compare.runtimes import make_runner
-from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerUnavailable
+from sonnx_check.compare.runtimes.base import RunFailure, Runner, RunnerFacts, RunnerUnavailable
 from sonnx_check.loading import load_model
 from sonnx_check.results.models import DatasetEntry, ReferenceRecord
 from sonnx_check.view import ModelView
@@ -66,14 +66,9 @@ def compare_loaded(
     view per model and run; None: built here). Its skeleton may declare the large initializers as graph
     inputs: the comparison reads the graph's structure from the view, the weights from ``model``."""
     shares = budget_shares(model, options)
-    runner = make_runner(options, shares.worker, name)  # beyond its session; nothing runs before start
-    try:
-        refused = _refusal(model, options, runner, shares, view=view)
-        if refused is not None:
-            return refused
-        return _compare(model, options, runner, view if view is not None else ModelView(model), shares.own)
-    finally:
-        runner.close()
+    # the runtime's memory beyond its session; nothing runs before start, everything ends on leaving
+    with make_runner(options, shares.worker, name) as runner:
+        return _compare(model, options, runner, shares, view)
 
 
 def refusal(
@@ -81,53 +76,48 @@ def refusal(
 ) -> CompareResult | None:
     """Why the model is not compared at all, decided before its external weights (``weight_bytes`` of
     them) are read: None when it may be (plan.refusal_reason). ``view``: as for ``compare_loaded``."""
-    runner = make_runner(options, None)  # cheap: nothing runs before start; it names the runtime
-    return _refusal(model, options, runner, budget_shares(model, options), weight_bytes, view)
+    with make_runner(options, None) as runner:  # cheap: nothing runs before start; it names the runtime
+        return _refusal(model, options, runner.facts(), budget_shares(model, options), weight_bytes, view)
 
 
 def _refusal(
     model: onnx.ModelProto,
     options: CompareOptions,
-    runner: Runner,
+    facts: RunnerFacts,
     shares: Shares,
     weight_bytes: int = 0,
     view: ModelView | None = None,
 ) -> CompareResult | None:
-    reason = refusal_reason(model, options, weight_bytes, runtime=runner.capabilities.subject, shares=shares)
+    subject = facts.capabilities.subject
+    reason = refusal_reason(model, options, weight_bytes, runtime=subject, shares=shares)
     if reason is None:
         return None
-    return _judge(model, options, runner, view).nothing_compared(reason.reason, {"stage": reason.stage})
-
-
-def _outcome(options: CompareOptions, runner: Runner) -> ComparisonOutcome:
-    return ComparisonOutcome(
-        runtime=runner.description.record(),
-        runtime_record=runner.runtime_record(),
-        # a reading of the specification the user chose (or the default): every report carries it
-        reference=ReferenceRecord(tuple(sorted(reference.supported_ops())), options.readings),
-    )
+    judge = _judge(model, options, facts, view)
+    return judge.nothing_compared(reason.reason, {"stage": reason.stage})
 
 
 def _judge(
-    model: onnx.ModelProto, options: CompareOptions, runner: Runner, view: ModelView | None = None
+    model: onnx.ModelProto, options: CompareOptions, facts: RunnerFacts, view: ModelView | None = None
 ) -> Judge:
-    return Judge(view or ModelView(model), options, _outcome(options, runner), runner.description.subject)
-
-
-def _described(judge: Judge, runner: Runner) -> None:
-    """The runner's description into the outcome: a runtime tells its versions and providers once it loaded
-    the model, and a command its runtime.json while it runs."""
-    judge.outcome = replace(
-        judge.outcome, runtime=runner.description.record(), runtime_record=runner.runtime_record()
+    outcome = ComparisonOutcome(
+        runtime=facts.runtime,
+        runtime_record=dict(facts.runtime_record),
+        # a reading of the specification the user chose (or the default): every report carries it
+        reference=ReferenceRecord(tuple(sorted(reference.supported_ops())), options.readings),
     )
-    judge.version = runner.description.version
+    return Judge(view or ModelView(model), options, outcome, facts.capabilities.subject)
 
 
 def _compare(
-    model: onnx.ModelProto, options: CompareOptions, runner: Runner, view: ModelView, own: int | None
+    model: onnx.ModelProto, options: CompareOptions, runner: Runner, shares: Shares, view: ModelView | None
 ) -> CompareResult:
-    """``own``: sonnx-check's share of --max-memory (None: no budget)."""
-    judge = _judge(model, options, runner, view)
+    before = runner.facts()  # the runner before it runs: the refusals name it so
+    refused = _refusal(model, options, before, shares, view=view)
+    if refused is not None:
+        return refused
+    view = view if view is not None else ModelView(model)
+    own = shares.own  # sonnx-check's share of --max-memory (None: no budget)
+    judge = _judge(model, options, before, view)
     try:
         datasets = model_datasets(
             model, options.datasets, options.shapes, seed=options.seed, max_elements=options.max_elements
@@ -135,13 +125,14 @@ def _compare(
     except InputBudgetExceeded as exc:
         return judge.nothing_compared(f"input data over budget: {exc}", {"stage": "inputs"})
     judge.outcome = replace(judge.outcome, datasets=tuple(_entry(d) for d in datasets))
-    problem, sizes = over_budget(model, view, datasets, options.max_elements, runner.capabilities.label)
+    label = before.capabilities.label
+    problem, sizes = over_budget(model, view, datasets, options.max_elements, label)
     if problem is not None:
         return judge.nothing_compared(problem.reason, {"stage": "budget"}, node=_ref(view, problem.node))
     datasets, not_run = datasets_not_run(sizes, datasets, view)  # their values size a tensor over budget
     if not_run is not None:
-        judge.findings.append(not_run)
-        reasons = not_run.data["datasets"]
+        judge.findings.append(not_run.finding)
+        reasons = not_run.reasons
         judge.outcome = replace(
             judge.outcome,
             datasets=tuple(
@@ -150,22 +141,20 @@ def _compare(
             ),
         )
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
-    steps = ComparisonRun(model, view, options, runner, sizes)
+    steps = ComparisonRun(model, view, options, runner, sizes, own)
     try:
-        runner.start(model, deadline, [d.name for d in datasets])
-        plain = steps.open(None)
+        plain = steps.start(deadline, [d.name for d in datasets])
     except RunnerUnavailable as exc:
         return judge.nothing_compared(str(exc), {"stage": "import"})
     except Stopped as exc:
         return judge.nothing_compared(judge.stop_message(exc), {"stage": "timeout"})
     except RunFailure as exc:
         return judge.refused(exc)
-    _described(judge, runner)  # a runtime's label may come from what it declared once started
-    label = runner.capabilities.label
+    label = steps.capabilities.label
     run_plan = plan_run(model, view, datasets, sizes, options.max_memory, label, own)
     observed = steps.run(plain, datasets, run_plan)
-    _described(judge, runner)
-    return judge.finish(observed)
+    # the runtime as it ran: the versions and providers it reported, a command's runtime.json
+    return judge.finish(observed, runner.facts())
 
 
 def _entry(dataset: Dataset) -> DatasetEntry:

@@ -189,11 +189,20 @@ class PlannedSizes(dict[str, memory.Size]):
         self.skipped = dict(skipped or {})
 
 
+@dataclass(frozen=True)
+class NotRun:
+    """The datasets left out of the runs (their values make a tensor over --max-elements), and the warning
+    that names them."""
+
+    finding: Finding
+    reasons: Mapping[str, str]  # dataset -> why it is not run
+
+
 def datasets_not_run(
     sizes: Mapping[str, memory.Size], datasets: list[Dataset], view: ModelView
-) -> tuple[list[Dataset], Finding | None]:
-    """The datasets to run, and the warning that names those left out (their values make a tensor over
-    --max-elements: planned by over_budget); the other datasets are compared as usual."""
+) -> tuple[list[Dataset], NotRun | None]:
+    """The datasets to run, and those left out (planned by over_budget); the other datasets are compared
+    as usual."""
     skipped = sizes.skipped if isinstance(sizes, PlannedSizes) else {}
     if not skipped:
         return datasets, None
@@ -202,14 +211,15 @@ def datasets_not_run(
         f"{len(skipped)} of {len(datasets)} datasets not run (first: {first.reason}); "
         "the other datasets were compared"
     )
+    reasons = {name: problem.reason for name, problem in skipped.items()}
     finding = Finding(
         "RUNTIME.not-compared",
         message,
         Severity.WARNING,
         node=view.refs[first.node] if first.node is not None else None,
-        data={"stage": "budget", "datasets": {name: problem.reason for name, problem in skipped.items()}},
+        data={"stage": "budget", "datasets": dict(reasons)},
     )
-    return [d for d in datasets if d.name not in skipped], finding
+    return [d for d in datasets if d.name not in skipped], NotRun(finding, reasons)
 
 
 def _signature(dataset: Dataset) -> tuple[tuple[str, tuple[int, ...]], ...]:

@@ -5,12 +5,23 @@ The model runs twice at most per batch of the memory plan: the unmodified model 
 intermediate tensors; every node with a reference kernel is re-run on the runtime's own inputs for that node,
 and the edge battery runs each node configuration alone through the same runner. What was observed is
 handed to ``judge``; nothing here decides a verdict.
+
+``--timeout`` is the runtime's own time (RuntimeClock): the limit counts only while a call to the runtime
+under test is pending (starting it, loading a model, running a dataset, closing a session), never
+sonnx-check's own work between two calls (the reference kernels, judging, building the next dataset). The
+runners end a call at an absolute deadline (``time.monotonic()``): each time the run hands work back to the
+runtime, the deadline moves later by the time sonnx-check spent on its own since the runtime last answered
+(``Runner.postpone``). A runtime that hangs is stopped after what is left of the limit; a comparison whose
+reference work is slow on a loaded machine is not, so the verdict does not depend on the load or on the size
+of the reference's work.
 """
 
 from __future__ import annotations
 
+import time
 from collections import ChainMap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +37,17 @@ from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.last_readers import ReleasePlan, release_plan
 from sonnx_check.compare.localise import compare_nodes, merge, node_inputs
 from sonnx_check.compare.options import CompareOptions
-from sonnx_check.compare.plan import RunPlan, all_exact, budget_shares
-from sonnx_check.compare.runtime_clock import RuntimeClock
-from sonnx_check.compare.runtimes.base import NOT_SAVED, DatasetRun, Feeds, RunFailure, Runner, Session
-from sonnx_check.compare.runtimes.worker.arriving import Arriving
+from sonnx_check.compare.plan import RunPlan, all_exact
+from sonnx_check.compare.runtimes.base import (
+    NOT_SAVED,
+    Capabilities,
+    DatasetRun,
+    Feeds,
+    RunFailure,
+    Runner,
+    Session,
+    StreamedOutputs,
+)
 from sonnx_check.compare.stream import Decoded, decoded, run_graph
 from sonnx_check.errors import first_line
 from sonnx_check.view import ModelView
@@ -67,17 +85,29 @@ class ComparisonRun:
         options: CompareOptions,
         runner: Runner,
         sizes: dict[str, memory.Size],
+        own: int | None,
     ) -> None:
+        """``own``: sonnx-check's share of --max-memory (None: no budget), which the edge battery's batches
+        are sized in."""
         self.model = model
         self.view = view
         self.options = options
         self.runner = runner
         self.sizes = sizes
-        self.subject = runner.description.subject
+        self.own = own
+        # what the runtime declared once started (its label may come from there): set by ``start``
+        self.capabilities = Capabilities()
         self.battery_size = 0  # the node battery's configurations, for the progress line
         self.readings = options.readings  # the texts' readings chosen
         # --timeout bounds the runtime's time: its deadline moves past sonnx-check's own work
         self.clock = RuntimeClock(runner)
+
+    def start(self, deadline: float | None, datasets: list[str]) -> Session:
+        """Give the runner the model and its datasets' names, and open the unmodified model's session."""
+        self.runner.start(self.model, deadline, datasets)
+        session = self.open(None)
+        self.capabilities = self.runner.capabilities
+        return session
 
     def open(self, model: onnx.ModelProto | None, outputs: list[str] | None = None) -> Session:
         """A session on ``model``, or (None) on the model under comparison with ``outputs`` as its graph
@@ -102,21 +132,21 @@ class ComparisonRun:
         """Every run of the plan, the unmodified model's session (``plain``) first; a time limit that runs
         out ends the runs, and what was compared before stays."""
         observed = Observed(datasets, run_plan)
+        label = self.capabilities.label
         if self.options.node_edges and self.runner.runs_other_models:
             observed.edges = NodeEdges(
                 self.view.nodes,
                 self.model,
                 seed=self.options.seed,
                 max_elements=self.options.max_elements,
-                budget=budget_shares(self.model, self.options).own,
+                budget=self.own,
                 accuracy=self.options.accuracy,
-                runner=self.runner.capabilities,
+                runner=self.capabilities,
                 readings=self.readings,
                 extent=self.options.node_edges_extent,
             )
         try:
             try:
-                label = self.runner.capabilities.label
                 progress.step(f"{label} and the reference on {len(datasets)} dataset(s)")
                 batches = self._plain_pass(plain, observed)
             finally:
@@ -126,55 +156,12 @@ class ComparisonRun:
                 self._batch_pass(batch, observed)
             if observed.edges is not None:
                 edges = observed.edges
-                self._observe_by_reference(observed, edges)
+                _observe_by_reference(self, observed, edges)
                 self.battery_size = len(edges.configurations) + len(edges.operator_configurations)
                 edges.run(self.open_configurations, _check_stopped)
         except Stopped as exc:
             observed.stopped = exc
         return observed
-
-    def _observe_by_reference(self, observed: Observed, edges: NodeEdges) -> None:
-        """The configurations of the nodes the runtime's run never reached (it failed on the datasets),
-        from the reference's values on the first dataset it failed on: the battery's models are models of
-        their own, which the runtime may well run, so the battery still runs."""
-        missing = {
-            n.index
-            for n in observed.run_plan.nodes
-            if n.has_kernel and not n.reason and not edges.observed.seen(n.index)
-        }
-        dataset = next((d for d in observed.datasets if d.name in observed.failed), None)
-        if not missing or dataset is None:
-            return
-        # a tensor is produced once (SSA): its name says which node computed it
-        index_of = {name: i for i, node in enumerate(self.view.nodes) for name in node.output if name}
-        # node -> its inputs and its outputs so far; each output as a stand-in of its type and size (a
-        # broadcast zero holds no memory): observe reads only their sizes
-        pending: dict[int, tuple[Any, list[Any]]] = {}
-
-        def sink(node: onnx.NodeProto, position: int, value: Any, inputs: Any) -> None:
-            index = index_of.get(node.output[position])
-            if index not in missing:
-                return
-            _, outputs = pending.setdefault(index, (inputs, [None] * len(node.output)))
-            outputs[position] = np.broadcast_to(np.zeros((), value.dtype), value.shape)
-            if all(o is not None for o, name in zip(outputs, node.output, strict=True) if name):
-                edges.observe(index, inputs, outputs)
-                del pending[index]
-
-        wanted = {name for i in missing for name in self.view.nodes[i].output if name}
-        try:
-            run_graph(
-                self.model,
-                dataset.feeds,
-                wanted,
-                sink,
-                max_elements=self.options.max_elements,
-                readings=self.readings,
-            )
-        except reference.ReferenceError:
-            pass  # the nodes after the one the reference refuses keep no configuration
-        for index, (inputs, outputs) in pending.items():  # a node that computes fewer outputs than named
-            edges.observe(index, inputs, outputs)
 
     def _plain_pass(self, plain: Session, observed: Observed) -> list[memory.Batch]:
         """Run the unmodified model on every dataset, one dataset in memory at a time: the end-to-end
@@ -220,6 +207,7 @@ class ComparisonRun:
     def _batch_pass(self, batch: memory.Batch, observed: Observed) -> None:
         """Run a copy of the model that returns one batch's tensors, compare them dataset by dataset, and
         let them go before the next batch."""
+        subject = self.capabilities.subject
         try:
             session = self.open(None, outputs=list(batch.tensors))
         except RunFailure as exc:
@@ -227,7 +215,7 @@ class ComparisonRun:
                 entry.reason = (
                     exc.reason
                     if exc.kind == NOT_SAVED
-                    else f"{self.subject} refused the model with intermediates exposed: {exc.reason}"
+                    else f"{subject} refused the model with intermediates exposed: {exc.reason}"
                 )
             return
         # the unmodified model already failed on a dataset in ``failed``: that is the finding
@@ -253,7 +241,7 @@ class ComparisonRun:
                     for entry in batch.entries:
                         entry.failures.setdefault(
                             run.dataset,
-                            f"{self.subject} failed with intermediates exposed: {failure.reason}",
+                            f"{subject} failed with intermediates exposed: {failure.reason}",
                         )
                 del run, failure
         finally:
@@ -337,7 +325,7 @@ def _compare_batch(
             spare=batch.spare,
             accuracy=comparison.options.accuracy,
             readings=comparison.readings,
-            runtime=comparison.runner.capabilities.label,
+            runtime=comparison.capabilities.label,
         )
         if observed.edges is not None and entry.records:
             node = comparison.view.nodes[entry.index]
@@ -352,16 +340,60 @@ def _compare_batch(
         arriving.drain()  # the parts no node reads: the worker's next reply follows them
 
 
+def _observe_by_reference(comparison: ComparisonRun, observed: Observed, edges: NodeEdges) -> None:
+    """The configurations of the nodes the runtime's run never reached (it failed on the datasets),
+    from the reference's values on the first dataset it failed on: the battery's models are models of
+    their own, which the runtime may well run, so the battery still runs."""
+    missing = {
+        n.index
+        for n in observed.run_plan.nodes
+        if n.has_kernel and not n.reason and not edges.observed.seen(n.index)
+    }
+    dataset = next((d for d in observed.datasets if d.name in observed.failed), None)
+    if not missing or dataset is None:
+        return
+    # a tensor is produced once (SSA): its name says which node computed it
+    index_of = {name: i for i, node in enumerate(comparison.view.nodes) for name in node.output if name}
+    # node -> its inputs and its outputs so far; each output as a stand-in of its type and size (a
+    # broadcast zero holds no memory): observe reads only their sizes
+    pending: dict[int, tuple[Any, list[Any]]] = {}
+
+    def sink(node: onnx.NodeProto, position: int, value: Any, inputs: Any) -> None:
+        index = index_of.get(node.output[position])
+        if index not in missing:
+            return
+        _, outputs = pending.setdefault(index, (inputs, [None] * len(node.output)))
+        outputs[position] = np.broadcast_to(np.zeros((), value.dtype), value.shape)
+        if all(o is not None for o, name in zip(outputs, node.output, strict=True) if name):
+            edges.observe(index, inputs, outputs)
+            del pending[index]
+
+    wanted = {name for i in missing for name in comparison.view.nodes[i].output if name}
+    try:
+        run_graph(
+            comparison.model,
+            dataset.feeds,
+            wanted,
+            sink,
+            max_elements=comparison.options.max_elements,
+            readings=comparison.readings,
+        )
+    except reference.ReferenceError:
+        pass  # the nodes after the one the reference refuses keep no configuration
+    for index, (inputs, outputs) in pending.items():  # a node that computes fewer outputs than named
+        edges.observe(index, inputs, outputs)
+
+
 def _values(
     weights: Mapping[str, Any],
     feeds: Mapping[str, Any],
     actual: Mapping[str, Any],
     releases: ReleasePlan | None,
-) -> tuple[Mapping[str, Any], Arriving | None]:
+) -> tuple[Mapping[str, Any], StreamedOutputs | None]:
     """Every value a batch's nodes read on one dataset, the runtime's over the feeds over the weights.
-    Outputs streamed from the worker (``Arriving``) are read as the nodes ask for them and let go after
+    Outputs streamed from the runner (``StreamedOutputs``) are read as the nodes ask for them and let go after
     their last reader (``releases``); the order of the reads changes nothing but the memory held."""
-    if isinstance(actual, Arriving) and releases is not None:
+    if isinstance(actual, StreamedOutputs) and releases is not None:
         actual.keep_only(releases.kept)
         return ChainMap(actual, dict(feeds), weights), actual  # type: ignore[arg-type]  # read only
     return {**weights, **feeds, **actual}, None
@@ -389,3 +421,78 @@ def _stopping_on_timeout(open_session: Callable[[], Session]) -> Session:
         if exc.timed_out:
             raise Stopped(exc) from None
         raise
+
+
+class RuntimeClock:
+    """Moves ``runner``'s deadline past the comparison's own work."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self._own_since: float | None = time.monotonic()  # None: a runtime call is pending
+        self.own_seconds = 0.0  # sonnx-check's own time so far, the deadline moved by as much
+
+    def enter(self) -> None:
+        """A call to the runtime begins: the time since the last one ended was sonnx-check's own."""
+        if self._own_since is None:
+            return  # nested (a dataset built while the runtime's generator runs): already counted
+        own = time.monotonic() - self._own_since
+        self._own_since = None
+        if own > 0:
+            self.own_seconds += own
+            self.runner.postpone(own)
+
+    def leave(self) -> None:
+        """The runtime answered: sonnx-check's own time starts."""
+        if self._own_since is None:
+            self._own_since = time.monotonic()
+
+    @contextmanager
+    def runtime(self) -> Iterator[None]:
+        """The block is a call to the runtime."""
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+    def session(self, session: Session) -> Session:
+        return TimedSession(session, self)
+
+
+class TimedSession(Session):
+    """A session whose calls count as the runtime's time, and whose datasets, built by the comparison while
+    the runner asks for them, count as sonnx-check's."""
+
+    def __init__(self, session: Session, clock: RuntimeClock) -> None:
+        self.session = session
+        self.clock = clock
+
+    def run_datasets(self, datasets: Iterable[Feeds]) -> Iterator[DatasetRun]:
+        runs = self.session.run_datasets(self._built_outside(datasets))
+        while True:
+            self.clock.enter()
+            try:
+                run = next(runs, None)
+            finally:
+                self.clock.leave()
+            if run is None:
+                return
+            yield run
+            del run  # one dataset in memory at a time: the caller's copy is the last
+
+    def _built_outside(self, datasets: Iterable[Feeds]) -> Iterator[Feeds]:
+        source = iter(datasets)
+        while True:
+            self.clock.leave()
+            try:
+                feeds = next(source, None)
+            finally:
+                self.clock.enter()
+            if feeds is None:
+                return
+            yield feeds
+            del feeds
+
+    def close(self) -> None:
+        with self.clock.runtime():
+            self.session.close()

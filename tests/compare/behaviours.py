@@ -365,3 +365,7 @@ BEHAVIOURS["LSTM-PEEPHOLES-IGNORED"] = peepholes_case
 from behaviours_lstm import overflow_case  # noqa: E402
 
 BEHAVIOURS["LSTM-GATE-SUM-OVERFLOW"] = overflow_case
+from behaviours_float16_rational import sigmoid_case, tanh_case  # noqa: E402
+
+BEHAVIOURS["SIGMOID-FLOAT16-RATIONAL"] = sigmoid_case
+BEHAVIOURS["TANH-FLOAT16-RATIONAL"] = tanh_case

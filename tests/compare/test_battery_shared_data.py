@@ -18,7 +18,7 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 from sonnx_check.cli import main
-from sonnx_check.compare.edges import battery, draws
+from sonnx_check.compare.edges import draws, edge_data
 from sonnx_check.compare.inputs import datasets
 
 
@@ -50,7 +50,7 @@ def _compare(model: Path, shared: bool) -> tuple[str, dict[str, list[np.ndarray]
     edge arrays were drawn per pattern; ``shared=False``: every configuration draws its own."""
     fed: dict[str, list[np.ndarray]] = defaultdict(list)
     drawn: Counter[str] = Counter()
-    original_prepare, original_edge = battery.NodeEdges._prepare, datasets.edge_array
+    original_prepare, original_edge = edge_data.EdgeData.prepare, datasets.edge_array
 
     def recorded(self, config, dataset):  # type: ignore[no-untyped-def]
         prepared = original_prepare(self, config, dataset)
@@ -63,7 +63,7 @@ def _compare(model: Path, shared: bool) -> tuple[str, dict[str, list[np.ndarray]
         return original_edge(pattern, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(battery.NodeEdges, "_prepare", recorded)
+        patch.setattr(edge_data.EdgeData, "prepare", recorded)
         patch.setattr(draws, "edge_array", counted)
         if not shared:  # each configuration draws its own data
             patch.setattr(draws.Draws, "begin", draws.Draws.end)

@@ -265,9 +265,10 @@ def test_a_comparison_imports_the_facts_of_the_operators_it_meets_only() -> None
     )  # fmt: skip
     assert done.stdout.split("\n")[:2] == [
         "['SIGMOID-FLOAT-ABSOLUTE-ERROR']",
-        # Sigmoid's own facts (with the clamped rational approximation it shares with Tanh), and those of
-        # the departures other declarations share with it (OpenVINO's float64 computed as saturated float32,
-        # whose predicate reads Div's float helpers)
+        # Sigmoid's own facts (with the clamped rational approximations it shares with Tanh, in float32 and
+        # in float16), and those of the departures other declarations share with it (OpenVINO's float64
+        # computed as saturated float32, whose predicate reads Div's float helpers)
         "['sonnx_check.compare.ops.clamped_rational', 'sonnx_check.compare.ops.div',"
-        " 'sonnx_check.compare.ops.float64_narrowed', 'sonnx_check.compare.ops.sigmoid']",
+        " 'sonnx_check.compare.ops.float16_rational', 'sonnx_check.compare.ops.float64_narrowed',"
+        " 'sonnx_check.compare.ops.sigmoid']",
     ], done.stderr

@@ -18,7 +18,7 @@ from models import chain, matmul_chain, save
 
 from sonnx_check import reference
 from sonnx_check.cli import main
-from sonnx_check.compare.runtime_clock import RuntimeClock
+from sonnx_check.compare.run import RuntimeClock
 from sonnx_check.compare.runtimes.base import DatasetRun, Feeds, Runner, RunnerDescription, Session
 from sonnx_check.compare.runtimes.worker import process as ort_worker
 

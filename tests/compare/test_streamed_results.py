@@ -3,6 +3,11 @@ go after its last reader (compare/last_readers.py): the same values as the whole
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+
 import numpy as np
 import onnx
 import pytest
@@ -12,6 +17,7 @@ from sonnx_check import reference
 from sonnx_check.compare.judging import upstream
 from sonnx_check.compare.last_readers import release_plan
 from sonnx_check.compare.ops import spanning
+from sonnx_check.compare.runtimes.base import RunFailure
 from sonnx_check.compare.runtimes.worker import host as runtime
 from sonnx_check.compare.runtimes.worker.arriving import Arriving, Released
 from sonnx_check.compare.stream import Decoded
@@ -106,6 +112,32 @@ def test_a_streamed_run_gives_the_whole_replys_values():
         assert all(again[n].tobytes() == whole[n].tobytes() for n in whole)
         small = session.run({"x": x}, outputs=["t0"], streamed=True)
         assert isinstance(small, dict)  # a small reply comes whole
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="stops the worker with SIGSTOP (POSIX)")
+def test_a_worker_stalled_mid_stream_is_stopped_at_the_time_limit():
+    """The run is over but its parts are still the runtime's time: a worker that stops sending them is
+    stopped once what was left of the limit has passed, as a timeout, never waited for."""
+    pytest.importorskip("onnxruntime")
+    count, shape = 40, (1, 1 << 18)  # 40 MiB: more than a pipe holds, so the worker is still sending
+    model = chain("Relu", count, shape, all_outputs=True)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    with runtime.HeldSession(model, memory_budget=1 << 30, deadline=time.monotonic() + 8) as session:
+        streamed = session.run({"x": x}, streamed=True)
+        assert isinstance(streamed, Arriving)
+        worker = session._worker
+        assert worker is not None
+        os.kill(worker._process.pid, signal.SIGSTOP)
+        # were the limit not kept, this kill would end the wait: a crash, not a timeout, and the test fails
+        watchdog = threading.Timer(30, os.kill, (worker._process.pid, signal.SIGKILL))
+        watchdog.start()
+        try:
+            with pytest.raises(RunFailure) as stopped:
+                streamed.drain()
+        finally:
+            watchdog.cancel()
+        assert stopped.value.timed_out and "time limit" in stopped.value.reason
+        assert time.monotonic() < session.deadline + 2  # the limit, not a hang
 
 
 def test_weights_are_decoded_when_first_read_and_then_kept():

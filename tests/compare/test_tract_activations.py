@@ -1,7 +1,8 @@
 """tract's activations the survey left unexplained (issue 29): LEAKYRELU-ZERO-TIMES-ALPHA (the zeros of X
 through alpha * X) and float16 Sigmoid and Tanh as the float32 clamped rational approximation rounded
-(SIGMOID-CLAMPED-RATIONAL, TANH-CLAMPED-RATIONAL): exactly the emulated elements are explained, a planted
-wrong one is not; and, where tract is installed, every float16 input's divergence is explained."""
+(SIGMOID-CLAMPED-RATIONAL, TANH-CLAMPED-RATIONAL) or, on the CPUs where tract runs them, as its float16
+kernels (SIGMOID-FLOAT16-RATIONAL, TANH-FLOAT16-RATIONAL): exactly the emulated elements are explained, a
+planted wrong one is not; and, where tract is installed, every float16 input's divergence is explained."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from behaviours_float16_rational import float16_sigmoid, float16_tanh
 from behaviours_tract_activations import (
     SIGNED_ZEROS,
     float16_sigmoid_case,
@@ -106,17 +108,61 @@ def _tract_float16(op_type: str, x: np.ndarray, folder: Path) -> np.ndarray:
     return np.asarray(runnable.run([x])[0].to_numpy())
 
 
-@pytest.mark.parametrize(
-    ("op_type", "divergence_id"), [("Sigmoid", "SIGMOID-CLAMPED-RATIONAL"), ("Tanh", "TANH-CLAMPED-RATIONAL")]
-)
+KERNELS = [
+    ("Sigmoid", "SIGMOID-CLAMPED-RATIONAL", "SIGMOID-FLOAT16-RATIONAL", float16_sigmoid),
+    ("Tanh", "TANH-CLAMPED-RATIONAL", "TANH-FLOAT16-RATIONAL", float16_tanh),
+]
+EVERY_FLOAT16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+
+
+@pytest.mark.parametrize(("op_type", "float32_id", "float16_id", "kernel"), KERNELS)
 def test_real_tract_float16_on_every_float16_input_is_explained(
-    tmp_path: Path, op_type: str, divergence_id: str
+    tmp_path: Path, op_type: str, float32_id: str, float16_id: str, kernel: object
 ) -> None:
-    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    """tract rounds its float32 result to float16 on some CPUs and runs a float16 kernel on others (the same
+    version): whichever ran here, every float16 input's divergence is explained, by the kernel's own ID."""
+    x = EVERY_FLOAT16
     actual = _tract_float16(op_type, x, tmp_path)
     model = node_model(op_type, [x])
     expected = np.asarray(reference.run_node(model.graph.node[0], [x])[0])
     case = crafted(model, [x], expected, actual)
     assert case.mismatch.any()
     assert not (case.mismatch & ~explained_mask(case)).any()
-    assert by_id(divergence_id).explains(case)[np.isnan(x)].all()  # NaN: the plateau rounded
+    if by_id(float16_id).explains(case)[case.mismatch].all():
+        assert (actual.view(np.uint16) == kernel(x).view(np.uint16)).all()  # type: ignore[operator]
+        return  # the float16 kernel ran: every element is its evaluation, bit for bit
+    assert by_id(float32_id).explains(case)[np.isnan(x)].all()  # NaN: the float32 plateau rounded
+
+
+@pytest.mark.parametrize(("op_type", "float32_id", "float16_id", "kernel"), KERNELS)
+def test_the_float16_kernel_is_explained_bit_for_bit_and_one_ulp_off_is_not(
+    op_type: str, float32_id: str, float16_id: str, kernel: object
+) -> None:
+    """On every float16 input: the float16 kernel's results are explained under its ID, each departing
+    element moved by one ulp is not (by that ID)."""
+    x = EVERY_FLOAT16
+    model = node_model(op_type, [x])
+    expected = np.asarray(reference.run_node(model.graph.node[0], [x])[0])
+    actual = kernel(x)  # type: ignore[operator]
+    case = crafted(model, [x], expected, actual)
+    assert case.mismatch.sum() > 20_000
+    assert by_id(float16_id).explains(case)[case.mismatch].all()
+    with np.errstate(all="ignore"):
+        off = np.where(case.mismatch, np.nextafter(actual, np.float16(np.inf)), actual).astype(np.float16)
+    moved = crafted(model, [x], expected, off)
+    assert not (by_id(float16_id).explains(moved) & case.mismatch & (off != actual)).any()
+
+
+def test_either_cpus_lower_sigmoid_plateau_is_explained_for_nan_and_nothing_between() -> None:
+    """tract 0.23.9's float32 Sigmoid gives -inf and NaN 4.4703484e-7 on one CPU and 2^-21 on another: both
+    are the approximation's plateau; a value between them for a NaN is not."""
+    x = np.array([np.nan, -np.inf, np.nan], np.float32)
+    model = node_model("Sigmoid", [x])
+    expected = np.asarray(reference.run_node(model.graph.node[0], [x])[0])
+    for low in (0x34F00000, 0x35000000):
+        plateau = np.array([low] * 3, np.uint32).view(np.float32)
+        case = crafted(model, [x], expected, plateau)
+        assert by_id("SIGMOID-CLAMPED-RATIONAL").explains(case).all()
+    between = np.array([0x34F80000] * 3, np.uint32).view(np.float32)
+    explained = by_id("SIGMOID-CLAMPED-RATIONAL").explains(crafted(model, [x], expected, between))
+    assert explained.tolist() == [False, True, False]  # -inf: within 2^-21 of 0; NaN: no plateau

@@ -120,6 +120,19 @@ def test_the_checks_see_imports_at_any_depth_and_names_in_code_only() -> None:
     assert not _named_in_code('"""Runs onnxruntime."""\nx = 1  # as onnxruntime does\n')
 
 
+def test_the_worker_is_the_runners_own() -> None:
+    """The worker's host code (runtimes/worker/) is reached through the runners only: the rest of compare/
+    sees a runtime through runtimes.base, a reply streamed from the worker included (base.StreamedOutputs)."""
+    worker = "sonnx_check.compare.runtimes.worker"
+    reaching = {
+        path.relative_to(COMPARE).as_posix(): [name for _, name in imported(path.read_text(encoding="utf-8"))
+                                               if name == worker or name.startswith(worker + ".")]
+        for path in COMPARE.rglob("*.py")
+        if RUNTIMES not in path.parents
+    }  # fmt: skip
+    assert {path: names for path, names in reaching.items() if names} == {}
+
+
 def test_the_rooms_are_the_purposes() -> None:
     """Sub-packages for inputs, runtimes (the worker every runtime runs in, onnxruntime's runner and session
     beside OpenVINO's and tract's), judging, the edge battery, the suite and the per-operator facts; no

@@ -33,24 +33,22 @@ about 2 log2(n) more sessions for a batch of n, not n per dataset.
 
 Data a configuration must not receive (a zero integer divisor, a negative variance: data constraints of the
 profile) is never sent to onnxruntime: such a dataset is tried with the pattern on the first input only,
-then skipped.
+then skipped (edge_data.py: what each configuration is fed, and the reference's outputs on it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from sonnx_check import reference
-from sonnx_check.compare.edges import values as edge_values
 from sonnx_check.compare.edges.accounting import Accounting
 from sonnx_check.compare.edges.battery_room import BATCH_ROOM
 from sonnx_check.compare.edges.configuration import Configuration
-from sonnx_check.compare.edges.draws import Draws
+from sonnx_check.compare.edges.edge_data import EdgeData, Prepared
 from sonnx_check.compare.edges.fillers import Fillers
 from sonnx_check.compare.edges.lone_model import (
     configurations_model,
@@ -59,7 +57,6 @@ from sonnx_check.compare.edges.lone_model import (
     source_initializers,
 )
 from sonnx_check.compare.edges.observed import Observed
-from sonnx_check.compare.inputs.datasets import edge_pattern_names
 from sonnx_check.compare.judging.output_record import OutputRecord
 from sonnx_check.compare.localise import merge
 from sonnx_check.compare.runtimes.base import (
@@ -71,10 +68,8 @@ from sonnx_check.compare.runtimes.base import (
     RunFailure,
     Session,
 )
-from sonnx_check.errors import first_line
 from sonnx_check.reference import constant_cache
 
-EDGE_PREFIX = "edge/"
 STOPPED = "{runtime} was stopped by the time limit (--timeout) before this configuration ran"
 
 # a session on a configurations model and the initializers it takes from the compared model (None: none)
@@ -107,15 +102,6 @@ def _load_held(batch: list[Configuration], initializers: Mapping[str, onnx.Tenso
     for config in batch:
         for position, name in config.held_from.items():
             config.held[position] = numpy_helper.to_array(initializers[name])
-
-
-@dataclass
-class _Prepared:
-    fed: dict[int, np.ndarray]
-    inputs: list[np.ndarray | None]
-    expected: list[np.ndarray]
-    abs_sum: np.ndarray | None = None  # sum |a b| (+ |c|) of a sum-of-products node, from its kernel
-    variant: str = "all"  # the data's variant (_data): the edge pattern on every input, or the first only
 
 
 class NodeEdges:
@@ -154,7 +140,7 @@ class NodeEdges:
         self.operator_configurations = self.observed.operator_configurations
         self.accounting = Accounting(nodes, self.configurations, self.operator_configurations)
         self.seed = seed
-        self._draws = Draws(seed)  # the datasets' data (draws.py: shared within the dataset prepared)
+        self.data = EdgeData(seed, max_elements, readings)  # what each configuration is fed (edge_data.py)
         self.max_elements = max_elements
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
@@ -165,11 +151,7 @@ class NodeEdges:
         # the compared model takes the held weights from it: no copy in the batch's model.
         self.runner = runner
         self.subject = runner.subject  # how findings name the runtime under test
-        self._fillers = Fillers(
-            lambda c, d: None if (r := self._prepare(c, d)) is None else r.fed,
-            self._variant_data,
-            self.datasets,
-        )
+        self._fillers = Fillers(self.data)
 
     def observe(
         self, index: int, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray | None]
@@ -178,8 +160,7 @@ class NodeEdges:
         self.observed.observe(index, inputs, outputs)
 
     def datasets(self, config: Configuration) -> list[str]:
-        generic = edge_pattern_names([dtype for _, dtype, _ in config.fed])
-        return [EDGE_PREFIX + n for n in (*generic, *edge_values.specific_names(config.op_type))]
+        return self.data.datasets(config)
 
     def run(self, open_session: OpenSession, run: CheckRun) -> None:
         """Run every configuration through the runner's sessions (raises whatever ``open_session`` and the
@@ -240,7 +221,7 @@ class NodeEdges:
                 batch[0].reason = f"{self.subject} refused the node alone: {exc.reason}"
             return
         names = list(only) if only is not None else self._names(batch)
-        prepared: dict[str, dict[int, _Prepared | None]] = {}  # the reference's side of the datasets sent
+        prepared: dict[str, dict[int, Prepared | None]] = {}  # the reference's side of the datasets sent
         failed: list[str] = []  # datasets whose failure the batch shared: isolated once the session ends
         self._fillers.clear()
         try:
@@ -251,7 +232,7 @@ class NodeEdges:
         finally:
             session.close()
             self._fillers.clear()
-            self._draws.end()
+            self.data.draws.end()
         if failed:
             self._isolate(batch, failed, open_session, run)
 
@@ -275,14 +256,14 @@ class NodeEdges:
                 self._run_batch(half, open_session, run, names)
 
     def _feeds(
-        self, batch: list[Configuration], names: list[str], prepared: dict[str, dict[int, _Prepared | None]]
+        self, batch: list[Configuration], names: list[str], prepared: dict[str, dict[int, Prepared | None]]
     ) -> Iterator[Feeds]:
         """The datasets that concern a configuration of the batch, prepared one at a time (the others are
         fed zeros, and their outputs are not asked for)."""
         wanting = [c for c in batch if not set(names) <= set(self.datasets(c))]  # fed a filler at some point
         for dataset in names:
-            self._draws.begin()
-            ready = {id(c): self._prepare(c, dataset) for c in batch}
+            self.data.draws.begin()
+            ready = {id(c): self.data.prepare(c, dataset) for c in batch}
             for config in wanting:
                 self._fillers.keep(config, dataset, None if (r := ready[id(config)]) is None else r.variant)
             if all(r is None for r in ready.values()):
@@ -307,7 +288,7 @@ class NodeEdges:
         self,
         batch: list[Configuration],
         done: DatasetRun,
-        prepared: dict[int, _Prepared | None],
+        prepared: dict[int, Prepared | None],
         run: CheckRun,
     ) -> bool:
         """Compare one dataset's outputs, or charge its failure to the one configuration that can have
@@ -348,49 +329,12 @@ class NodeEdges:
                       describe_received=False, abs_sum=ready.abs_sum if k == 0 else None)  # fmt: skip
         return True
 
-    def _prepare(self, config: Configuration, dataset: str) -> _Prepared | None:
-        """The data and the reference's outputs for one configuration and dataset; None when the dataset
-        does not apply or the reference will not run it (the reason is kept in ``skipped``)."""
-        if dataset not in self.datasets(config):
-            return None
-        pattern = dataset.removeprefix(EDGE_PREFIX)
-        specific = pattern in edge_values.specific_names(config.op_type)
-        variants = ("all",) if specific or len(config.fed) == 1 else ("all", "first")
-        refusal = ""
-        for variant in variants:
-            fed = self._draws.data(config, pattern, variant, specific)
-            if fed is None:
-                return None
-            inputs = config.inputs(fed)
-            try:
-                expected, abs_sum = reference.run_node_with_abs(
-                    config.node, inputs, max_elements=self.max_elements, readings=self.readings
-                )
-            except reference.ReferenceError as exc:
-                rule = getattr(exc, "rule", None)
-                if rule is None:
-                    config.skipped[dataset] = f"the reference could not run it: {first_line(exc)}"
-                    return None
-                refusal = f"the data break {rule}, which the profile excludes"
-                continue
-            return _Prepared(fed, inputs, expected, abs_sum, variant)
-        config.skipped[dataset] = f"not run: {refusal}"
-        return None
-
-    def _variant_data(
-        self, config: Configuration, dataset: str, variant: str
-    ) -> dict[int, np.ndarray] | None:
-        """The data ``_prepare`` fed ``config`` on ``dataset`` in ``variant`` (drawn again: the same)."""
-        pattern = dataset.removeprefix(EDGE_PREFIX)
-        specific = pattern in edge_values.specific_names(config.op_type)
-        return self._draws.data(config, pattern, variant, specific)
-
     # -- for --export-suite (compare/suite/): a configuration alone, without a session ---------------------
     def lone_model(self, config: Configuration) -> onnx.ModelProto:
         """The configuration as the one node of a model, its held weights decoded (the caller drops them)."""
         _load_held([config], self.observed.initializers)
         return configurations_model(self.model, [config])
 
-    def reference_data(self, config: Configuration, dataset: str) -> _Prepared | None:
+    def reference_data(self, config: Configuration, dataset: str) -> Prepared | None:
         """Fed data, inputs and reference outputs for one dataset, after ``lone_model``; None: see skipped."""
-        return self._prepare(config, dataset)
+        return self.data.prepare(config, dataset)

@@ -8,27 +8,26 @@ datasets, so the data is drawn again (the same: seeded) without running the refe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sonnx_check.compare.edges.configuration import Configuration
 
+if TYPE_CHECKING:
+    from sonnx_check.compare.edges.edge_data import EdgeData
+
 Fed = Mapping[int, np.ndarray]
-# the data a configuration is fed on a dataset, None where the dataset does not apply or the reference
-# refuses it (the battery's preparation, reference run included)
-PreparedData = Callable[[Configuration, str], Fed | None]
-# the data of a configuration, dataset and variant the reference accepted (battery._Prepared.variant)
-VariantData = Callable[[Configuration, str, str], Fed | None]
 
 
 class Fillers:
-    """The fillers of one batch's configurations, by the configuration's identity."""
+    """The fillers of one batch's configurations, by the configuration's identity; ``data``: the battery's
+    datasets (a configuration's, its data and the reference's outputs on one, the data of a variant the
+    reference accepted drawn again)."""
 
-    def __init__(
-        self, prepare: PreparedData, variant_data: VariantData, datasets: Callable[[Configuration], list[str]]
-    ) -> None:
-        self._prepare, self._variant_data, self._datasets = prepare, variant_data, datasets
+    def __init__(self, data: EdgeData) -> None:
+        self._edge_data = data
         self._data: dict[int, Fed] = {}
         self._accepted: dict[int, tuple[str, str]] = {}  # the first accepted dataset and its variant
         self._refused: dict[int, set[str]] = {}  # datasets the reference refused the configuration
@@ -41,7 +40,7 @@ class Fillers:
     def keep(self, config: Configuration, dataset: str, variant: str | None) -> None:
         """How the battery prepared ``config`` on ``dataset`` (the data's ``variant``, None: refused or not
         its own): its filler's when it is the first of its datasets the reference accepts."""
-        own = self._datasets(config)
+        own = self._edge_data.datasets(config)
         if id(config) in self._accepted or dataset not in own:
             return
         refused = self._refused.setdefault(id(config), set())
@@ -55,10 +54,11 @@ class Fillers:
     ) -> np.ndarray:
         """The filler of ``config``'s input ``position`` (zeros where no dataset of its own is accepted)."""
         if id(config) in self._accepted and id(config) not in self._data:
-            self._data[id(config)] = self._variant_data(config, *self._accepted[id(config)]) or {}
+            self._data[id(config)] = self._edge_data.variant_data(config, *self._accepted[id(config)]) or {}
         if id(config) not in self._data:
             refused = self._refused.get(id(config), set())
-            own = (d for d in self._datasets(config) if d not in refused)
-            self._data[id(config)] = next((f for d in own if (f := self._prepare(config, d)) is not None), {})
+            own = (d for d in self._edge_data.datasets(config) if d not in refused)
+            prepared = (p for d in own if (p := self._edge_data.prepare(config, d)) is not None)
+            self._data[id(config)] = next((p.fed for p in prepared), {})
         filler = self._data[id(config)]
         return filler[position] if position in filler else np.zeros(shape, dtype=dtype)

@@ -10,32 +10,37 @@ from typing import Any
 
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.edges.configuration import OPERATOR_SCOPE, Configuration
-from sonnx_check.compare.judging.known_departures import RuntimeSeen
+from sonnx_check.compare.judging.known_departures import RunningRuntime
 from sonnx_check.compare.judging.output_record import OutputRecord
-from sonnx_check.compare.localise import NOT_COMPARED, NodeComparison
+from sonnx_check.compare.localise import NOT_COMPARED, NodeComparison, ancestors
+from sonnx_check.compare.plan import all_exact
 from sonnx_check.findings import DIVERGENCE_RULE as DIVERGENCE
 from sonnx_check.findings import Finding, Severity
 from sonnx_check.results.divergence import Divergence
 from sonnx_check.results.edges import Battery
+from sonnx_check.results.models import RuntimeRecord
 from sonnx_check.view import ModelView
 
 
 class DivergenceFindings:
-    """The divergence findings of one comparison; ``findings``: those of the battery, in order."""
+    """The divergence findings of one comparison; ``findings``: those of the nodes, the battery and the
+    end-to-end outputs, in the order they were asked for."""
 
     def __init__(
         self,
         view: ModelView,
         subject: str,
         runtime_record: Mapping[str, Any],
-        version: RuntimeSeen,
+        ran: RuntimeRecord,
         runtime: Mapping[str, Any] | None = None,
     ) -> None:
+        """``ran``: the runtime as the run reported it (a command's runtime.json), which "seen in this
+        runtime at this version" is decided against (``seen``)."""
         self.view = view
         self.subject = subject  # how a sentence names the runtime under test
         self.runtime_record = runtime_record  # the runtime's own record, in every finding's data
         self.runtime = runtime or {}  # the runtime by its name, the neutral key of every finding's data
-        self.version = version
+        self.seen = RunningRuntime.of(ran)
         self.findings: list[Finding] = []
 
     def output(
@@ -47,7 +52,7 @@ class DivergenceFindings:
     ) -> Finding:
         ref = self.view.refs[index] if index is not None else None
         label = "output" if scope == "node" else "end-to-end output"
-        result = record.result(self.version)
+        result = record.result(self.seen)
         return Finding(
             DIVERGENCE,
             record.message(label),
@@ -61,6 +66,27 @@ class DivergenceFindings:
             ),
         )
 
+    def nodes(self, nodes: list[NodeComparison]) -> set[int]:
+        """One finding per diverging output of a compared node; returns the diverging nodes' indices."""
+        diverging = set()
+        for entry in nodes:
+            for record in entry.records.values():
+                if record.diverges:
+                    diverging.add(entry.index)
+                    self.findings.append(self.output(entry.index, record, "node"))
+        return diverging
+
+    def end_to_end(self, records: Mapping[str, OutputRecord], diverging: set[int]) -> None:
+        """The graph outputs compared end to end. Rounding differences of inexact operators add up with no
+        bound defined for the sum: information (the JSON and the table), never a finding. Only an all-exact
+        chain that diverges with none of its nodes ``diverging`` (a fusion the node-by-node run did not see)
+        is one."""
+        for name, record in records.items():
+            upstream = ancestors(self.view, name)
+            if record.diverges and not (upstream & diverging) and all_exact(self.view, upstream):
+                producer = self.view.producers.get(name, [])
+                self.findings.append(self.output(producer[0] if producer else None, record, "end-to-end"))
+
     def battery(self, edges: NodeEdges | None, nodes: list[NodeComparison]) -> Battery:
         """The node edge battery: one finding per diverging output of a configuration, naming its nodes.
         A configuration with the model's constants held is the model's verdict (an error); one with edge
@@ -70,7 +96,7 @@ class DivergenceFindings:
         in_context = {n.index: n.not_compared_reason() for n in nodes if n.status == NOT_COMPARED}
         for config in (*edges.accounting.diverging(), *edges.accounting.operator_diverging()):
             self._configuration_findings(config)
-        return edges.accounting.result(self.version, in_context)
+        return edges.accounting.result(self.seen, in_context)
 
     def _configuration_findings(self, config: Configuration) -> None:
         where = self._configuration_text(config)
@@ -82,7 +108,7 @@ class DivergenceFindings:
             if operator
             else ""
         )
-        configuration = config.result(self.view.nodes, self.version).brief_json()
+        configuration = config.result(self.view.nodes, self.seen).brief_json()
         for record in config.records.values():
             if record.diverges:
                 finding = self.output(config.nodes[0], record, config.scope, configuration)

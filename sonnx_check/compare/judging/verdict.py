@@ -12,14 +12,12 @@ from typing import Any
 
 from sonnx_check.compare.edges.battery import NodeEdges
 from sonnx_check.compare.judging.divergence_findings import DivergenceFindings
-from sonnx_check.compare.judging.known_departures import RunningRuntime
 from sonnx_check.compare.judging.output_record import OutputRecord
-from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED, NodeComparison, ancestors
+from sonnx_check.compare.localise import DIVERGES, NOT_COMPARED, NodeComparison
 from sonnx_check.compare.options import CompareOptions
 from sonnx_check.compare.outcome import CompareResult, ComparisonOutcome
-from sonnx_check.compare.plan import all_exact
 from sonnx_check.compare.run import Observed, Stopped
-from sonnx_check.compare.runtimes.base import NOT_SAVED, REFUSED, STAGES, RunFailure
+from sonnx_check.compare.runtimes.base import NOT_SAVED, REFUSED, STAGES, RunFailure, RunnerFacts
 from sonnx_check.findings import Finding, NodeRef, Severity
 from sonnx_check.results.deprecated_keys import DEPRECATED_RUNTIME_ERROR_KEY, DEPRECATED_RUNTIME_KEY
 from sonnx_check.results.models import EndToEnd, NotComparedNode, Stop
@@ -32,7 +30,8 @@ NOT_COMPARED_RULE = "RUNTIME.not-compared"
 
 class Judge:
     """Turns one model's observations into findings and returns its outcome (``finish``: the outcome is
-    built once, from what was observed; ``self.outcome`` holds only what is known before the run)."""
+    built once, from what was observed; ``self.outcome`` holds only what is known before the judging: the
+    datasets, and the runtime as the runner described it before the run, then as it ran)."""
 
     def __init__(
         self, view: ModelView, options: CompareOptions, outcome: ComparisonOutcome, subject: str
@@ -42,7 +41,6 @@ class Judge:
         self.outcome = outcome
         self.subject = subject  # how a sentence names the runtime under test
         self.findings: list[Finding] = []
-        self.version: str | None = outcome.runtime.version
 
     # -- a comparison that did not run ------------------------------------------------------------------
     def nothing_compared(
@@ -72,7 +70,10 @@ class Judge:
         )
 
     # -- a comparison that ran ---------------------------------------------------------------------------
-    def finish(self, observed: Observed) -> CompareResult:
+    def finish(self, observed: Observed, ran: RunnerFacts) -> CompareResult:
+        """``ran``: the runner once it ran (the versions and providers a runtime reported, a command's
+        runtime.json), which the reports record."""
+        self.outcome = replace(self.outcome, runtime=ran.runtime, runtime_record=dict(ran.runtime_record))
         datasets, failed = observed.datasets, observed.failed
         nodes, end_to_end = observed.run_plan.nodes, observed.run_plan.end_to_end
         info = observed.run_plan.end_to_end_info
@@ -80,10 +81,9 @@ class Judge:
             bool(info["compared"]), str(info.get("reason", "")), dict(observed.end_to_end_failures)
         )
         edges = observed.edges
-        # "seen in this runtime at this version": the runtime as the run reported it (its runtime.json)
-        seen = RunningRuntime.of(self.outcome.runtime)
         own, named = self.outcome.runtime_record, runtime_named(self.outcome)
-        divergences = DivergenceFindings(self.view, self.subject, own, seen, runtime=named)
+        divergences = DivergenceFindings(self.view, self.subject, own, self.outcome.runtime, runtime=named)
+        seen = divergences.seen  # "seen in this runtime at this version": the runtime as the run reported it
         compared_anything = (
             any(n.records for n in nodes)
             or any(r.datasets for r in (end_to_end or {}).values())
@@ -95,27 +95,13 @@ class Judge:
         if observed.stopped is not None:
             stop = self._timeout_finding(observed.stopped, nodes, compared_anything)
 
-        diverging = set()
-        for entry in nodes:
-            for record in entry.records.values():
-                if record.diverges:
-                    diverging.add(entry.index)
-                    self.findings.append(divergences.output(entry.index, record, "node"))
+        diverging = divergences.nodes(nodes)
         battery = divergences.battery(edges, nodes)
-        self.findings += divergences.findings
         outputs: tuple[OutputResult, ...] = ()
         if end_to_end is not None:
             outputs = tuple(r.result(seen) for r in end_to_end.values())
-            for name, record in end_to_end.items():
-                upstream = ancestors(self.view, name)
-                # End to end, rounding differences of inexact operators add up with no bound defined for the
-                # sum: information (the JSON and the table), never a finding. Only an all-exact chain that
-                # diverges with none of its nodes diverging (a fusion the node-by-node run did not see) is.
-                if record.diverges and not (upstream & diverging) and all_exact(self.view, upstream):
-                    producer = self.view.producers.get(name, [])
-                    self.findings.append(
-                        divergences.output(producer[0] if producer else None, record, "end-to-end")
-                    )
+            divergences.end_to_end(end_to_end, diverging)
+        self.findings += divergences.findings
 
         if failed and len(failed) == len(datasets):
             # the runtime produced nothing: that finding says it all, the nodes need no finding of their own
@@ -128,7 +114,7 @@ class Judge:
         self._data_violations(nodes)
         outcome = replace(
             self.outcome,
-            status=self._status(nodes, end_to_end, failed, compared_anything, edges, end_to_end_info),
+            status=_status(nodes, end_to_end, failed, compared_anything, edges, end_to_end_info),
             datasets=tuple(
                 replace(d, status="failed", error=failed[d.name], failure=observed.failure_kinds.get(d.name))
                 if d.name in failed
@@ -268,33 +254,6 @@ class Judge:
         )
         return tuple(listed)
 
-    def _status(
-        self,
-        nodes: list[NodeComparison],
-        end_to_end: dict[str, OutputRecord] | None,
-        failed: dict[str, str],
-        compared_anything: bool,
-        edges: NodeEdges | None,
-        end_to_end_info: EndToEnd,
-    ) -> str:
-        """match / diverges when everything was compared; partial / diverges-partial when something was
-        left out (a dataset, a node, an end-to-end run); not-compared when nothing was."""
-        if not compared_anything:
-            return NOT_COMPARED
-        complete = (
-            not failed
-            and all(n.status != NOT_COMPARED and not n.failures for n in nodes)
-            and not end_to_end_info.failures
-        )
-        edges_diverge = edges is not None and bool(edges.accounting.diverging())
-        if (
-            any(n.status == DIVERGES for n in nodes)
-            or any(r.diverges for r in (end_to_end or {}).values())
-            or edges_diverge
-        ):
-            return "diverges" if complete else "diverges-partial"
-        return "match" if complete else "partial"
-
     def node_named_in(self, message: str) -> NodeRef | None:
         """The node a runtime's message names ("... node with name 'x'") when exactly one has that name."""
         match = re.search(r"node with name '([^']*)'", message) or re.search(r"Node \(([^)]*)\)", message)
@@ -302,6 +261,33 @@ class Judge:
             return None
         indices = [i for i, n in enumerate(self.view.nodes) if n.name == match[1]]
         return self.view.refs[indices[0]] if len(indices) == 1 else None
+
+
+def _status(
+    nodes: list[NodeComparison],
+    end_to_end: dict[str, OutputRecord] | None,
+    failed: dict[str, str],
+    compared_anything: bool,
+    edges: NodeEdges | None,
+    end_to_end_info: EndToEnd,
+) -> str:
+    """match / diverges when everything was compared; partial / diverges-partial when something was
+    left out (a dataset, a node, an end-to-end run); not-compared when nothing was."""
+    if not compared_anything:
+        return NOT_COMPARED
+    complete = (
+        not failed
+        and all(n.status != NOT_COMPARED and not n.failures for n in nodes)
+        and not end_to_end_info.failures
+    )
+    edges_diverge = edges is not None and bool(edges.accounting.diverging())
+    if (
+        any(n.status == DIVERGES for n in nodes)
+        or any(r.diverges for r in (end_to_end or {}).values())
+        or edges_diverge
+    ):
+        return "diverges" if complete else "diverges-partial"
+    return "match" if complete else "partial"
 
 
 def _failed(kinds: dict[str, str]) -> str:

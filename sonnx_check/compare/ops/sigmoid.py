@@ -9,6 +9,7 @@ from sonnx_check.compare.judging.floats import EXP_HYPOTHESIS, exp_relative_erro
 from sonnx_check.compare.judging.known_departures import DivergenceCase, doubles, none
 from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 from sonnx_check.compare.ops.clamped_rational import APPROXIMATED, in_output_type, rounding_slack
+from sonnx_check.compare.ops.float16_rational import Float16Rational, explained_by
 
 
 def _sigmoid(data: NodeData) -> RuleResult:
@@ -62,12 +63,15 @@ def sigmoid_double_cancellation(case: DivergenceCase) -> np.ndarray:
 # 4.75e-7 on 400 001 points in [-20, 20]; the plateaus the same on its vector and scalar paths.
 RATIONAL_ABSOLUTE = 2.0**-21
 RATIONAL_PLATEAUS = tuple(float(v) for v in np.array([0x34F00000, 0x3F7FFFF8], np.uint32).view(np.float32))
+# the lower plateau as each CPU's kernel gives it (the same version): 4.4703484e-7, or 2^-21 (an AMD EPYC with
+# AVX2 and no AVX-512); a NaN of X gives one of them, nothing in between
+LOWER_PLATEAUS = tuple(float(v) for v in np.array([0x34F00000, 0x35000000], np.uint32).view(np.float32))
 
 
 def sigmoid_clamped_rational(case: DivergenceCase) -> np.ndarray:
     """float32, and float16 as the float32 result rounded (clamped_rational.py): a value between the two
     plateaus within 2^-21 of SONNX's in absolute terms (its finite and
-    infinite inputs), or, for a NaN of X, the lower plateau: what the approximation gives, not any value (a
+    infinite inputs), or, for a NaN of X, a lower plateau: what the approximation gives, not any value (a
     result below the lower plateau, as onnxruntime's near-zero ones, is not the approximation's). The
     elements ``sigmoid_float_absolute`` explains (below 1/2, within 2^-22) are left to it: the same
     absolute-error behaviour, so a report names one ID for them whichever runtime gave them."""
@@ -78,5 +82,16 @@ def sigmoid_clamped_rational(case: DivergenceCase) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         between = (a >= low) & (a <= high)
         close = between & (np.abs(a - e) <= RATIONAL_ABSOLUTE + rounding_slack(case))
-        nan_at_plateau = np.isnan(e) & (a == low)
+        nan_at_plateau = np.isnan(e) & np.isin(a, [in_output_type(v, case) for v in LOWER_PLATEAUS])
     return (close & ~sigmoid_float_absolute(case)) | nan_at_plateau
+
+
+# tract 0.23.9's float16 Sigmoid kernel, on the CPUs where it runs one (float16_rational.py): x clamped to
+# [-6.92, 6.92], x (0.249895 + x^2 (0.00400222 - 0.0000124702 x^2)) / (1 + 0.098734 x^2) + 1/2, every
+# operation rounded to float16; plateaus 2^-10 and 1 - 2^-10, NaN kept.
+FLOAT16_KERNEL = Float16Rational(6.92, (-0.0000124702, 0.00400222, 0.249895), (0.098734, 1.0), offset=0.5)
+
+
+def sigmoid_float16_rational(case: DivergenceCase) -> np.ndarray:
+    """float16: the elements that are the float16 kernel's result on X, bit for bit."""
+    return explained_by(FLOAT16_KERNEL, case)

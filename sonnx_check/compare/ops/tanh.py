@@ -9,6 +9,7 @@ from sonnx_check.compare.judging.floats import ceil_log2
 from sonnx_check.compare.judging.known_departures import DivergenceCase, Predicate, doubles, none
 from sonnx_check.compare.judging.tolerance import NodeData, Rule, RuleResult
 from sonnx_check.compare.ops.clamped_rational import APPROXIMATED, in_output_type, rounding_slack
+from sonnx_check.compare.ops.float16_rational import Float16Rational, explained_by
 
 
 def _tanh(data: NodeData) -> RuleResult:
@@ -79,3 +80,14 @@ def tanh_clamped_rational(case: DivergenceCase) -> np.ndarray:
         close = inside & (np.abs(a - e) <= RATIONAL_ABSOLUTE + rounding_slack(case))
         nan_at_plateau = np.isnan(e) & (a >= -top) & (a <= -1 + RATIONAL_ABSOLUTE)
     return (close & ~float_rational(case)) | nan_at_plateau
+
+
+# tract 0.23.9's float16 Tanh kernel, on the CPUs where it runs one (float16_rational.py): x clamped to
+# [-3.84, 3.84], x (0.99963124 + 0.082654955 x^2) / (1 + x^2 (0.41401828 + 0.0065383179 x^2)), every
+# operation rounded to float16; it reaches +-1 within the clamp, NaN kept.
+FLOAT16_KERNEL = Float16Rational(3.84, (0.082654955, 0.99963124), (0.0065383179, 0.41401828, 1.0))
+
+
+def tanh_float16_rational(case: DivergenceCase) -> np.ndarray:
+    """float16: the elements that are the float16 kernel's result on X, bit for bit."""
+    return explained_by(FLOAT16_KERNEL, case)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -141,9 +141,27 @@ class Feeds:
     dataset: str
     values: Mapping[str, np.ndarray]
     outputs: Sequence[str] | None = None
-    # the outputs may come as a mapping read as it is looked up (worker/arriving.Arriving: drain it, and
-    # let go of each value with ``release``), for a caller that compares them one node at a time
+    # the outputs may come as a StreamedOutputs, read as it is looked up, for a caller that compares them
+    # one node at a time
     streamed: bool = False
+
+
+class StreamedOutputs(Mapping[str, Any]):
+    """A run's outputs read as they are looked up (``Feeds.streamed``; the worker's is worker/arriving.py):
+    the caller keeps only what a later lookup needs, lets each value go after its last reader, and drains
+    the rest before the runner's next call."""
+
+    @abstractmethod
+    def keep_only(self, names: Collection[str]) -> None:
+        """From now on, drop the values not in ``names`` as they arrive (and those arrived already)."""
+
+    @abstractmethod
+    def release(self, name: str) -> None:
+        """Let go of ``name``'s value: a later lookup of it is an error, never a missing output."""
+
+    @abstractmethod
+    def drain(self) -> None:
+        """Read what no lookup asked for: the runner's next call may then begin."""
 
 
 @dataclass
@@ -185,6 +203,15 @@ class Capabilities:
     label: str = DEFAULT_RUNTIME  # how a first mismatch names its value (RunnerDescription.label)
 
 
+@dataclass(frozen=True)
+class RunnerFacts:
+    """What a comparison reads of its runner, in one call (``Runner.facts``)."""
+
+    runtime: RuntimeRecord  # RunnerDescription.record(): the runtime as the reports name it
+    runtime_record: Mapping[str, Any]  # Runner.runtime_record(): the reports' ``onnxruntime`` record
+    capabilities: Capabilities
+
+
 ONNXRUNTIME_LIKE = Capabilities()  # what a battery run with no runner assumes (the --export-suite cases)
 
 
@@ -209,7 +236,9 @@ class Runner(ABC):
 
     @property
     def capabilities(self) -> Capabilities:
-        description = self.description
+        return self._capabilities(self.description)
+
+    def _capabilities(self, description: RunnerDescription) -> Capabilities:
         return Capabilities(
             description.subject,
             self.prunes_outputs,
@@ -222,6 +251,14 @@ class Runner(ABC):
         onnxruntime; the description for another runtime)."""
         return self.description.to_json()
 
+    def facts(self) -> RunnerFacts:
+        """Everything the comparison reads of the runner, at this moment: read before it starts and after the
+        run (the versions and providers it reported); once started, only ``capabilities`` is read again (a
+        runtime's label may come from what it declared)."""
+        description = self.description
+        capabilities = self._capabilities(description)
+        return RunnerFacts(description.record(), self.runtime_record(), capabilities)
+
     def start(  # noqa: B027
         self, model: onnx.ModelProto, deadline: float | None, datasets: Sequence[str] = ()
     ) -> None:
@@ -231,7 +268,7 @@ class Runner(ABC):
 
     def postpone(self, seconds: float) -> None:  # noqa: B027 - a runner without a deadline ignores it
         """Move the deadline given to ``start`` ``seconds`` later, for the sessions already open too:
-        sonnx-check worked that long on its own between two calls (compare/runtime_clock.py: --timeout
+        sonnx-check worked that long on its own between two calls (compare/run.py's RuntimeClock: --timeout
         bounds the runtime's time, not the comparison's)."""
 
     @abstractmethod
@@ -246,3 +283,9 @@ class Runner(ABC):
 
     def close(self) -> None:  # noqa: B027
         """End whatever the runner started (worker processes, temporary folders)."""
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -180,7 +180,7 @@ class ModelCases:
                 )
                 continue
             standing_in = [n for n in self.view.inputs[index] if n in stand_ins]
-            if self.settings.node_edges and self._observable(index, standing_in):
+            if self.settings.node_edges and _observable(self.view, standing_in):
                 self.edges.observe(index, inputs, list(results))
             for position, name in enumerate(self.view.outputs[index]):
                 if not name or position >= len(results) or results[position] is None:
@@ -221,35 +221,13 @@ class ModelCases:
                 values[name] = numpy_helper.to_array(tensor)
                 inputs.append(values[name])
             else:
-                stand_in = self._stand_in(name)
+                stand_in = _stand_in(self.view, name, self.settings.max_elements)
                 if stand_in is None:
                     return None  # produced by a node the reference did not run, of unknown shape
                 values[name] = stand_in
                 stand_ins.add(name)
                 inputs.append(stand_in)
         return inputs
-
-    def _stand_in(self, name: str) -> np.ndarray | None:
-        inferred = self.view.inferred.get(name)
-        if inferred is None or inferred.static_shape is None or inferred.elem_type == 0:
-            return None
-        if math.prod(inferred.static_shape) > self.settings.max_elements:
-            return None
-        try:
-            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inferred.elem_type))
-        except (KeyError, TypeError, ValueError):
-            return None
-        return np.zeros(inferred.static_shape, dtype=dtype)
-
-    def _observable(self, index: int, standing_in: Sequence[str]) -> bool:
-        """A configuration is keyed by its inputs' types and shapes and by the values of its constants and
-        integer parameters: a stand-in may feed a float data input (edge values replace it), never one
-        whose value is part of the key."""
-        for name in standing_in:
-            inferred = self.view.inferred.get(name)
-            if inferred is None or inferred.elem_type not in _FLOAT_TYPES:
-                return False
-        return True
 
     def _end_to_end_judgement(
         self, name: str, node: onnx.NodeProto, inputs: Sequence[np.ndarray | None], value: np.ndarray
@@ -325,6 +303,32 @@ class ModelCases:
         finally:
             for position in config.held_from:  # the weights go with the case
                 config.held.pop(position, None)
+
+
+def _stand_in(view: ModelView, name: str, max_elements: int) -> np.ndarray | None:
+    """Zeros of ``name``'s inferred type and shape, standing in for a value no kernel computed (None when
+    inference has none, or it is over ``max_elements``)."""
+    inferred = view.inferred.get(name)
+    if inferred is None or inferred.static_shape is None or inferred.elem_type == 0:
+        return None
+    if math.prod(inferred.static_shape) > max_elements:
+        return None
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inferred.elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return np.zeros(inferred.static_shape, dtype=dtype)
+
+
+def _observable(view: ModelView, standing_in: Sequence[str]) -> bool:
+    """A configuration is keyed by its inputs' types and shapes and by the values of its constants and
+    integer parameters: a stand-in may feed a float data input (edge values replace it), never one
+    whose value is part of the key."""
+    for name in standing_in:
+        inferred = view.inferred.get(name)
+        if inferred is None or inferred.elem_type not in _FLOAT_TYPES:
+            return False
+    return True
 
 
 def _typed(model: onnx.ModelProto, outputs: Sequence[tuple[str, np.ndarray]]) -> onnx.ModelProto:

@@ -134,16 +134,13 @@ def _survey_operator(
         edges.run(_opener(runner, result, len(plan.variants)), _check_run)
     except SurveyStopped as exc:
         result.stopped = exc.reason
-    capabilities = runner.capabilities
+    ran = runner.facts()
+    subject = ran.capabilities.subject
     judge = DivergenceFindings(
-        view,
-        capabilities.subject,
-        runner.runtime_record(),
-        runner.description.version,
-        runtime=runner.description.record().to_json(),
+        view, subject, dict(ran.runtime_record), ran.runtime, runtime=ran.runtime.to_json()
     )
     judge.battery(edges, [])
-    _collect(result, plan, edges, judge.findings, capabilities.subject, writer)
+    _collect(result, plan, edges, judge.findings, subject, writer)
     return result
 
 

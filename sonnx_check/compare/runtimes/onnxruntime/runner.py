@@ -19,7 +19,6 @@ from sonnx_check.compare.runtimes.onnxruntime.session import (
     INTRA_OP_THREADS,
     OPT_LEVELS,
     PROVIDER,
-    _check_level,
 )
 from sonnx_check.compare.runtimes.worker import process as worker
 from sonnx_check.compare.runtimes.worker.host import cpu_description
@@ -86,11 +85,15 @@ def session_choices(
     options: Sequence[tuple[str, str]],
 ) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
     """The optimisation level and the providers among the runtime options (the last given wins; the
-    defaults otherwise), and the other options, which the session applies as they are."""
+    defaults otherwise), and the other options, which the session applies as they are. An unknown level is
+    a ValueError (the command line refused it earlier, as a usage error)."""
     own = {key: value for key, value in options if key in (OPT_LEVEL_KEY, PROVIDERS_KEY)}
     providers = tuple(own[PROVIDERS_KEY].split(",")) if PROVIDERS_KEY in own else (PROVIDER,)
     rest = tuple((key, value) for key, value in options if key not in own)
-    return own.get(OPT_LEVEL_KEY, "default"), providers, rest
+    level = own.get(OPT_LEVEL_KEY, "default")
+    if level not in OPT_LEVELS:
+        raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
+    return level, providers, rest
 
 
 class OrtRunner(WorkerRunner):
@@ -101,8 +104,7 @@ class OrtRunner(WorkerRunner):
     prunes_outputs = True  # it runs only the nodes the asked outputs need
 
     def __init__(self, memory_budget: int | None = None, options: Sequence[tuple[str, str]] = ()) -> None:
-        level, providers, rest = session_choices(options)
-        _check_level(level)  # before a worker is started for nothing
+        level, providers, rest = session_choices(options)  # checked before a worker is started for nothing
         super().__init__(NAME, rest, memory_budget, level=level, providers=providers)
         self.providers = providers
 

@@ -59,21 +59,15 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
     return (*own, RuntimeError, ValueError)
 
 
-def _check_level(level: str) -> None:
-    if level not in OPT_LEVELS:
-        raise ValueError(f"unknown optimisation level {level!r} (expected one of {', '.join(OPT_LEVELS)})")
-
-
 def _session_options(
     ort: Any, level: str, arena: bool = True, threads: int = INTRA_OP_THREADS
 ) -> tuple[Any, str]:
-    _check_level(level)
     options = ort.SessionOptions()
     options.log_severity_level = _QUIET_LOGS
     options.enable_cpu_mem_arena = arena
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1  # sequential execution: the inter-op pool is never used
-    name = OPT_LEVELS[level]
+    name = OPT_LEVELS[level]  # checked by the runner (runner.session_choices) before the worker started
     if name is not None:
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
     applied = options.graph_optimization_level.name

@@ -12,8 +12,10 @@ Every part is read before the worker's next request (``drain``): the stream carr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
+
+from sonnx_check.compare.runtimes.base import StreamedOutputs
 
 Part = tuple[str, Any]
 
@@ -22,7 +24,7 @@ class Released(RuntimeError):
     """A tensor was asked for after it was let go: a bug of the release plan, never a missing output."""
 
 
-class Arriving(Mapping[str, Any]):
+class Arriving(StreamedOutputs):
     """The run's results, named ``names`` (the outputs asked of the runtime, which it returns all of), read
     ``count`` parts from ``read_part`` as lookups need them. ``keep``: the names a lookup may ask for (None:
     every name); any other part is dropped as it arrives."""

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -106,6 +107,7 @@ class Worker:
         self.engine = engine
         self._expired = False
         self._arriving: arriving.Arriving | None = None  # a streamed reply not read to its end yet
+        self._stream_left: float | None = None  # seconds its parts may still take (None: no limit)
         self._home = private_home()  # onnxruntime's own files stay in it (private_environment)
         env = private_environment(os.environ, self._home)
         # The worker imports this package from where the parent did, installed or not.
@@ -150,7 +152,9 @@ class Worker:
         """Send one request and return the reply's value; a refusal, an unavailable runtime, a crash of
         the worker or the end of ``timeout`` (seconds) is raised as RuntimeRefusal / RuntimeUnavailable.
         ``streamed``: the names of a run's outputs; a large result is then returned as an ``Arriving``
-        mapping read part by part as the caller asks (the run is over: the time limit no longer runs)."""
+        mapping read part by part as the caller asks. Reading the parts is still the runtime's time: the
+        reads together may take what was left of ``timeout`` when the reply came, the comparison's work
+        between them aside (a worker stalled mid-stream is stopped as at the time limit)."""
         assert self._process.stdin is not None and self._process.stdout is not None
         if self._arriving is not None:  # the last reply's parts nobody asked for: the stream is past them
             unread, self._arriving = self._arriving, None
@@ -160,6 +164,7 @@ class Worker:
             self._expire()
             raise self._timed_out(stage)
         timer = None
+        ends = None if timeout is None else time.monotonic() + timeout
         if timeout is not None:
             timer = threading.Timer(timeout, self._expire)
             timer.daemon = True
@@ -169,6 +174,7 @@ class Worker:
             # copied out of the region: the results outlive the next reply, which overwrites it
             reply = shared_arrays.receive(self._process.stdout, self._replies, copy=True)
             if reply[0] == _PARTS and streamed is not None:
+                self._stream_left = None if ends is None else max(0.0, ends - time.monotonic())
                 self._arriving = arriving.Arriving(streamed, reply[1], functools.partial(self._part, stage))
                 reply = ("ok", self._arriving)
             elif reply[0] == _PARTS:
@@ -202,14 +208,26 @@ class Worker:
         raise RuntimeError(f"the {self.engine} worker failed: {reply[1]}")
 
     def _part(self, stage: str) -> arriving.Part:
-        """The next (name, array) part of a streamed reply; the worker ending meanwhile is a crash."""
+        """The next (name, array) part of a streamed reply; the worker ending meanwhile is a crash, and
+        the parts' time running out stops it (a timeout)."""
         assert self._process.stdout is not None
+        left, timer, began = self._stream_left, None, time.monotonic()
+        if left is not None:
+            timer = threading.Timer(left, self._expire)
+            timer.daemon = True
+            timer.start()
         try:
             return pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
             self._arriving = None
             stop.check()
+            if self._expired:
+                raise self._timed_out(stage) from None
             raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
+        finally:
+            if timer is not None and left is not None:
+                timer.cancel()
+                self._stream_left = max(0.0, left - (time.monotonic() - began))
 
     def _expire(self) -> None:
         self._expired = True
