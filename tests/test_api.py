@@ -60,6 +60,7 @@ def test_findings_carry_their_verdict_class_and_fixable_marker() -> None:
     assert {f.rule for f in findings if f.fixable} >= {"GR2", "GRAPH.shapes", "MaxPool.R2"}
 
 
+@pytest.mark.slow
 def test_check_imports_neither_onnxruntime_nor_the_comparison() -> None:
     code = (
         "import sys; from sonnx_check import api; api.check(sys.argv[1]); "

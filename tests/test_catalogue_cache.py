@@ -60,6 +60,7 @@ def _no_parse(*args, **kwargs):
     raise AssertionError("the catalogue was parsed although the cache holds it")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage",
     [

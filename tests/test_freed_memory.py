@@ -30,6 +30,7 @@ def test_the_kept_memory_can_be_given_back_before_the_runtime_holds_a_batch() ->
     assert freed_memory.give_back() is True
 
 
+@pytest.mark.slow
 def test_the_command_applies_it_and_the_library_does_not() -> None:
     script = (
         "import sys\n"

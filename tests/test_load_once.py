@@ -149,6 +149,7 @@ with external_weights_loaded(model, sys.argv[1]):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
 def test_reading_a_model_holds_its_weights_plus_the_largest_tensor_not_twice(tmp_path: Path) -> None:
     """Four 16 MiB weights: the file's bytes beside the parse held 128 MiB; read again one tensor at a time,
@@ -156,6 +157,7 @@ def test_reading_a_model_holds_its_weights_plus_the_largest_tensor_not_twice(tmp
     assert peak_and_weights(tmp_path, external=False)
 
 
+@pytest.mark.slow
 def test_reading_external_weights_holds_them_plus_the_largest_tensor_not_twice(tmp_path: Path) -> None:
     """The same 64 MiB as external data, a 28 MiB tensor last in the file: read in the file's order it would
     be held twice beside the other three (92 MiB); read first, the most held is the weights and 12 MiB."""

@@ -29,6 +29,7 @@ def test_the_manifest_covers_every_committed_model() -> None:
     assert committed == set(EXPECTED)
 
 
+@pytest.mark.slow
 def test_generate_py_reproduces_the_committed_models_byte_for_byte(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, str(SAMPLES / "generate.py"), "--out", str(tmp_path)],
@@ -42,6 +43,7 @@ def test_generate_py_reproduces_the_committed_models_byte_for_byte(tmp_path: Pat
         assert committed.get(name) == content, f"{name} differs from what generate.py writes: regenerate it"
 
 
+@pytest.mark.slow
 def test_checking_the_folder_reports_every_violation_and_exits_1() -> None:
     before = _tree(SAMPLES)
     run = subprocess.run(

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 
@@ -30,6 +31,7 @@ print("LOADED", sorted(m for m in sys.modules if m in heavy or m.startswith(heav
 """
 
 
+@pytest.mark.slow
 def test_a_static_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     graph = h.make_graph(
         [h.make_node("Relu", ["x"], ["y"])], "one",

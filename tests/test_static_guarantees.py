@@ -25,6 +25,7 @@ print("onnxruntime imported:", "onnxruntime" in sys.modules, "exit:", code, file
 """
 
 
+@pytest.mark.slow
 def test_static_check_does_not_import_onnxruntime(tmp_path: Path) -> None:
     path = save(external_data_model("weights.bin", tmp_path), tmp_path)
     done = subprocess.run(
@@ -48,6 +49,7 @@ def test_static_check_never_opens_the_weights(tmp_path: Path, monkeypatch: pytes
     assert not any(name.endswith("weights.bin") for name in opened), opened
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 def test_weights_location_that_would_block_on_read_is_never_opened(tmp_path: Path) -> None:
     # A named pipe blocks whoever opens it for reading: if any layer (Python or onnx's C++ checker) read the

@@ -152,6 +152,7 @@ def _untimed(report: str) -> str:
     return re.sub(r' (time|timestamp)="[^"]*"', "", report)
 
 
+@pytest.mark.slow
 def test_jobs_in_a_real_process_matches_serial(repo: Path) -> None:
     """End to end through the installed entry point, as CI runs it."""
     command = [sys.executable, "-m", "sonnx_check", "--isolated", "--format", "json", str(repo / "models")]

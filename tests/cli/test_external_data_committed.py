@@ -338,6 +338,7 @@ def test_a_work_tree_without_git_installed_is_a_warning(tmp_path: Path) -> None:
     assert "git is not installed" in _warning(model, root, env={"PATH": str(empty)})
 
 
+@pytest.mark.slow
 def test_a_git_that_does_not_answer_is_ended_at_the_deadline_and_on_a_signal(tmp_path: Path) -> None:
     """A FIFO in place of .git/index holds git: the static deadline and a stop end it at once (it ran its own
     30 s before, past --timeout and SIGTERM)."""

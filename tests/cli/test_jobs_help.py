@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from sonnx_check.cli import main
@@ -40,6 +41,7 @@ def _reports(folder: Path, jobs: str) -> tuple[int, dict, dict, str]:
     return result.exit_code, json.loads(sarif.read_text()), json.loads(evidence.read_text()), text.read_text()
 
 
+@pytest.mark.slow
 def test_a_parallel_run_differs_from_a_serial_one_only_where_help_says(tmp_path: Path):
     code1, sarif1, record1, text1 = _reports(tmp_path, "1")
     code2, sarif2, record2, text2 = _reports(tmp_path, "2")

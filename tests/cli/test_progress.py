@@ -20,6 +20,7 @@ def _stderr_in_terminal(*args: str, columns: int = 100) -> tuple[str, str]:
     return run_in_terminal(columns, ["--isolated", *args], stream="stderr")
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_progress_on_a_terminal_counts_models_and_the_node_battery() -> None:
     stderr, stdout = _stderr_in_terminal("--compare", *MODELS)
@@ -31,12 +32,14 @@ def test_progress_on_a_terminal_counts_models_and_the_node_battery() -> None:
     assert "[1/2]" not in stdout and "verdict:" in stdout  # the report is unchanged on stdout
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_no_progress_with_quiet() -> None:
     stderr, _ = _stderr_in_terminal("-q", *MODELS)
     assert stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_no_progress_when_stderr_is_piped() -> None:
     done = subprocess.run(
@@ -52,6 +55,7 @@ def test_no_progress_when_stderr_is_piped() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_a_message_during_the_run_erases_the_progress_line_first() -> None:
     stderr, _ = _stderr_in_terminal(*MODELS, "missing.onnx")

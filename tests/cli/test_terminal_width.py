@@ -58,6 +58,7 @@ def _in_terminal(columns: int, *args: str) -> list[str]:
     return text.split("\n")
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_the_comparison_fits_80_columns_without_a_cut_word() -> None:
     lines = _in_terminal(80, "--compare", "--no-node-edges", str(SAMPLE.relative_to(ROOT)))
@@ -71,6 +72,7 @@ def test_the_comparison_fits_80_columns_without_a_cut_word() -> None:
     assert coverage.strip() == "coverage: 7 operator rules, 1 draft rules"
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_a_wide_terminal_gets_the_table_on_one_line_per_row() -> None:
     lines = _in_terminal(200, "--compare", "--no-node-edges", str(SAMPLE.relative_to(ROOT)))
@@ -126,6 +128,7 @@ def test_the_piped_rule_list_is_one_plain_row_per_rule() -> None:
     assert run_cli(["--aliases"]).stderr == "sonnx-check: error: --aliases needs --list-rules\n"
 
 
+@pytest.mark.slow
 @pytest.mark.process
 def test_a_long_finding_wraps_between_words_with_a_hanging_indent() -> None:
     lines = _in_terminal(80, "--compare", str(SAMPLE.relative_to(ROOT)))

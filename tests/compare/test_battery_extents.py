@@ -100,6 +100,7 @@ def broadcast_shapes(draw: st.DrawFn) -> list[tuple[int, ...]]:
     return [tuple(full), second]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(broadcast_shapes())
 def test_a_reduced_elementwise_input_meets_every_pattern_phase_pair(shapes) -> None:

@@ -105,6 +105,7 @@ def test_a_refused_configuration_costs_a_bounded_number_of_starts(tmp_path: Path
     assert len(starts.read_text().splitlines()) <= 3 + 1 + 2 * 3
 
 
+@pytest.mark.slow
 def test_the_battery_runs_when_the_models_own_run_fails(tmp_path: Path) -> None:
     # the runtime cannot load Relu: the model fails on every dataset, Softmax alone still runs
     code, model = run(relu_softmax(tmp_path / "m.onnx"), "Relu", "no-such-input", tmp_path / "starts.txt")

@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from sonnx_check.cli import main
@@ -25,6 +26,7 @@ def compare(*flags: str) -> dict:
     return json.loads(result.stdout)["models"][0]
 
 
+@pytest.mark.slow
 def test_the_runtime_json_a_command_writes_is_in_the_report() -> None:
     said = {"name": "tract", "version": "0.23.9", "options": {"threads": 1, "f16": False}}
     runtime = compare("--declare", json.dumps(said))["comparison"]["runtime"]
@@ -33,6 +35,7 @@ def test_the_runtime_json_a_command_writes_is_in_the_report() -> None:
     assert runtime["options"]["runtime_options"] == {"threads": 1, "f16": False}
 
 
+@pytest.mark.slow
 def test_a_hostile_runtime_json_is_cut_short_and_never_breaks_the_report() -> None:
     said = {"name": "\x1b[31mred\u202e" + "x" * 5000, "version": 7, "options": ["not", "a", "map"]}
     model = compare("--declare", json.dumps(said))
@@ -42,6 +45,7 @@ def test_a_hostile_runtime_json_is_cut_short_and_never_breaks_the_report() -> No
     assert model["comparison"]["status"] == "match"
 
 
+@pytest.mark.slow
 def test_a_refusal_is_told_apart_from_a_failure_with_the_reason_the_command_chose() -> None:
     model = compare("--refuse-op", "MaxPool")
     (finding,) = [f for f in model["findings"] if f["rule"] == "RUNTIME.not-compared"]
@@ -50,6 +54,7 @@ def test_a_refusal_is_told_apart_from_a_failure_with_the_reason_the_command_chos
     assert finding["message"].endswith("exit status 3 (refused): cannot load MaxPool")  # not the frame
 
 
+@pytest.mark.slow
 def test_the_reason_file_is_the_reason_of_a_crash() -> None:
     model = compare("--refuse-op", "MaxPool", "--refuse-exit", "1", "--reason-file")
     (finding,) = [f for f in model["findings"] if f["rule"] == "RUNTIME.not-compared"]
@@ -67,6 +72,7 @@ def test_a_reason_line_wins_over_the_file_and_the_last_one_said_counts(tmp_path:
     assert declared.chosen_reason(str(tmp_path / "absent"), "") is None
 
 
+@pytest.mark.slow
 def test_a_declared_version_reaches_the_terminal_escaped() -> None:
     said = {"name": "x", "version": "1\u202e2\x1b[31m"}
     command = shlex.join([sys.executable, str(SCRIPT), "--declare", json.dumps(said)])

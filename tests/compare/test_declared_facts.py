@@ -230,6 +230,7 @@ print("LOADED", loaded, "onnxruntime" in sys.modules)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cache", ["off", "on"])
 def test_parsing_the_declarations_imports_no_kernel_nor_comparison_module(tmp_path: Path, cache: str) -> None:
     """The static path reads the comparison facts as data; the references are resolved by a comparison.
@@ -258,6 +259,7 @@ print(sorted(m for m in sys.modules if m.startswith("sonnx_check.compare.ops.") 
 """
 
 
+@pytest.mark.slow
 def test_a_comparison_imports_the_facts_of_the_operators_it_meets_only() -> None:
     done = subprocess.run(
         [sys.executable, "-c", MATCH_ONE], capture_output=True, text=True, timeout=120, cwd=ROOT,

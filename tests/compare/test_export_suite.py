@@ -62,6 +62,7 @@ def samples_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- layout and descriptions ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_case_is_a_backend_test_case_with_a_valid_description(samples_suite: Path):
     cases = _cases(samples_suite)
     assert {c.split("/")[0] for c in cases} == {"maxpool_explicit", "small_cnn", "residual_cnn"}
@@ -133,6 +134,7 @@ specials = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     e=st.one_of(floats, specials),
@@ -202,6 +204,7 @@ def _suite_failures(output: str, model: str) -> set[tuple[str, str, str]]:
     return failing
 
 
+@pytest.mark.slow
 @pytest.mark.live_ort
 @pytest.mark.parametrize("model", ["maxpool_explicit", "small_cnn", "residual_cnn"])
 def test_the_shipped_script_agrees_with_compare(samples_suite: Path, model: str):
@@ -217,6 +220,7 @@ def test_the_shipped_script_agrees_with_compare(samples_suite: Path, model: str)
     assert _suite_failures(run.stdout, model) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.live_ort
 def test_a_conforming_model_passes_and_one_wrong_element_fails(tmp_path: Path):
     """MaxPool on random data: onnxruntime conforms; one element of the expected output changed (what a

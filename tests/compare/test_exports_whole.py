@@ -119,6 +119,7 @@ def test_a_signal_mid_write_leaves_nothing_and_the_same_command_then_succeeds(tm
     assert _everything(target)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="signals a real run")
 def test_sigterm_to_a_real_export_suite_leaves_no_partial_folder(tmp_path):
     target = tmp_path / "suite"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 from click.testing import CliRunner
 
 from sonnx_check.cli import main
@@ -29,6 +30,7 @@ runpy.run_path({ort_command!r}, run_name="__main__")
 """
 
 
+@pytest.mark.slow
 def test_a_command_failing_with_intermediates_exposed_is_named_as_the_one_that_failed(tmp_path: Path) -> None:
     script = tmp_path / "fails_when_exposed.py"
     outputs = len(onnx.load(SMALL_CNN, load_external_data=False).graph.output)

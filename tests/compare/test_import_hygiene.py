@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).parent
 
 SCRIPT = """
@@ -25,6 +27,7 @@ print("onnxruntime" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_static_check_and_compare_import_do_not_load_onnxruntime():
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT], cwd=HERE, capture_output=True, text=True, check=True, timeout=60
@@ -48,6 +51,7 @@ finally:
 """
 
 
+@pytest.mark.slow
 def test_a_static_run_of_the_command_imports_no_comparison_code():
     """pre-commit runs the static check on every commit: none of the comparison side may be paid for."""
     out = subprocess.run(

@@ -108,6 +108,7 @@ def _draw(data, shape, dtype) -> np.ndarray:
     return data.draw(hnp.arrays(dtype, shape, elements=elements))
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.float16]), shape=st.sampled_from([(7,), (3, 5)]))
 def test_judge_is_outcome_masks_and_classify_for_any_bound(data, dtype, shape) -> None:
@@ -128,6 +129,7 @@ def test_judge_is_outcome_masks_and_classify_for_any_bound(data, dtype, shape) -
     _same_judgement(expected, actual, tolerance, tolerance)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.float16]), rows=st.integers(1, 4),
        n=st.integers(1, 40), neg_inf=st.booleans())  # fmt: skip

@@ -45,6 +45,7 @@ def _planned_work(model: object) -> int:
     return planner._extra(entry)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1.0, 1e-40])  # normal data; subnormal data (the bound in float64)
 def test_the_plan_covers_what_the_gemm_kernel_holds(scale: float) -> None:
     model, weight = classifier()

@@ -182,6 +182,7 @@ def test_the_budget_is_validated() -> None:
 # -- time --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_onnxruntime_is_stopped_at_the_timeout_and_the_next_model_is_compared(tmp_path: Path) -> None:
     """100 MatMuls of 2048 x 2048 run for tens of seconds; --timeout 4 stops the worker after 4 seconds, the
     model gets RUNTIME.not-compared naming the limit, and the next model gets a new worker (4 s, not less:

@@ -83,6 +83,7 @@ def test_a_command_wrapping_onnxruntime_reproduces_the_built_in_verdict_on_the_s
     assert compared >= 4
 
 
+@pytest.mark.slow
 def test_a_command_that_corrupts_one_intermediate_element_is_caught_at_that_node():
     code, data, _ = invoke(
         "--runtime-command", command("--corrupt", "relu1"), "--no-node-edges", str(SMALL_CNN)
@@ -99,6 +100,7 @@ def test_a_command_that_corrupts_one_intermediate_element_is_caught_at_that_node
 # -- a command that misbehaves: a finding with its reason, and the next model is compared --------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("misbehaviour", "kind", "reason"),
     [
@@ -130,6 +132,7 @@ def test_a_misbehaving_command_is_a_finding_with_its_reason_and_the_run_goes_on(
     assert "Traceback" not in stderr and "internal error" not in stderr
 
 
+@pytest.mark.slow
 def test_the_commands_folder_is_private_and_removed_and_model_names_never_become_paths(tmp_path: Path):
     model = chain("Relu", 2, (2, 3), all_outputs=True)
     model.graph.input[0].name = "../../escape"
@@ -202,6 +205,7 @@ def _run_saved(folder: Path, model: Path | None = None) -> None:
     subprocess.run([sys.executable, str(SCRIPT), str(target), str(folder), str(folder)], check=True)
 
 
+@pytest.mark.slow
 def test_export_inputs_then_saved_outputs_reproduces_the_built_in_comparison(tmp_path: Path):
     out = tmp_path / "export"
     code, _, stderr = invoke("--export-inputs", str(out), str(SMALL_CNN), str(MAXPOOL))
@@ -221,6 +225,7 @@ def test_export_inputs_then_saved_outputs_reproduces_the_built_in_comparison(tmp
     assert code == 2 and "nothing is ever replaced" in stderr
 
 
+@pytest.mark.slow
 def test_saved_graph_outputs_alone_leave_the_nodes_not_compared_with_that_reason(tmp_path: Path):
     out = tmp_path / "export"
     assert invoke("--export-inputs", str(out), str(SMALL_CNN))[0] == 0
@@ -237,6 +242,7 @@ def test_saved_graph_outputs_alone_leave_the_nodes_not_compared_with_that_reason
     assert all(o["status"] != "not-compared" for o in comparison["outputs"])
 
 
+@pytest.mark.slow
 def test_saved_inputs_that_are_not_the_comparisons_datasets_are_a_finding(tmp_path: Path):
     out = tmp_path / "export"
     assert invoke("--export-inputs", str(out), str(MAXPOOL))[0] == 0
@@ -253,6 +259,7 @@ def test_an_exported_models_folder_name_is_one_plain_path_component(file_name: s
     assert re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*", name) and len(name) <= 120
 
 
+@pytest.mark.slow
 def test_a_command_that_makes_the_next_run_folder_is_compared_not_an_internal_error(tmp_path: Path):
     """The command can write beside its own folder: a folder it makes where the next session's would be
     gives that session a fresh one (it used to be FileExistsError, exit 3)."""

@@ -34,6 +34,7 @@ def _compare(path: Path, *options: str) -> dict[str, Any]:
     return model
 
 
+@pytest.mark.slow
 def test_slow_reference_work_does_not_use_up_the_runtimes_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -64,6 +65,7 @@ def test_slow_reference_work_does_not_use_up_the_runtimes_time(
     assert ort_worker._LIVE == {}
 
 
+@pytest.mark.slow
 def test_a_runtime_that_runs_on_is_still_stopped(tmp_path: Path) -> None:
     """The limit still ends a runtime that runs for far longer than it (a hang, as far as the comparison
     can tell): the worker is killed and the model is not compared, naming the limit."""

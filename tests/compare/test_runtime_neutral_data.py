@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from sonnx_check.cli import main
@@ -25,6 +26,7 @@ def run(fmt: str, *flags: str) -> str:
     return CliRunner().invoke(main, args).stdout
 
 
+@pytest.mark.slow
 def test_a_divergence_names_the_runtime_under_test_beside_the_deprecated_key() -> None:
     findings = json.loads(run("json", "--corrupt", "Y"))["models"][0]["findings"]
     (divergence,) = [f for f in findings if f["rule"] == "RUNTIME.divergence"]
@@ -36,6 +38,7 @@ def test_a_divergence_names_the_runtime_under_test_beside_the_deprecated_key() -
     assert data["first_mismatch"]["runtime"] == data["first_mismatch"]["onnxruntime"]
 
 
+@pytest.mark.slow
 def test_a_run_that_failed_names_the_runtime_under_test() -> None:
     findings = json.loads(run("json", "--crash"))["models"][0]["findings"]
     not_compared = [f for f in findings if f["rule"] == "RUNTIME.not-compared"]
@@ -44,6 +47,7 @@ def test_a_run_that_failed_names_the_runtime_under_test() -> None:
         assert finding["data"]["runtime"]["options"]["runtime_name"] == "tract"
 
 
+@pytest.mark.slow
 def test_sarif_and_junit_do_not_state_the_command_s_version_as_onnxruntime_s() -> None:
     sarif = json.loads(run("sarif", "--corrupt", "Y"))
     properties = sarif["runs"][0]["properties"]

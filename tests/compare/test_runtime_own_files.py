@@ -20,6 +20,7 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
+@pytest.mark.slow
 def test_a_comparison_leaves_no_runtime_file_in_home_or_tmp(tmp_path: Path) -> None:
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir()
@@ -34,6 +35,7 @@ def test_a_comparison_leaves_no_runtime_file_in_home_or_tmp(tmp_path: Path) -> N
     assert not any("Microsoft" in name for name in _files(home)), _files(home)
 
 
+@pytest.mark.slow
 def test_the_private_folder_of_a_killed_run_is_swept_by_the_next(tmp_path: Path) -> None:
     from sonnx_check.compare.runtimes import run_folder
 

@@ -44,6 +44,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {fmt: path.read_text(encoding="utf-8") for fmt, path in written.items()}
 
 
+@pytest.mark.slow
 def test_a_commands_first_mismatch_names_the_command_not_onnxruntime(reports: dict[str, str]) -> None:
     model = json.loads(reports["json"])["models"][0]
     (finding,) = [f for f in model["findings"] if f["rule"] == "RUNTIME.divergence"]
@@ -73,6 +74,7 @@ def test_a_commands_text_table_and_html_name_the_command(reports: dict[str, str]
     assert "|runtime − reference|" in html  # the margin plot's axis
 
 
+@pytest.mark.slow
 def test_a_failing_command_is_named_in_its_finding() -> None:
     command = shlex.join([sys.executable, str(SCRIPT), "--crash"])
     args = ["--isolated", "--format", "json", "--no-node-edges", "--runtime-command", command]

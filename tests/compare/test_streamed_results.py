@@ -114,6 +114,7 @@ def test_a_streamed_run_gives_the_whole_replys_values():
         assert isinstance(small, dict)  # a small reply comes whole
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="stops the worker with SIGSTOP (POSIX)")
 def test_a_worker_stalled_mid_stream_is_stopped_at_the_time_limit():
     """The run is over but its parts are still the runtime's time: a worker that stops sending them is

@@ -116,6 +116,7 @@ def _run_in_child(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_backtracking_glob_is_matched_in_linear_time(tmp_path: Path) -> None:
     models = tmp_path / "models"
     models.mkdir()
@@ -129,6 +130,7 @@ def test_a_backtracking_glob_is_matched_in_linear_time(tmp_path: Path) -> None:
     assert LONG_NAME in done.stdout
 
 
+@pytest.mark.slow
 def test_hostile_gitignore_patterns_are_read_as_git_reads_them(tmp_path: Path) -> None:
     """A reversed range matches nothing (git's reading), a backtracking pattern costs nothing, a line over
     the glob limit is skipped; the rest of the file still applies."""

@@ -49,6 +49,7 @@ CHOSEN = {
 }
 
 
+@pytest.mark.slow
 def test_every_way_of_choosing_the_reading_gives_the_same_reports(tmp_path: Path) -> None:
     seen = {}
     for label, (args, config) in CHOSEN.items():

@@ -51,6 +51,7 @@ def _run(*args: str, cwd: Path, environment: dict[str, str] | None = None) -> su
 HTML = all(importlib.util.find_spec(m) for m in ("jinja2", "matplotlib"))  # the [report] extra
 
 
+@pytest.mark.slow
 def test_a_file_too_large_to_hash_in_time_is_named_not_hashed_in_every_report(sparse_model: Path):
     folder = sparse_model.parent
     html_report = ("--output-format", "html:r.html") if HTML else ()
@@ -126,6 +127,7 @@ def _hashing(pid: int, data: Path) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="signals a real run, watches it in /proc")
 def test_sigterm_while_hashing_ends_the_run_promptly(sparse_model: Path):
     """No --timeout: the hash of the 64 GiB file would take minutes; SIGTERM ends the run (exit 2) at once."""

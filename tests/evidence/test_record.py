@@ -74,6 +74,7 @@ def model(record: dict[str, Any], path: str) -> dict[str, Any]:
 # -- the schema -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_record_validates_against_the_shipped_schema(
     repo_record: dict[str, Any], compared: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -190,6 +191,7 @@ def test_every_node_rule_accounts_for_every_node(repo_record: dict[str, Any]) ->
             assert cited == list(range(len(entry["findings"])))
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(st.sampled_from(["Relu", "Abs", "Neg", "Sigmoid", "Tanh", "Erf"]), min_size=1, max_size=6),
@@ -247,6 +249,7 @@ def test_the_configuration_file_and_each_waiver_are_recorded_with_what_they_cove
     assert repo_record["run"]["command_line"] == "sonnx-check models --evidence evidence.json"
 
 
+@pytest.mark.slow
 def test_two_runs_on_the_same_inputs_give_the_same_record_but_for_time(
     repo: Path, compared: tuple[Path, dict[str, Any]]
 ) -> None:
@@ -308,6 +311,7 @@ def test_a_waived_known_departure_is_dispositioned_waived(tmp_path: Path) -> Non
     assert record["summary"]["classes"]["waived"]["known-departure"] >= 1
 
 
+@pytest.mark.slow
 def test_the_dataset_hash_is_the_hash_of_the_data_fed(tmp_path: Path) -> None:
     save(conforming_maxpool(), tmp_path / "m.onnx")
     x = np.random.default_rng(3).standard_normal((1, 1, 8, 8)).astype(np.float32)

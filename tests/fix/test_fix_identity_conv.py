@@ -310,6 +310,7 @@ def test_conv_auto_pad_is_either_rewritten_to_the_same_outputs_or_left_alone(
         assert "not fixed Conv.R2 Conv 'conv' (node #0): " in result.stdout
 
 
+@pytest.mark.slow
 def test_a_long_chain_of_identities_is_removed_without_recursion(tmp_path: Path) -> None:
     """5 000 Identity nodes in a row (deeper than Python's recursion limit) before a Gemm weight."""
     names = ["w", *(f"w{i}" for i in range(5000))]

@@ -83,6 +83,7 @@ def _run_action(repo: Path, **inputs: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_actions_steps_check_a_model_repository(tmp_path: Path) -> None:
     model_repository(tmp_path)
     (tmp_path / "models" / "broken.onnx").unlink()
@@ -103,6 +104,7 @@ def test_the_actions_steps_check_a_model_repository(tmp_path: Path) -> None:
     assert "models/classifier.onnx" in uris
 
 
+@pytest.mark.slow
 def test_the_action_passes_a_clean_repository_and_keeps_hostile_paths_as_data(tmp_path: Path) -> None:
     model_repository(tmp_path)
     clean = tmp_path / "models" / "clean.onnx"
@@ -186,6 +188,7 @@ def test_the_image_builds_and_checks_a_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_args_are_split_with_shell_rules_so_a_quoted_command_stays_one_option(tmp_path: Path) -> None:
     """The README's example: --runtime-command "python x.py" reached the command as two words before."""
     model_repository(tmp_path)
@@ -204,6 +207,7 @@ def test_args_are_split_with_shell_rules_so_a_quoted_command_stays_one_option(tm
     assert "python x.py" in json.dumps(model["comparison"]["runtime"])
 
 
+@pytest.mark.slow
 def test_a_path_with_a_space_is_one_path_when_quoted(tmp_path: Path) -> None:
     model_repository(tmp_path)
     (tmp_path / "my models").mkdir()

@@ -85,6 +85,7 @@ def _check_output(text: str, fmt: str, *, colour: bool = False) -> None:
     assert len(text) < 300_000  # a 1 MB name is cut, not copied
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_no_control_sequence_markup_or_workflow_command_escapes(piped: dict[str, Run], fmt: str) -> None:
     run = piped[fmt]

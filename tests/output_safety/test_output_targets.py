@@ -66,6 +66,7 @@ def _fifo_run(
     return done, reader.data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["--output", "--output-format"])
 def test_a_report_goes_into_a_fifo_in_place(model: Path, tmp_path: Path, option: str) -> None:
     fifo = tmp_path / "report.fifo"
@@ -81,6 +82,7 @@ def test_a_report_goes_into_a_fifo_in_place(model: Path, tmp_path: Path, option:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", fifo.name]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_a_link_to_stdout_is_written_through_not_replaced(model: Path, tmp_path: Path) -> None:
     """What /dev/stdout is: a link to /proc/self/fd/1. As root, it used to be replaced by a regular file."""
     link = tmp_path / "stdout"
@@ -131,6 +133,7 @@ def test_a_planted_link_to_a_device_or_a_fifo_is_refused_and_not_written_into(
     assert link.is_symlink() and os.readlink(link) == str(device)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_a_process_substitution_receives_the_report(model: Path, tmp_path: Path) -> None:
     """``--output >(cmd)``: bash passes /dev/fd/63, an inherited descriptor, which used to fail."""
@@ -188,6 +191,7 @@ def test_a_regular_file_is_still_replaced_atomically(model: Path, tmp_path: Path
     assert report.stat().st_ino != before  # a new file renamed over the old one
 
 
+@pytest.mark.slow
 def test_the_step_summary_goes_into_a_fifo(model: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "summary.fifo"
     os.mkfifo(fifo)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -44,6 +45,7 @@ def _plain(printed: list[tuple[object, bool | None]]) -> str:
     return captured.get()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(lines(), st.sampled_from([None, False])), max_size=4))
 def test_plain_console_writes_what_rich_writes(printed: list[tuple[object, bool | None]]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,6 +84,7 @@ _VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(_VALUES)
 @settings(max_examples=300, deadline=None)
 def test_nested_values_are_sanitised_as_by_the_general_walk(value: Any) -> None:

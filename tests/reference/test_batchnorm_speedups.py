@@ -47,6 +47,7 @@ def _bits(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}").tobytes()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(_any, _variance), min_size=1, max_size=12), st.data(), _epsilon)
 def test_the_integer_channel_factors_are_the_fraction_ones(pairs, data, eps):
@@ -69,6 +70,7 @@ def _values(dtype: np.dtype, variance: bool = False) -> st.SearchStrategy[float]
 _SHAPES = st.sampled_from([(5,), (3, 2), (2, 3, 4), (2, 3, 2, 2), (1, 4, 3, 1, 2)])
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(st.sampled_from([np.float16, np.float32, np.float64]), _SHAPES, st.booleans(), st.data(), _epsilon)
 def test_the_kernel_gives_the_bits_it_gave(dtype, shape, transposed, data, eps):

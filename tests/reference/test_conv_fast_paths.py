@@ -44,6 +44,7 @@ def _columns_tap_by_tap(plan: _Plan, image: int, dtype: type, absolute: bool) ->
     return columns.reshape(-1, taps, oh * ow) if plan.depthwise else columns.reshape(1, -1, oh * ow)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(conv_cases(), st.booleans())
 def test_a_convs_im2col_is_the_copy_tap_by_tap(case, holes_are_operands) -> None:
@@ -69,6 +70,7 @@ def _pointwise_cases(draw):
     return x, w, b, {**attrs, "strides": (1, 1), "dilations": dilations}
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_pointwise_cases())
 def test_a_pointwise_convs_im2col_is_x_p_itself_and_its_result_the_exact_sum(case) -> None:
@@ -85,6 +87,7 @@ def test_a_pointwise_convs_im2col_is_x_p_itself_and_its_result_the_exact_sum(cas
     assert_identical(conv(x, w, b, **attrs), expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(conv_cases())
 def test_a_convs_column_units_are_those_of_its_im2col_with_non_finite_values_as_zeros(case) -> None:
@@ -104,6 +107,7 @@ def _plain_rows(self, rows: np.ndarray) -> np.ndarray:
     return lowest_bit_exponent(self.left[:, rows, :]).min(axis=2)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conv_cases())
 def test_conv_through_tier_2_is_the_same_with_and_without_the_fast_units(case) -> None:
@@ -139,6 +143,7 @@ def test_a_constant_weight_gives_the_same_bits_on_every_edge_dataset_as_a_fresh_
             assert_identical(conv(x, held, None, **attrs), conv(x, w.copy(), None, **attrs))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(conv_cases(), st.booleans())
 def test_a_convs_special_values_from_x_are_those_of_its_im2col(case, holes_are_operands) -> None:
@@ -163,6 +168,7 @@ def test_a_convs_special_values_from_x_are_those_of_its_im2col(case, holes_are_o
         assert_identical(plan.columns(image, finite=True), finite)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conv_cases())
 def test_conv_on_special_values_is_the_same_through_the_general_path(case) -> None:

@@ -78,6 +78,7 @@ def test_float32_results_are_the_double_double_results_on_hard_ranges(case) -> N
         assert_identical(KERNEL[op](x), _double_double(op, x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", sorted(MODULES))
 def test_near_halfway_float32_results_are_correctly_rounded(op: str) -> None:
     """Inputs whose exact result is within a few 2**-40 of a midpoint between two float32 (found by a
@@ -110,6 +111,7 @@ def near_midpoints(draw):
     return dtype, (-p if draw(st.booleans()) else p), draw(st.sampled_from([2.0**-50, 2.0**-46, 2.0**-40]))
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(near_midpoints())
 def test_a_decided_element_rounds_like_every_value_of_its_error_interval(case) -> None:

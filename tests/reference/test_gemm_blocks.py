@@ -64,6 +64,7 @@ def _abs_sums(block_bytes: int, *args: object, **kwargs: object) -> np.ndarray:
         return products_common.abs_sum(*args, **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(operands(), st.sampled_from([None, True, False]))
 def test_blocked_abs_sum_has_the_whole_weights_bits(
@@ -86,6 +87,7 @@ def test_blocked_abs_sum_has_the_whole_weights_bits(
     _same_bound(blocked, whole, a.shape[1])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(operands(), st.sampled_from([0.5, -2.0, 1.0]), st.sampled_from([1.0, 0.0, -0.25]))
 def test_gemm_and_its_bound_by_blocks_are_the_whole_weights(

@@ -57,6 +57,7 @@ def _bits(y: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(y).view(f"u{y.itemsize}")
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(operands(), st.sampled_from([1 << 60, 1]), st.booleans())
 def test_fast_routes_give_the_plain_products_bits(

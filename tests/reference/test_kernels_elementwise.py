@@ -309,6 +309,7 @@ def transcendental_cases(draw):
     return op, draw(hnp.arrays(dtype, draw(SHAPES), elements=strategy))
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(transcendental_cases())
 def test_transcendental_kernels_match_the_naive_reading_and_are_correctly_rounded(case) -> None:
@@ -393,6 +394,7 @@ def scaled_dd(draw):
     return dtype, sign * hi, sign * lo, k
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(scaled_dd())
 def test_round_scaled_is_the_correct_rounding_of_a_double_double(case) -> None:
@@ -437,6 +439,7 @@ def _bases(dtype: np.dtype):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(st.data())
 def test_float_pow_matches_the_naive_table_and_is_correctly_rounded(data) -> None:

@@ -230,6 +230,7 @@ def slice_cases(draw):
     return x, [np.array(v, dtype=itype) for v in params]
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(slice_cases())
 def test_slice_matches_the_naive_reading_and_refuses_what_it_refuses(case) -> None:
@@ -408,6 +409,7 @@ def argmax_cases(draw):
     return x, draw(st.integers(0, len(x_shape) - 1)), draw(st.integers(0, 1)), draw(st.integers(0, 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(argmax_cases())
 def test_argmax_matches_the_naive_reading(case) -> None:
@@ -462,6 +464,7 @@ def softmax_cases(draw):
     return x, draw(st.integers(0, len(x_shape) - 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(softmax_cases())
 def test_softmax_is_within_one_ulp_and_correctly_rounded_away_from_midpoints(case) -> None:

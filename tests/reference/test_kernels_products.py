@@ -76,6 +76,7 @@ def conv_cases(draw, specials: bool = True):
     return x, w, b, {"strides": strides, "pads": pads, "dilations": dilations, "group": group}
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(conv_cases())
 def test_conv_is_the_exact_sum_rounded_once(case) -> None:
@@ -96,6 +97,7 @@ def test_conv_dilation_zeros_as_structure_is_one_switch(case) -> None:
         assert_identical(conv(x, w, b, **attrs), expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(conv_cases(specials=False))
 def test_conv_abs_bounds_the_sum_of_absolute_products(case) -> None:
@@ -160,6 +162,7 @@ def matrices(draw, dtypes=FLOATS, specials: bool = True, bias: bool = False):
     return a, b, c
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(matrices(dtypes=(*FLOATS, np.int32, np.int64, np.uint32, np.uint64)))
 def test_matmul_is_the_exact_sum_rounded_once_or_wraps_around(case) -> None:
@@ -622,6 +625,7 @@ def _exact_gemm(a, b, c, attrs):
     return values, magnitudes
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     matrices(specials=False, bias=True), GEMM_ATTRIBUTES, st.sampled_from(["full", "row", "scalar", "none"])

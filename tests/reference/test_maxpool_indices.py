@@ -185,6 +185,7 @@ def _run(x: np.ndarray, params: PoolParams, reading: str) -> tuple | None:
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(cases())
 def test_indices_and_y_bit_for_bit_as_the_former_algorithm_and_the_window_oracle(case) -> None:

@@ -41,6 +41,7 @@ def subnormal_matrices(draw):
     return a, b
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(subnormal_matrices())
 def test_abs_sum_on_subnormal_data_is_an_upper_bound_within_float64_rounding(case) -> None:

@@ -27,6 +27,7 @@ FLOATS = (np.float16, np.float32, np.float64)
 
 
 # -- tier 2 on the properties of test_kernels_products ------------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(case=conv_cases())
 def test_conv_with_the_bulk_tier_is_the_exact_sum_rounded_once(case) -> None:
@@ -39,6 +40,7 @@ def test_conv_with_the_bulk_tier_is_the_exact_sum_rounded_once(case) -> None:
         assert_identical(conv_with_abs(x, w, b, **attrs)[0], expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(case=matrices(bias=True))
 def test_matmul_and_gemm_with_the_bulk_tier(case) -> None:
@@ -54,6 +56,7 @@ def _edge(pattern: str, dtype: type, shape: tuple[int, ...], seed: int) -> np.nd
     return FLOAT_PATTERNS[pattern](np.dtype(dtype), shape, np.random.default_rng(seed))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", sorted(FLOAT_PATTERNS))
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_conv_on_every_edge_dataset_matches_the_naive_reading(pattern, dtype) -> None:
@@ -172,6 +175,7 @@ def extreme_matrices(draw):
     return a, b, c
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(extreme_matrices())
 def test_abs_sums_bound_the_exact_sum_at_the_extremes(case) -> None:

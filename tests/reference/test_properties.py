@@ -4,6 +4,7 @@ asymmetric pads, ties, NaN, +-inf and +-0, and Max broadcasting with 1 to 5 inpu
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import assert_identical
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,6 +46,7 @@ def pooling_cases(draw, dtypes=(np.float16, np.float32, np.float64, np.int8, np.
     return x, PoolParams(kernel, strides, dilations, pads)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(pooling_cases())
 def test_maxpool_matches_the_naive_reading(case) -> None:
@@ -86,6 +88,7 @@ def max_cases(draw):
     return [draw(hnp.arrays(dtype, shape, elements=elements)) for shape in shapes]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(max_cases())
 def test_max_matches_the_naive_reading(arrays) -> None:

@@ -17,6 +17,7 @@ from unittest import mock
 
 import numpy as np
 import onnx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -167,6 +168,7 @@ _ROW_VALUES = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     x=hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=6), elements=_ROW_VALUES),

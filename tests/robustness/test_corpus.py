@@ -50,6 +50,7 @@ def _assert_clean_failure_output(run: subprocess.CompletedProcess[str]) -> None:
         assert line.startswith("sonnx-check: error: "), run.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_static_check_reports_the_input_and_still_checks_the_good_model(case: Case, tmp_path: Path) -> None:
     bad, conforming = _layout(case, tmp_path)
@@ -98,6 +99,7 @@ def test_comparison_reports_what_stopped_it_and_still_checks_the_good_model(
     assert _snapshot(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_a_folder_named_like_a_model_is_skipped_when_its_parent_is_scanned(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "x.onnx").mkdir()
@@ -133,6 +135,7 @@ def test_a_file_without_read_permission_is_a_load_error(
     assert f"sonnx-check: error: {locked}: cannot read the model: permission denied" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_model_symlinked_from_outside_the_checked_folder_is_not_read(tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     os.mkfifo(tmp_path / "secret.onnx")  # reading it would hang the run

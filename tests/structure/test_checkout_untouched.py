@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
 
@@ -32,6 +34,7 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
 
+@pytest.mark.slow
 def test_a_relative_path_lands_in_the_tests_own_folder(tmp_path: Path) -> None:
     root = _checkout(
         tmp_path / "checkout",
@@ -50,6 +53,7 @@ def test_a_relative_path_lands_in_the_tests_own_folder(tmp_path: Path) -> None:
     assert _files(root) == before
 
 
+@pytest.mark.slow
 def test_a_run_that_writes_into_the_checkout_fails_naming_the_file(tmp_path: Path) -> None:
     root = _checkout(
         tmp_path / "checkout",

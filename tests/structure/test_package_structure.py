@@ -6,12 +6,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from import_graph import ROOT, cycles, graph, modules
 
 MAX_LINES = 600
 MAX_CLASS_LINES = 250
 
 
+@pytest.mark.slow
 def test_the_package_has_no_import_circle() -> None:
     found = cycles(graph())
     assert found == [], "import circles (each a set of modules importing one another): " + "; ".join(
@@ -55,6 +57,7 @@ def _class_lengths(path: Path) -> dict[str, int]:
     }
 
 
+@pytest.mark.slow
 def test_no_class_is_over_250_lines() -> None:
     lengths = {name: n for path in modules().values() for name, n in _class_lengths(path).items()}
     over = {name: n for name, n in lengths.items() if n > MAX_CLASS_LINES}

@@ -119,6 +119,7 @@ def test_an_unexplained_divergence_has_a_reproducer_the_backend_reader_loads(
     assert (folder / "reproducers" / "suite.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_refusing_runtime_yields_refusals_not_failures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,10 +7,13 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
 from clikit import run_cli  # noqa: E402
 
 
+@pytest.mark.slow
 def test_survey_runs_without_a_model_and_writes_its_folder(tmp_path: Path) -> None:
     done = run_cli(["--survey", "--survey-output", "out", "--seed", "3"], cwd=tmp_path)
     assert done.code == 0, done.stderr

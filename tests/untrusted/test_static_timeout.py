@@ -8,10 +8,12 @@ import time
 from pathlib import Path
 
 import onnx
+import pytest
 from clikit import conforming_maxpool, run_cli, save
 from hostile_models import if_chain
 
 
+@pytest.mark.slow
 def test_a_model_that_keeps_onnx_busy_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     onnx.save(if_chain(5000), tmp_path / "slow.onnx")  # 0.9 MB: about 20 s of onnx's checker and inference
     save(conforming_maxpool(), tmp_path / "good.onnx")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from clikit import TESTS, run_cli
 
 CONFORMING = TESTS.parent / "sample_models" / "conforming"
@@ -27,6 +28,7 @@ def _compare(config: Path) -> tuple[int, dict, str]:
     return result.code, json.loads(result.stdout), result.stderr
 
 
+@pytest.mark.slow
 def test_waivers_of_the_reported_known_departures_make_the_conforming_samples_pass(tmp_path: Path) -> None:
     code, document, _ = _compare(_config(tmp_path, []))
     classes = document["summary"]["classes"]

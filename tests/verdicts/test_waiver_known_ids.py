@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from clikit import run_cli, save, torchscript_export, write_pyproject
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -103,6 +104,7 @@ finally:
 """
 
 
+@pytest.mark.slow
 def test_a_static_run_with_a_known_waiver_imports_no_comparison_code(tmp_path: Path) -> None:
     """The IDs come from the operators' declarations (rules/<Op>.toml), not from the comparison engine."""
     save(torchscript_export(), tmp_path / "m.onnx")
