@@ -61,6 +61,7 @@ from sonnx_check.compare.runtimes.worker import (
     model_bytes,
     shared_arrays,
     shared_weights,
+    watchdog,
 )
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[4])
@@ -108,6 +109,7 @@ class Worker:
         self._expired = False
         self._arriving: arriving.Arriving | None = None  # a streamed reply not read to its end yet
         self._stream_left: float | None = None  # seconds its parts may still take (None: no limit)
+        self._watchdog = watchdog.Watchdog(self._expire)  # bounds each of those reads
         self._home = private_home()  # onnxruntime's own files stay in it (private_environment)
         env = private_environment(os.environ, self._home)
         # The worker imports this package from where the parent did, installed or not.
@@ -211,11 +213,9 @@ class Worker:
         """The next (name, array) part of a streamed reply; the worker ending meanwhile is a crash, and
         the parts' time running out stops it (a timeout)."""
         assert self._process.stdout is not None
-        left, timer, began = self._stream_left, None, time.monotonic()
+        left, began = self._stream_left, time.monotonic()
         if left is not None:
-            timer = threading.Timer(left, self._expire)
-            timer.daemon = True
-            timer.start()
+            self._watchdog.arm(left)
         try:
             return pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError):
@@ -225,8 +225,8 @@ class Worker:
                 raise self._timed_out(stage) from None
             raise RuntimeRefusal(stage, self._crash_message(stage), crashed=True) from None
         finally:
-            if timer is not None and left is not None:
-                timer.cancel()
+            if left is not None:
+                self._watchdog.disarm()
                 self._stream_left = max(0.0, left - (time.monotonic() - began))
 
     def _expire(self) -> None:
@@ -271,6 +271,7 @@ class Worker:
         return next((line for line in reversed(lines) if line), "")
 
     def close(self) -> None:
+        self._watchdog.stop()
         process = self._process
         if self._arriving is not None and self._arriving.pending:
             process.kill()  # it waits to write parts nobody will read
