@@ -139,12 +139,9 @@ class NodeEdges:
         self.configurations = self.observed.configurations
         self.operator_configurations = self.observed.operator_configurations
         self.accounting = Accounting(nodes, self.configurations, self.operator_configurations)
-        self.seed = seed
         self.data = EdgeData(seed, max_elements, readings)  # what each configuration is fed (edge_data.py)
-        self.max_elements = max_elements
         self.budget = budget  # bytes sonnx-check may hold for one batch (None: no limit)
         self.accuracy = accuracy
-        self.readings = readings
         # A runtime that computes every graph output whatever is asked (a command) runs every configuration
         # of a batch on each dataset: those the dataset does not concern get data the reference accepted for
         # them (zeros could be data the profile excludes, an integer division by zero). A runner holding

@@ -65,7 +65,7 @@ RATIONAL_ABSOLUTE = 2.0**-21
 RATIONAL_PLATEAUS = tuple(float(v) for v in np.array([0x34F00000, 0x3F7FFFF8], np.uint32).view(np.float32))
 # the lower plateau as each CPU's kernel gives it (the same version): 4.4703484e-7, or 2^-21 (an AMD EPYC with
 # AVX2 and no AVX-512); a NaN of X gives one of them, nothing in between
-LOWER_PLATEAUS = tuple(float(v) for v in np.array([0x34F00000, 0x35000000], np.uint32).view(np.float32))
+LOWER_PLATEAUS = (RATIONAL_PLATEAUS[0], 2.0**-21)
 
 
 def sigmoid_clamped_rational(case: DivergenceCase) -> np.ndarray:
